@@ -12,7 +12,7 @@ import argparse
 import importlib
 import sys
 
-from isocompute.config import ConfigError
+from isocompute.errors import ConfigError, InputError
 
 # Modules that register subcommands; a module missing here is simply skipped
 # so that partial installs still give a working CLI.
@@ -21,10 +21,6 @@ SUBCOMMAND_MODULES = [
     "isocompute.analysis.cli",
     "isocompute.cluster.cli",
 ]
-
-
-class InputError(ValueError):
-    """A file a user gave is missing or malformed; the message names it."""
 
 
 def build_parser() -> argparse.ArgumentParser:
