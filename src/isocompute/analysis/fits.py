@@ -1,0 +1,271 @@
+"""ScaleRL sigmoid fits of reward vs compute, one curve per run.
+
+`R(C) = R0 + (A - R0) / (1 + (C_mid / C)^B)` with `R0` the run's step-0
+evaluation, fitted to the run's record-breaking points by ScaleRL's grid
+search (METHODS.md section 7). The search is vectorised: for fixed `(C_mid, B)`
+the model is linear in `A`, so the best `A` on its 0.005 grid is the grid value
+nearest the least-squares optimum, and the minimum SSE over the grid of `A`,
+the 100 values of `C_mid` and a grid of `B` (refined locally) is the same
+minimum ScaleRL reaches by optimising `B` for each `(A, C_mid)` pair. Many
+curves (bootstrap replicates of one run) are fitted in one pass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import pandas as pd
+from scipy.special import expit
+
+from isocompute.analysis.records import ema, record_mask
+
+FIT_COLUMNS = ["R0", "A", "B", "C_mid", "sse", "n_points", "status", "compute_min", "compute_max"]
+
+# Fit statuses; only 'ok' and 'flat' curves take part in frontiers.
+OK, FLAT, TOO_FEW, NO_POSITIVE, NO_BASE = "ok", "flat", "too_few_points", "no_positive_compute", "no_base_eval"
+USABLE = (OK, FLAT)
+
+
+@dataclass(frozen=True)
+class SigmoidFit:
+    R0: float
+    A: float
+    B: float
+    C_mid: float
+    sse: float
+    n_points: int
+    status: str
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class FitGrid:
+    """The numbers that define the grid search (ScaleRL's defaults)."""
+
+    a_step: float = 0.005          # grid step of A over [R0, 1]
+    a_max: float = 1.0             # upper end of the A grid (rewards are fractions)
+    c_mid_points: int = 100        # C_mid values, log-spaced over the observed compute range
+    b_bounds: tuple[float, float] = (0.05, 20.0)
+    b_points: int = 24             # coarse log-spaced grid of B ...
+    b_refine_points: int = 17      # ... refined between the neighbours of the best value
+    min_points: int = 3            # fewer record points (C > 0) than this: status 'too_few_points'
+
+
+def sigmoid_reward(compute, R0, A, B, C_mid) -> np.ndarray:
+    """Evaluate `R(C)`; `R(0) = R0`, and a flat fit (`A == R0`) is constant."""
+    c = np.asarray(compute, dtype=float)
+    R0, A, B, C_mid = (np.asarray(x, dtype=float) for x in (R0, A, B, C_mid))
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        frac = expit(B * (np.log(c) - np.log(C_mid)))   # = 1 / (1 + (C_mid/C)^B)
+        out = R0 + (A - R0) * frac
+    out = np.where(c <= 0, R0 + 0 * out, out)
+    return np.where(A == R0, R0 + 0 * out, out)
+
+
+def _grid_fit(log_c, ysum, count, y2, log_cmid, grid: FitGrid, a_max):
+    """Best (a = A - R0, B, C_mid, sse) for R replicates of one curve.
+
+    log_c (P,): log compute of the candidate points; ysum (P, R): sum of
+    (value - R0) over the records at each point in each replicate; count (P, R):
+    how many records sit there; y2 (R,): sum of squared (value - R0).
+    """
+    P, R = ysum.shape
+    log_b = np.linspace(np.log(grid.b_bounds[0]), np.log(grid.b_bounds[1]), grid.b_points)
+    b = np.exp(log_b)
+    d = log_c[None, :] - log_cmid[:, None]                       # (nC, P)
+    s = expit(b[None, :, None] * d[:, None, :]).reshape(-1, P)   # (nC*nB, P)
+    ssy = s @ ysum
+    ss2 = (s * s) @ count
+    a, sse = _best_a(ssy, ss2, y2[None, :], grid.a_step, a_max)
+    best = np.argmin(sse, axis=0)                                # (R,)
+    ic, ib = np.divmod(best, grid.b_points)
+    cols = np.arange(R)
+    a_best, sse_best, b_best = a[best, cols], sse[best, cols], b[ib]
+
+    # Local refinement of B at the winning C_mid (B alone, as in ScaleRL).
+    if grid.b_refine_points > 1:
+        lo = log_b[np.maximum(ib - 1, 0)]
+        hi = log_b[np.minimum(ib + 1, grid.b_points - 1)]
+        t = np.linspace(0.0, 1.0, grid.b_refine_points)
+        bf = np.exp(lo[:, None] + (hi - lo)[:, None] * t[None, :])         # (R, F)
+        sf = expit(bf[:, :, None] * d[ic][:, None, :])                       # (R, F, P)
+        ssy_f = np.einsum("rfp,pr->rf", sf, ysum)
+        ss2_f = np.einsum("rfp,pr->rf", sf * sf, count)
+        a_f, sse_f = _best_a(ssy_f, ss2_f, y2[:, None], grid.a_step, a_max)
+        jf = np.argmin(sse_f, axis=1)
+        better = sse_f[cols, jf] < sse_best
+        a_best = np.where(better, a_f[cols, jf], a_best)
+        b_best = np.where(better, bf[cols, jf], b_best)
+        sse_best = np.where(better, sse_f[cols, jf], sse_best)
+    return a_best, b_best, np.exp(log_cmid[ic]), np.maximum(sse_best, 0.0)
+
+
+def _best_a(ssy, ss2, y2, a_step, a_max):
+    """SSE is quadratic in a: the best grid value is the nearest to a* = ssy/ss2."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        a_star = np.where(ss2 > 0, ssy / ss2, 0.0)
+    a = np.clip(np.round(a_star / a_step) * a_step, 0.0, a_max)
+    return a, y2 - 2 * a * ssy + a * a * ss2
+
+
+def _a_max(R0: float, grid: FitGrid) -> float:
+    """Largest grid value of A - R0 with A <= a_max."""
+    return max(np.floor((grid.a_max - R0) / grid.a_step + 1e-9), 0.0) * grid.a_step
+
+
+def _cmid_grid(compute_range, grid: FitGrid) -> np.ndarray:
+    lo, hi = (float(x) for x in compute_range)
+    return np.linspace(np.log(lo), np.log(hi), grid.c_mid_points)
+
+
+def fit_replicates(compute, values, R0: float, resample=None, *, bin_width: float = 0.01,
+                   ema_alpha: float | None = None, min_compute: float | None = None,
+                   compute_range=None, grid: FitGrid = FitGrid()) -> dict:
+    """Records + sigmoid fit for one run, for each row of `resample`.
+
+    `compute`, `values`: the run's evaluation points with compute > 0, sorted by
+    compute; the step-0 value `R0` is prepended to every replicate. `resample`
+    (R, K) holds indices into these points (sorted within each row); None means
+    the curve itself. Returns arrays A, B, C_mid, sse, n_points, status.
+    """
+    c = np.asarray(compute, dtype=float)
+    y = np.asarray(values, dtype=float)
+    P = c.size
+    idx = np.arange(P)[None, :] if resample is None else np.asarray(resample)
+    R = idx.shape[0]
+    out = {"A": np.full(R, np.nan), "B": np.full(R, np.nan), "C_mid": np.full(R, np.nan),
+           "sse": np.full(R, np.nan), "n_points": np.zeros(R, dtype=int),
+           "status": np.full(R, NO_POSITIVE, dtype=object)}
+    if P == 0:
+        return out
+    seq = np.concatenate([np.full((R, 1), R0), y[idx]], axis=1)
+    smoothed = ema(seq, ema_alpha, axis=1)
+    rec = record_mask(smoothed, bin_width)[:, 1:]                # step 0 is not a fit point
+    eligible = np.ones(P, dtype=bool) if min_compute is None else c >= min_compute
+    rec &= eligible[idx]
+    rr, jj = np.nonzero(rec)
+    pp = idx[rr, jj]
+    dy = smoothed[:, 1:][rr, jj] - R0
+    ysum = np.zeros((P, R))
+    count = np.zeros((P, R))
+    np.add.at(ysum, (pp, rr), dy)
+    np.add.at(count, (pp, rr), 1.0)
+    y2 = np.bincount(rr, weights=dy * dy, minlength=R)
+    n_points = np.bincount(rr, minlength=R)
+    out["n_points"] = n_points
+    enough = n_points >= grid.min_points
+    out["status"] = np.where(enough, OK, TOO_FEW).astype(object)
+    if not enough.any():
+        return out
+    if compute_range is None:
+        compute_range = (c[eligible].min(), c[eligible].max())
+    # Only points that are a record in some replicate enter the sums.
+    used = count[:, enough].any(axis=1)
+    a, b, c_mid, sse = _grid_fit(np.log(c[used]), ysum[used][:, enough], count[used][:, enough], y2[enough],
+                                 _cmid_grid(compute_range, grid), grid, _a_max(R0, grid))
+    flat = a <= 0
+    out["A"][enough] = R0 + a
+    out["B"][enough] = np.where(flat, np.nan, b)
+    out["C_mid"][enough] = np.where(flat, np.nan, c_mid)
+    out["sse"][enough] = sse
+    out["status"][np.flatnonzero(enough)[flat]] = FLAT
+    return out
+
+
+def fit_sigmoid(compute, reward, R0: float, *, compute_range=None, min_compute: float | None = None,
+                grid: FitGrid = FitGrid()) -> SigmoidFit:
+    """Fit `R(C)` to given points (normally a run's record points) by grid search.
+
+    Points with compute <= 0 or below `min_compute` are left out. Degenerate
+    input gives a status instead of an error: 'no_positive_compute',
+    'too_few_points' (fewer than `grid.min_points`), 'flat' (no point above
+    R0: A = R0, B and C_mid undefined).
+    """
+    c = np.asarray(compute, dtype=float)
+    y = np.asarray(reward, dtype=float)
+    keep = c > 0
+    if min_compute is not None:
+        keep &= c >= min_compute
+    c, y = c[keep], y[keep]
+    order = np.argsort(c, kind="stable")
+    c, y = c[order], y[order]
+    if c.size == 0:
+        return SigmoidFit(R0, np.nan, np.nan, np.nan, np.nan, 0, NO_POSITIVE)
+    # Every given point is a fit point: a bin width far below the data spacing
+    # is not enough (records need strictly higher bins), so fit directly.
+    P = c.size
+    dy = (y - R0)[:, None]
+    if P < grid.min_points:
+        return SigmoidFit(R0, np.nan, np.nan, np.nan, np.nan, P, TOO_FEW)
+    if compute_range is None:
+        compute_range = (c.min(), c.max())
+    a, b, c_mid, sse = _grid_fit(np.log(c), dy, np.ones((P, 1)), np.array([float((dy ** 2).sum())]),
+                                 _cmid_grid(compute_range, grid), grid, _a_max(R0, grid))
+    if a[0] <= 0:
+        sse_flat = float((dy ** 2).sum())
+        return SigmoidFit(R0, R0, np.nan, np.nan, sse_flat, P, FLAT)
+    A, B, C_mid = R0 + float(a[0]), float(b[0]), float(c_mid[0])
+    sse = float(((sigmoid_reward(c, R0, A, B, C_mid) - y) ** 2).sum())
+    return SigmoidFit(R0, A, B, C_mid, sse, P, OK)
+
+
+def run_arrays(run: pd.DataFrame, metric: str, min_compute: float | None = None) -> dict:
+    """What a fit needs from one run's evaluation rows: R0, sorted positive points, range."""
+    run = run.sort_values(["compute", "step"], kind="stable")
+    base = run.loc[run["step"] == 0, metric]
+    pos = run[run["compute"] > 0]
+    c = pos["compute"].to_numpy(dtype=float)
+    eligible = c if min_compute is None else c[c >= min_compute]
+    return {
+        "R0": float(base.iloc[0]) if len(base) else np.nan,
+        "compute": c,
+        "values": pos[metric].to_numpy(dtype=float),
+        "compute_range": (eligible.min(), eligible.max()) if eligible.size else None,
+        "compute_min": float(c.min()) if c.size else np.nan,
+        "compute_max": float(run["compute"].max()) if len(run) else np.nan,
+    }
+
+
+def fit_curves(evals: pd.DataFrame, metric: str = "avg@4", *, bin_width: float = 0.01,
+               ema_alpha: float | None = None, min_compute: float | None = None,
+               run_keys=("B_p", "n"), grid: FitGrid = FitGrid()) -> pd.DataFrame:
+    """One ScaleRL fit per run, on the run's record-breaking points.
+
+    The C_mid grid spans the run's observed compute range (evaluations with
+    compute > 0 and >= `min_compute`). Returns one row per run: the run keys,
+    R0, A, B, C_mid, sse, n_points, status, compute_min, compute_max (the
+    observed range of compute > 0; frontiers use each curve up to its max).
+    """
+    keys = [k for k in run_keys if k in evals.columns]
+    rows = []
+    for key, run in evals.groupby(keys, sort=True):
+        key = key if isinstance(key, tuple) else (key,)
+        arr = run_arrays(run, metric, min_compute)
+        row = dict(zip(keys, key))
+        row.update(R0=arr["R0"], compute_min=arr["compute_min"], compute_max=arr["compute_max"])
+        if np.isnan(arr["R0"]):
+            row.update(A=np.nan, B=np.nan, C_mid=np.nan, sse=np.nan, n_points=0, status=NO_BASE)
+        elif arr["compute_range"] is None:
+            row.update(A=np.nan, B=np.nan, C_mid=np.nan, sse=np.nan, n_points=0, status=NO_POSITIVE)
+        else:
+            res = fit_replicates(arr["compute"], arr["values"], arr["R0"], bin_width=bin_width,
+                                 ema_alpha=ema_alpha, min_compute=min_compute,
+                                 compute_range=arr["compute_range"], grid=grid)
+            row.update({k: (v[0].item() if hasattr(v[0], "item") else v[0]) for k, v in res.items()})
+        rows.append(row)
+    cols = keys + FIT_COLUMNS
+    fits = pd.DataFrame(rows, columns=cols)
+    fits["n_points"] = fits["n_points"].astype(int)
+    return fits
+
+
+def predict(fits: pd.DataFrame, compute) -> np.ndarray:
+    """Fitted rewards (runs x compute); runs whose status is not usable give NaN."""
+    c = np.asarray(compute, dtype=float)[None, :]
+    col = lambda name: fits[name].to_numpy(dtype=float)[:, None]  # noqa: E731
+    out = sigmoid_reward(c, col("R0"), col("A"), col("B"), col("C_mid"))
+    usable = fits["status"].isin(USABLE).to_numpy()[:, None]
+    return np.where(usable, out, np.nan)

@@ -1,0 +1,129 @@
+"""Compute-optimal frontiers: the upper envelope of the fitted curves.
+
+On a log-spaced compute grid, `F(C) = max over runs of R_run(C)` and `n*(C)`
+(and `B_p*(C)`) is the run attaining it (METHODS.md section 8). Studies cut the
+runs differently: Q1 fixes `B_p` and varies `n`; Q2 fixes `B = B_p * n` and
+puts the number of steps `M` on the x-axis; Q3 takes all cells jointly.
+Each curve is used from C = 0 (where it equals R0) up to the largest compute
+its run reached, unless `extrapolate` is set.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from isocompute.analysis.fits import USABLE, sigmoid_reward
+
+
+def compute_grid(compute, points: int = 100, lo: float | None = None, hi: float | None = None) -> np.ndarray:
+    """`points` log-spaced values over the positive range of `compute` (or [lo, hi])."""
+    c = np.asarray(compute, dtype=float)
+    c = c[np.isfinite(c) & (c > 0)]
+    lo = float(c.min()) if lo is None else float(lo)
+    hi = float(c.max()) if hi is None else float(hi)
+    if not (0 < lo <= hi):
+        raise ValueError(f"compute grid needs 0 < lo <= hi, got lo={lo}, hi={hi}")
+    return np.geomspace(lo, hi, points)
+
+
+def envelope(R0, A, B, C_mid, usable, compute_max, grid, *, extrapolate: bool = False):
+    """Index of the best curve and its reward at each grid point.
+
+    Parameters are arrays (..., K) over K curves (a leading axis holds
+    bootstrap replicates); returns (best (..., G) int, reward (..., G)), with
+    best = -1 where no curve is defined. Ties go to the earlier curve.
+    """
+    g = np.asarray(grid, dtype=float)
+    expand = lambda x: np.asarray(x, dtype=float)[..., None]  # noqa: E731
+    values = sigmoid_reward(g, expand(R0), expand(A), expand(B), expand(C_mid))   # (..., K, G)
+    ok = np.asarray(usable, dtype=bool)[..., None] & np.isfinite(values)
+    if not extrapolate:
+        ok &= g <= expand(compute_max) * (1 + 1e-12)
+    values = np.where(ok, values, -np.inf)
+    best = np.argmax(values, axis=-2)
+    reward = np.take_along_axis(values, best[..., None, :], axis=-2)[..., 0, :]
+    none = ~np.isfinite(reward)
+    return np.where(none, -1, best), np.where(none, np.nan, reward)
+
+
+def frontier(fits: pd.DataFrame, grid, *, extrapolate: bool = False) -> pd.DataFrame:
+    """Upper envelope of the fitted curves in `fits` on `grid`.
+
+    Returns columns compute, n_star, B_p_star, reward (NaN where no usable
+    curve covers the grid point). Ties go to the smaller n, then smaller B_p.
+    """
+    fits = fits.sort_values(["n", "B_p"], kind="stable").reset_index(drop=True)
+    col = lambda name: fits[name].to_numpy(dtype=float)  # noqa: E731
+    best, reward = envelope(col("R0"), col("A"), col("B"), col("C_mid"),
+                            fits["status"].isin(USABLE).to_numpy(), col("compute_max"), grid,
+                            extrapolate=extrapolate)
+    pick = lambda name: np.where(best >= 0, col(name)[np.maximum(best, 0)], np.nan)  # noqa: E731
+    return pd.DataFrame({"compute": np.asarray(grid, dtype=float), "n_star": pick("n"),
+                         "B_p_star": pick("B_p"), "reward": reward})
+
+
+def _usable(fits: pd.DataFrame) -> pd.DataFrame:
+    return fits[fits["status"].isin(USABLE)]
+
+
+def study_grid(fits: pd.DataFrame, points: int = 100, scale: float = 1.0) -> np.ndarray | None:
+    """Grid over the observed range of the usable runs (compute / scale); None if empty."""
+    ok = _usable(fits)
+    if ok.empty:
+        return None
+    lo = float(ok["compute_min"].min()) / scale
+    hi = float(ok["compute_max"].max()) / scale
+    if not (np.isfinite(lo) and np.isfinite(hi) and 0 < lo <= hi):
+        return None
+    return np.geomspace(lo, hi, points)
+
+
+def frontier_fixed_bp(fits: pd.DataFrame, *, grid_points: int = 100,
+                      extrapolate: bool = False) -> pd.DataFrame:
+    """Q1: for each B_p, the frontier over n. Columns B_p, compute, n_star, reward."""
+    parts = []
+    for B_p, group in fits.groupby("B_p", sort=True):
+        grid = study_grid(group, grid_points)
+        if grid is None:
+            continue
+        f = frontier(group, grid, extrapolate=extrapolate)
+        f.insert(0, "B_p", B_p)
+        parts.append(f.drop(columns="B_p_star"))
+    return _concat(parts, ["B_p", "compute", "n_star", "reward"])
+
+
+def frontier_fixed_batch(fits: pd.DataFrame, *, grid_points: int = 100, batch_sizes=None,
+                         min_runs: int = 2) -> pd.DataFrame:
+    """Q2: for each rollout batch B = B_p * n with >= `min_runs` usable runs, the
+    frontier against the number of steps M. Columns B, M, compute, n_star,
+    B_p_star (= B / n_star), reward."""
+    fits = fits.assign(B=fits["B_p"] * fits["n"])
+    parts = []
+    for B, group in fits.groupby("B", sort=True):
+        if batch_sizes is not None and B not in set(batch_sizes):
+            continue
+        if len(_usable(group)) < min_runs:
+            continue
+        steps = study_grid(group, grid_points, scale=float(B))
+        if steps is None:
+            continue
+        f = frontier(group, steps * B)
+        f.insert(0, "M", steps)
+        f.insert(0, "B", B)
+        parts.append(f)
+    return _concat(parts, ["B", "M", "compute", "n_star", "B_p_star", "reward"])
+
+
+def frontier_joint(fits: pd.DataFrame, *, grid_points: int = 100) -> pd.DataFrame:
+    """Q3: all (B_p, n) cells jointly. Columns compute, n_star, B_p_star, reward."""
+    grid = study_grid(fits, grid_points)
+    if grid is None:
+        return pd.DataFrame(columns=["compute", "n_star", "B_p_star", "reward"])
+    return frontier(fits, grid)
+
+
+def _concat(parts, columns) -> pd.DataFrame:
+    if not parts:
+        return pd.DataFrame(columns=columns)
+    return pd.concat(parts, ignore_index=True)[columns]

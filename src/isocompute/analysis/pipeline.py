@@ -1,0 +1,210 @@
+"""The analysis chain end to end: evaluation table in, tables (and figures) out.
+
+`run_analysis` is pure (frames in, frames out) and is what the CLI and the
+Snakemake rules call; `write_analysis` is the only place that touches disk,
+and it writes atomically: everything goes to a temporary folder next to the
+destination, which is renamed into place only when complete.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from isocompute.analysis.fits import FitGrid, fit_curves
+from isocompute.analysis.frontier import frontier_fixed_batch, frontier_fixed_bp, frontier_joint
+from isocompute.analysis.nstar import bootstrap_fits, bootstrap_law_intervals, law_points, n_star_laws
+from isocompute.analysis.records import record_points_by_run
+from isocompute.analysis.studies import extrapolation_check, interference_histograms, metric_optima, sensitivity
+from isocompute.analysis.tables import check_evals, check_train
+
+# results key -> file name; keys absent from the results are skipped.
+TABLE_FILES = {
+    "records": "records.csv",
+    "fits": "fits.csv",
+    "frontier": "frontier.csv",
+    "n_star_fit": "n_star_fit.csv",
+    "extrapolation": "extrapolation.csv",
+    "frontier_fixed_batch": "frontier_fixed_batch.csv",
+    "n_star_fit_fixed_batch": "n_star_fit_fixed_batch.csv",
+    "frontier_joint": "frontier_joint.csv",
+    "n_star_fit_joint": "n_star_fit_joint.csv",
+    "optima": "optima.csv",
+    "sensitivity": "sensitivity.csv",
+    "interference": "interference.csv",
+    "fits_tokens": "fits_tokens.csv",
+    "frontier_tokens": "frontier_tokens.csv",
+    "timings": "timings.csv",
+}
+
+
+def _with_law_points(frontier: pd.DataFrame, by, x: str, window: int) -> pd.DataFrame:
+    """Add the running average of log2 n* (what the law is fitted to) per group."""
+    if frontier.empty:
+        return frontier.assign(log2_n_star_avg=pd.Series(dtype=float))
+    parts = []
+    for _, f in (frontier.groupby(by, sort=True) if by else [((), frontier)]):
+        f = f.copy()
+        f["log2_n_star_avg"] = law_points(f, x=x, window=window)["log2_n_star_avg"].to_numpy()
+        parts.append(f)
+    return pd.concat(parts, ignore_index=True)
+
+
+def run_analysis(evals: pd.DataFrame, *, metric: str = "avg@4", bin_width: float = 0.01,
+                 ema_alpha: float | None = None, min_compute: float | None = None,
+                 grid_points: int = 100, n_boot: int = 200, seed: int = 0,
+                 extrapolate_fraction: float = 0.25, window: int = 5, ci: float = 0.95,
+                 train: pd.DataFrame | None = None, split: str | None = None,
+                 hist_bins: int = 10, optima_metrics=("best@4", "worst@4"),
+                 fit_grid: FitGrid = FitGrid()) -> dict[str, pd.DataFrame]:
+    """Every table of the analysis from one evaluation table.
+
+    Returns a dict of DataFrames: evals (checked), records, fits, frontier
+    (Q1, per B_p), n_star_fit (law per B_p with bootstrap intervals),
+    frontier_fixed_batch / n_star_fit_fixed_batch (Q2, x = steps M),
+    frontier_joint / n_star_fit_joint (Q3), optima, sensitivity,
+    extrapolation, interference (with `train`), fits_tokens / frontier_tokens
+    (with a `tokens` column), params and timings. Raises InputError on
+    malformed input before computing anything.
+    """
+    clock = _Clock()
+    evals = check_evals(evals, metric, split=split)
+    if train is not None:
+        train = check_train(train)
+    clock.lap("validate")
+    opts = dict(bin_width=bin_width, ema_alpha=ema_alpha)
+    out: dict[str, pd.DataFrame] = {"evals": evals}
+
+    records = record_points_by_run(evals, metric, **opts)
+    keep = [c for c in ("run", "split", "B_p", "n", "step", "compute", "tokens", metric, "smoothed", "bin")
+            if c in records.columns]
+    out["records"] = records[keep]
+    clock.lap("records")
+
+    fits = fit_curves(evals, metric, min_compute=min_compute, grid=fit_grid, **opts)
+    out["fits"] = fits
+    clock.lap("fits")
+
+    q1 = frontier_fixed_bp(fits, grid_points=grid_points)
+    out["frontier"] = _with_law_points(q1, "B_p", "compute", window)
+    laws = n_star_laws(q1, by="B_p", window=window)
+    q2 = frontier_fixed_batch(fits, grid_points=grid_points)
+    out["frontier_fixed_batch"] = _with_law_points(q2, "B", "M", window)
+    laws_q2 = n_star_laws(q2, by="B", x="M", window=window)
+    q3 = frontier_joint(fits, grid_points=grid_points)
+    out["frontier_joint"] = _with_law_points(q3, None, "compute", window)
+    laws_q3 = n_star_laws(q3, by=None, window=window)
+    clock.lap("frontiers + laws")
+
+    if n_boot > 0:
+        boot = bootstrap_fits(evals, metric, n_boot=n_boot, seed=seed, min_compute=min_compute,
+                              grid=fit_grid, **opts)
+        clock.lap("bootstrap fits")
+        common = dict(grid_points=grid_points, window=window, ci=ci)
+        laws = bootstrap_law_intervals(boot, fits, laws, by="B_p", **common)
+        laws_q2 = bootstrap_law_intervals(boot, fits, laws_q2, by="B", scale_by_batch=True, **common)
+        laws_q3 = bootstrap_law_intervals(boot, fits, laws_q3, by=None, **common)
+        clock.lap("bootstrap laws")
+    out["n_star_fit"] = laws
+    out["n_star_fit_fixed_batch"] = laws_q2
+    out["n_star_fit_joint"] = laws_q3
+
+    out["optima"] = metric_optima(evals, optima_metrics)
+    out["sensitivity"] = sensitivity(evals, metric)
+    out["extrapolation"] = extrapolation_check(evals, metric, fraction=extrapolate_fraction, fits=fits,
+                                               min_compute=min_compute, grid=fit_grid, **opts)
+    if train is not None:
+        out["interference"] = interference_histograms(train, bins=hist_bins)
+    clock.lap("studies")
+
+    if "tokens" in evals.columns:
+        by_tokens = evals.assign(compute=evals["tokens"].astype(float))
+        fits_tok = fit_curves(by_tokens, metric, min_compute=None, grid=fit_grid, **opts)
+        out["fits_tokens"] = fits_tok
+        out["frontier_tokens"] = frontier_fixed_bp(fits_tok, grid_points=grid_points).rename(
+            columns={"compute": "tokens"})
+        clock.lap("tokens")
+
+    params = dict(metric=metric, bin_width=bin_width, ema_alpha=ema_alpha, min_compute=min_compute,
+                  grid_points=grid_points, n_boot=n_boot, seed=seed,
+                  extrapolate_fraction=extrapolate_fraction, window=window, ci=ci, split=split,
+                  hist_bins=hist_bins, **{f"fit_{k}": v for k, v in vars(fit_grid).items()})
+    out["params"] = pd.DataFrame({"name": list(params), "value": [json.dumps(v) for v in params.values()]})
+    out["timings"] = clock.table()
+    return out
+
+
+def write_analysis(results: dict[str, pd.DataFrame], out_dir: Path | str, *, figures: bool = True,
+                   formats=("png", "pdf")) -> list[Path]:
+    """Write the tables (and figures/) of `run_analysis` into `out_dir`, atomically.
+
+    Everything is written into a temporary folder beside `out_dir` and renamed
+    into place at the end; on any error the temporary folder is removed and an
+    existing `out_dir` is left as it was. Returns the written paths.
+    """
+    out_dir = Path(out_dir)
+    parent = out_dir.resolve().parent
+    parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=parent))
+    try:
+        written = []
+        for key, name in TABLE_FILES.items():
+            if key in results:
+                results[key].to_csv(tmp / name, index=False)
+                written.append(name)
+        if "params" in results:
+            p = results["params"]
+            (tmp / "params.json").write_text(json.dumps(
+                {k: json.loads(v) for k, v in zip(p["name"], p["value"])}, indent=2) + "\n")
+            written.append("params.json")
+        if figures:
+            from isocompute.analysis.plots import plot_all
+
+            start = time.perf_counter()
+            figs = plot_all(results, tmp / "figures", formats=formats)
+            written += [str(Path(f).relative_to(tmp)) for f in figs]
+            if "timings" in results:   # record the figure time alongside the others
+                t = pd.concat([results["timings"], pd.DataFrame(
+                    {"phase": ["figures"], "seconds": [time.perf_counter() - start]})], ignore_index=True)
+                t.to_csv(tmp / TABLE_FILES["timings"], index=False)
+        _replace_dir(tmp, out_dir.resolve())
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return [out_dir / w for w in written]
+
+
+def _replace_dir(src: Path, dst: Path) -> None:
+    """Rename `src` to `dst`, replacing an existing `dst` only once `src` is complete."""
+    if not dst.exists():
+        os.replace(src, dst)
+        return
+    old = Path(tempfile.mkdtemp(prefix=f".{dst.name}.old-", dir=dst.parent))
+    os.rmdir(old)
+    os.replace(dst, old)
+    try:
+        os.replace(src, dst)
+    except BaseException:
+        os.replace(old, dst)
+        raise
+    shutil.rmtree(old, ignore_errors=True)
+
+
+class _Clock:
+    def __init__(self):
+        self.rows, self.last = [], time.perf_counter()
+
+    def lap(self, phase: str) -> None:
+        now = time.perf_counter()
+        self.rows.append((phase, now - self.last))
+        self.last = now
+
+    def table(self) -> pd.DataFrame:
+        return pd.DataFrame(self.rows, columns=["phase", "seconds"]).astype({"seconds": np.float64})

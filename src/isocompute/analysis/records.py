@@ -1,0 +1,106 @@
+"""Record-breaking points: the first stage of the analysis chain.
+
+Each run's evaluation curve is reduced to the points that enter a new, higher
+bin of the metric (METHODS.md section 6); the sigmoid fits use only these.
+The array core (`record_mask`) is shared with the bootstrap, which applies it
+to many resampled curves at once.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy.signal import lfilter
+
+# Rounding applied to metric / bin_width before the floor, so that values such
+# as 0.12 / 0.01 = 11.999999999999998 land in bin 12 and not 11.
+BIN_DECIMALS = 9
+
+
+def metric_bins(values, bin_width: float = 0.01, decimals: int = BIN_DECIMALS) -> np.ndarray:
+    """`floor(metric / w)` with float edges rounded away (integer array)."""
+    if not bin_width > 0:
+        raise ValueError(f"bin_width must be > 0, got {bin_width!r}")
+    ratio = np.round(np.asarray(values, dtype=float) / bin_width, decimals)
+    return np.floor(ratio).astype(np.int64)
+
+
+def ema(values, alpha: float | None, axis: int = -1) -> np.ndarray:
+    """Exponential moving average `s_t = alpha*x_t + (1-alpha)*s_{t-1}`, `s_0 = x_0`.
+
+    `alpha=None` (or 1) returns the values unchanged: smoothing is off by default.
+    """
+    x = np.asarray(values, dtype=float)
+    if alpha is None or alpha == 1 or x.shape[axis] == 0:
+        return x.copy()
+    if not 0 < alpha <= 1:
+        raise ValueError(f"EMA alpha must be in (0, 1], got {alpha!r}")
+    x0 = np.take(x, [0], axis=axis)
+    # Initial state chosen so that s_0 = x_0 exactly.
+    out, _ = lfilter([alpha], [1.0, alpha - 1.0], x, axis=axis, zi=(1.0 - alpha) * x0)
+    return out
+
+
+def record_mask(values, bin_width: float = 0.01, ema_alpha: float | None = None) -> np.ndarray:
+    """Boolean mask of record-breaking points along the last axis.
+
+    `values` (..., K) are ordered by increasing compute. The first point is a
+    record; a later point is one when its bin is strictly higher than the bins
+    of all earlier points, so of several points entering the same new bin only
+    the earliest is kept.
+    """
+    v = ema(values, ema_alpha)
+    if v.shape[-1] == 0:
+        return np.zeros(v.shape, dtype=bool)
+    bins = metric_bins(v, bin_width)
+    running = np.maximum.accumulate(bins, axis=-1)
+    mask = np.empty(bins.shape, dtype=bool)
+    mask[..., 0] = True
+    mask[..., 1:] = bins[..., 1:] > running[..., :-1]
+    return mask
+
+
+def record_points(curve: pd.DataFrame, metric: str = "avg@4", *, bin_width: float = 0.01,
+                  ema_alpha: float | None = None, compute: str = "compute") -> pd.DataFrame:
+    """Record-breaking points of one curve (a run, or a pool of runs).
+
+    Rows are ordered by `compute` (then `step`, stable) before binning. The
+    result keeps the input columns plus `bin`; with EMA smoothing it also has
+    `smoothed`, the value that was binned (and that the fits use).
+    """
+    order = [compute] + (["step"] if "step" in curve.columns and compute != "step" else [])
+    curve = curve.sort_values(order, kind="stable")
+    raw = curve[metric].to_numpy(dtype=float)
+    smoothed = ema(raw, ema_alpha)
+    mask = record_mask(smoothed, bin_width)
+    out = curve.loc[mask].copy()
+    if ema_alpha is not None:
+        out["smoothed"] = smoothed[mask]
+    out["bin"] = metric_bins(smoothed[mask], bin_width)
+    return out.reset_index(drop=True)
+
+
+def record_points_by_run(evals: pd.DataFrame, metric: str = "avg@4", *, bin_width: float = 0.01,
+                         ema_alpha: float | None = None, run_keys=("B_p", "n")) -> pd.DataFrame:
+    """`record_points` applied to each run (one curve per `run_keys` value)."""
+    keys = [k for k in run_keys if k in evals.columns]
+    parts = [record_points(g, metric, bin_width=bin_width, ema_alpha=ema_alpha)
+             for _, g in evals.groupby(keys, sort=True)]
+    if not parts:
+        cols = list(evals.columns) + (["smoothed"] if ema_alpha is not None else []) + ["bin"]
+        return pd.DataFrame(columns=cols)
+    return pd.concat(parts, ignore_index=True)
+
+
+def running_frontier(compute, values) -> np.ndarray:
+    """`f(C) = max{metric_j : C_j <= C}` evaluated at each given point's compute."""
+    c = np.asarray(compute, dtype=float)
+    v = np.asarray(values, dtype=float)
+    order = np.argsort(c, kind="stable")
+    best = np.maximum.accumulate(v[order])
+    # Points sharing a compute value share the best over all of them.
+    sorted_c = c[order]
+    last = np.searchsorted(sorted_c, sorted_c, side="right") - 1
+    out = np.empty_like(v)
+    out[order] = best[last]
+    return out

@@ -1,0 +1,147 @@
+"""Secondary studies on the evaluation (and training) tables.
+
+Metric-specific optima (paper Fig. 8), sensitivity to n vs B_p (Fig. 10),
+training pass@1 histograms at matched compute (interference, Fig. 11), and the
+extrapolation check of the fitted frontier (fit on small compute, predict the
+largest).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from isocompute.analysis.fits import FitGrid, fit_curves
+from isocompute.analysis.frontier import frontier
+from isocompute.analysis.records import running_frontier
+
+
+def value_at_compute(run: pd.DataFrame, metric: str, compute: float, *, how: str = "running_max") -> float:
+    """One run's metric at `compute`: the best value of the points with compute
+    <= `compute` ('running_max', the running frontier of raw points) or the
+    value of the last such point ('last'). NaN if the run has none."""
+    run = run[run["compute"] <= compute * (1 + 1e-12)]
+    if run.empty:
+        return np.nan
+    if how == "running_max":
+        return float(run[metric].max())
+    if how == "last":
+        return float(run.sort_values(["compute", "step"], kind="stable")[metric].iloc[-1])
+    raise ValueError(f"how must be 'running_max' or 'last', got {how!r}")
+
+
+def common_compute(runs: pd.DataFrame) -> float:
+    """The largest compute every run in `runs` reached (min over runs of max compute)."""
+    return float(runs.groupby(["B_p", "n"])["compute"].max().min())
+
+
+def metric_optima(evals: pd.DataFrame, metrics=("best@4", "worst@4"), *, how: str = "running_max") -> pd.DataFrame:
+    """For each B_p and metric, the n maximising the metric at the largest
+    compute common to all n of that B_p. Columns B_p, metric, compute, n_opt,
+    value, n_runs. Metrics missing from `evals` are skipped."""
+    rows = []
+    for B_p, group in evals.groupby("B_p", sort=True):
+        C = common_compute(group)
+        for metric in metrics:
+            if metric not in group.columns:
+                continue
+            values = {n: value_at_compute(run, metric, C, how=how) for n, run in group.groupby("n", sort=True)}
+            vals = pd.Series(values).dropna()
+            if vals.empty:
+                continue
+            n_opt = vals.idxmax()   # first (smallest) n among ties
+            rows.append({"B_p": B_p, "metric": metric, "compute": C, "n_opt": n_opt,
+                         "value": float(vals[n_opt]), "n_runs": int(vals.size)})
+    return pd.DataFrame(rows, columns=["B_p", "metric", "compute", "n_opt", "value", "n_runs"])
+
+
+def sensitivity(evals: pd.DataFrame, metric: str = "avg@4", *, compute: float | None = None,
+                how: str = "running_max", min_runs: int = 2) -> pd.DataFrame:
+    """Range of the metric across n at fixed B_p, and across B_p at fixed n.
+
+    Each group (one fixed value, >= `min_runs` runs) is compared at `compute`,
+    or by default at the largest compute all its runs reached. Columns: varied
+    ('n' or 'B_p'), fixed ('B_p' or 'n'), fixed_value, compute, range, min,
+    max, n_runs.
+    """
+    rows = []
+    for varied, fixed in (("n", "B_p"), ("B_p", "n")):
+        for value, group in evals.groupby(fixed, sort=True):
+            if group[varied].nunique() < min_runs:
+                continue
+            C = common_compute(group) if compute is None else float(compute)
+            vals = pd.Series({v: value_at_compute(run, metric, C, how=how)
+                              for v, run in group.groupby(varied, sort=True)}).dropna()
+            if vals.size < min_runs:
+                continue
+            rows.append({"varied": varied, "fixed": fixed, "fixed_value": value, "compute": C,
+                         "range": float(vals.max() - vals.min()), "min": float(vals.min()),
+                         "max": float(vals.max()), "n_runs": int(vals.size)})
+    return pd.DataFrame(rows, columns=["varied", "fixed", "fixed_value", "compute", "range", "min", "max", "n_runs"])
+
+
+def interference_histograms(train: pd.DataFrame, *, bins: int = 10, compute: float | None = None,
+                            by=("B_p",)) -> pd.DataFrame:
+    """Histogram of per-problem training pass@1 at matched compute.
+
+    `train` has one row per (B_p, n, step, problem_id) with `compute` and
+    `pass_rate`. Within each `by` group the matched compute is `compute` or, by
+    default, the largest compute all its runs reached; each problem contributes
+    its latest pass rate at or before it. Columns B_p, n, compute (matched),
+    step (the run's last step used), bin_lo, bin_hi, count, fraction.
+    """
+    edges = np.linspace(0.0, 1.0, bins + 1)
+    rows = []
+    for _, group in train.groupby(list(by), sort=True):
+        C = common_compute(group) if compute is None else float(compute)
+        for (B_p, n), run in group.groupby(["B_p", "n"], sort=True):
+            seen = run[run["compute"] <= C * (1 + 1e-12)]
+            if seen.empty:
+                continue
+            latest = seen.sort_values(["step"], kind="stable").groupby("problem_id").tail(1)
+            counts, _ = np.histogram(np.clip(latest["pass_rate"].to_numpy(dtype=float), 0, 1), bins=edges)
+            total = max(int(counts.sum()), 1)
+            for lo, hi, cnt in zip(edges[:-1], edges[1:], counts):
+                rows.append({"B_p": B_p, "n": n, "compute": C, "step": int(seen["step"].max()),
+                             "bin_lo": lo, "bin_hi": hi, "count": int(cnt), "fraction": cnt / total})
+    return pd.DataFrame(rows, columns=["B_p", "n", "compute", "step", "bin_lo", "bin_hi", "count", "fraction"])
+
+
+def extrapolation_check(evals: pd.DataFrame, metric: str = "avg@4", *, fraction: float = 0.25,
+                        fits: pd.DataFrame | None = None, bin_width: float = 0.01,
+                        ema_alpha: float | None = None, min_compute: float | None = None,
+                        grid: FitGrid = FitGrid(), by: str = "B_p") -> pd.DataFrame:
+    """Fit on compute <= `fraction` x the group's maximum, predict at the maximum.
+
+    For each `by` group (Q1: fixed B_p): curves are refitted on the truncated
+    points and extrapolated to C_max; the prediction (frontier reward and n*)
+    is compared with the full-data fits at C_max (`fits`, refitted if None)
+    and with the best raw evaluation at or below C_max.
+    """
+    if not 0 < fraction <= 1:
+        raise ValueError(f"fraction must be in (0, 1], got {fraction!r}")
+    if fits is None:
+        fits = fit_curves(evals, metric, bin_width=bin_width, ema_alpha=ema_alpha,
+                          min_compute=min_compute, grid=grid)
+    rows = []
+    for key, group in evals.groupby(by, sort=True):
+        c_max = float(group["compute"].max())
+        c_fit = fraction * c_max
+        small = group[group["compute"] <= c_fit * (1 + 1e-12)]
+        small_fits = fit_curves(small, metric, bin_width=bin_width, ema_alpha=ema_alpha,
+                                min_compute=min_compute, grid=grid)
+        pred = frontier(small_fits, [c_max], extrapolate=True).iloc[0]
+        full = frontier(fits[fits[by] == key], [c_max]).iloc[0]
+        best = group.loc[group[metric].idxmax()]
+        raw = running_frontier(group["compute"], group[metric])
+        rows.append({
+            by: key, "fit_max_compute": c_fit, "compute": c_max,
+            "n_runs_fitted": int(small_fits["status"].isin(("ok", "flat")).sum()),
+            "predicted_reward": pred["reward"], "predicted_n_star": pred["n_star"],
+            "observed_reward": full["reward"], "observed_n_star": full["n_star"],
+            "observed_raw_reward": float(raw.max()), "observed_raw_n_star": best["n"],
+            "abs_error": abs(pred["reward"] - full["reward"]),
+        })
+    cols = [by, "fit_max_compute", "compute", "n_runs_fitted", "predicted_reward", "predicted_n_star",
+            "observed_reward", "observed_n_star", "observed_raw_reward", "observed_raw_n_star", "abs_error"]
+    return pd.DataFrame(rows, columns=cols)

@@ -1,0 +1,129 @@
+"""Checks on the tables the analysis consumes, before any of it runs.
+
+An evaluation table has one row per evaluation point: B_p, n, step, compute,
+the metrics (avg@4, best@4, worst@4), optionally run, tokens, split. A problem
+stops the analysis with an InputError naming the column and what is wrong.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from isocompute.errors import InputError
+
+RUN_KEYS = ("B_p", "n")
+OPTIONAL_NUMERIC = ("avg@4", "best@4", "worst@4", "tokens")
+TRAIN_COLUMNS = ("B_p", "n", "step", "compute", "problem_id", "pass_rate")
+
+
+def _numeric(df: pd.DataFrame, col: str, what: str) -> pd.Series:
+    if col not in df.columns:
+        raise InputError(f"{what}: missing column '{col}' (have: {', '.join(map(str, df.columns))})")
+    s = df[col]
+    if not (pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s)):
+        converted = pd.to_numeric(s, errors="coerce")
+        bad = converted.isna() & s.notna()
+        if bad.any():
+            i = int(np.flatnonzero(bad.to_numpy())[0])
+            raise InputError(f"{what}: column '{col}' has a non-numeric value {s.iloc[i]!r} in row {i}")
+        s = converted
+    s = s.astype(float)
+    nan = ~np.isfinite(s.to_numpy())
+    if nan.any():
+        i = int(np.flatnonzero(nan)[0])
+        raise InputError(f"{what}: column '{col}' has a missing or non-finite value (NaN/inf) in row {i}")
+    return s
+
+
+def _integer(df, col, what, minimum):
+    s = _numeric(df, col, what)
+    v = s.to_numpy()
+    bad = (v != np.round(v)) | (v < minimum)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        kind = "positive integer" if minimum > 0 else "non-negative integer"
+        raise InputError(f"{what}: column '{col}' must hold a {kind}, got {v[i]!r} in row {i}")
+    return s.astype(np.int64)
+
+
+def check_evals(evals: pd.DataFrame, metric: str = "avg@4", *, split: str | None = None,
+                what: str = "evaluation table") -> pd.DataFrame:
+    """Validate an evaluation table and return a clean, sorted copy.
+
+    Raises InputError on: a missing column (B_p, n, step, compute, `metric`),
+    a non-numeric, NaN or infinite value, negative compute or step, B_p or n
+    not a positive integer, compute != B_p*n*step, a metric outside [0, 1], a
+    duplicate (B_p, n, step), several splits without `split` chosen.
+    """
+    if not isinstance(evals, pd.DataFrame):
+        raise InputError(f"{what}: expected a table, got {type(evals).__name__}")
+    df = evals.copy()
+    if "split" in df.columns:
+        splits = sorted(map(str, df["split"].dropna().unique()))
+        if split is not None:
+            if split not in splits:
+                raise InputError(f"{what}: column 'split' has no rows for split {split!r} (have: {', '.join(splits)})")
+            df = df[df["split"].astype(str) == split]
+        elif len(splits) > 1:
+            raise InputError(f"{what}: column 'split' holds several splits ({', '.join(splits)}); choose one (--split)")
+    elif split is not None:
+        raise InputError(f"{what}: --split {split!r} given but the table has no column 'split'")
+    if df.empty:
+        raise InputError(f"{what}: no rows")
+    for col in ("B_p", "n"):
+        df[col] = _integer(df, col, what, minimum=1)
+    df["step"] = _integer(df, "step", what, minimum=0)
+    df["compute"] = _numeric(df, "compute", what)
+    if (df["compute"] < 0).any():
+        i = int(np.flatnonzero((df["compute"] < 0).to_numpy())[0])
+        raise InputError(f"{what}: column 'compute' has a negative value {df['compute'].iloc[i]!r} in row {i}")
+    expected = (df["B_p"] * df["n"] * df["step"]).astype(float)
+    off = ~np.isclose(df["compute"], expected, rtol=1e-6, atol=1e-9)
+    if off.any():
+        i = int(np.flatnonzero(off.to_numpy())[0])
+        raise InputError(f"{what}: column 'compute' must equal B_p*n*step, got {df['compute'].iloc[i]!r} "
+                         f"instead of {expected.iloc[i]!r} in row {i}")
+    metrics = [metric] + [c for c in OPTIONAL_NUMERIC if c in df.columns and c != metric]
+    for col in metrics:
+        df[col] = _numeric(df, col, what)
+    for col in metrics:
+        if col == "tokens":
+            if (df[col] < 0).any():
+                raise InputError(f"{what}: column 'tokens' has a negative value")
+            continue
+        out = (df[col] < 0) | (df[col] > 1)
+        if out.any():
+            i = int(np.flatnonzero(out.to_numpy())[0])
+            raise InputError(f"{what}: column '{col}' must be in [0, 1], got {df[col].iloc[i]!r} in row {i}")
+    dup = df.duplicated(["B_p", "n", "step"], keep=False)
+    if dup.any():
+        row = df.loc[dup].iloc[0]
+        raise InputError(f"{what}: duplicate (B_p, n, step) = ({row['B_p']}, {row['n']}, {row['step']}) "
+                         f"in columns 'B_p', 'n', 'step'")
+    return df.sort_values(["B_p", "n", "step"], kind="stable").reset_index(drop=True)
+
+
+def check_train(train: pd.DataFrame, what: str = "training table") -> pd.DataFrame:
+    """Validate a per-step training table (B_p, n, step, compute, problem_id, pass_rate)."""
+    if not isinstance(train, pd.DataFrame):
+        raise InputError(f"{what}: expected a table, got {type(train).__name__}")
+    df = train.copy()
+    if df.empty:
+        raise InputError(f"{what}: no rows")
+    for col in ("B_p", "n"):
+        df[col] = _integer(df, col, what, minimum=1)
+    df["step"] = _integer(df, "step", what, minimum=0)
+    df["compute"] = _numeric(df, "compute", what)
+    if (df["compute"] < 0).any():
+        raise InputError(f"{what}: column 'compute' has a negative value")
+    if "problem_id" not in df.columns:
+        raise InputError(f"{what}: missing column 'problem_id'")
+    if df["problem_id"].isna().any():
+        raise InputError(f"{what}: column 'problem_id' has a missing value")
+    df["pass_rate"] = _numeric(df, "pass_rate", what)
+    if ((df["pass_rate"] < 0) | (df["pass_rate"] > 1)).any():
+        raise InputError(f"{what}: column 'pass_rate' must be in [0, 1]")
+    if df.duplicated(["B_p", "n", "step", "problem_id"]).any():
+        raise InputError(f"{what}: duplicate (B_p, n, step, problem_id) in columns 'B_p', 'n', 'step', 'problem_id'")
+    return df

@@ -1,0 +1,70 @@
+"""verl's RL data schema, shared by every split file so that the cluster
+backend consumes them unchanged.
+
+Row: data_source (str), prompt (list of chat messages), ability (str),
+reward_model {style: "rule", ground_truth: str}, extra_info {index, problem_id,
+family, ...}.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from isocompute.errors import InputError
+
+COLUMNS = ["data_source", "prompt", "ability", "reward_model", "extra_info"]
+
+
+def make_row(*, data_source: str, problem: str, instruction: str, answer: str,
+             index: int, problem_id: str, family: str, ability: str = "math") -> dict:
+    content = f"{problem} {instruction}".strip() if instruction else problem
+    return {
+        "data_source": data_source,
+        "prompt": [{"role": "user", "content": content}],
+        "ability": ability,
+        "reward_model": {"style": "rule", "ground_truth": str(answer)},
+        "extra_info": {"index": int(index), "problem_id": problem_id, "family": family},
+    }
+
+
+def validate_frame(df: pd.DataFrame, source: str) -> pd.DataFrame:
+    """Check that `df` follows the schema; `source` names the file in errors."""
+    missing = [c for c in COLUMNS if c not in df.columns]
+    if missing:
+        raise InputError(f"{source}: missing column(s) {missing}; expected verl RL schema {COLUMNS}")
+    if df.empty:
+        raise InputError(f"{source}: no problems")
+    ids = problem_ids(df)
+    if ids.duplicated().any():
+        raise InputError(f"{source}: duplicate extra_info.problem_id {ids[ids.duplicated()].iloc[0]!r}")
+    return df
+
+
+def problem_ids(df: pd.DataFrame) -> pd.Series:
+    return df["extra_info"].map(lambda e: e["problem_id"])
+
+
+def ground_truths(df: pd.DataFrame) -> pd.Series:
+    return df["reward_model"].map(lambda r: str(r["ground_truth"]))
+
+
+def families(df: pd.DataFrame) -> pd.Series:
+    return df["extra_info"].map(lambda e: e.get("family") or "all")
+
+
+def read_problems(path: Path | str) -> pd.DataFrame:
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"problem file not found: {path}")
+    return validate_frame(pd.read_parquet(path), str(path))
+
+
+def write_parquet_atomic(df: pd.DataFrame, path: Path | str) -> None:
+    """Write via a temporary file and rename, so no half-written file looks complete."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    df.to_parquet(tmp, index=False)
+    tmp.replace(path)

@@ -1,0 +1,216 @@
+"""CLI subcommands for the data stages of the DAG (one per Snakemake rule):
+pool -> base-model -> difficulty -> splits -> fig-difficulty.
+
+Rules pass the config sections a stage uses as JSON (`--params`), so a changed
+value re-runs exactly the stages that read it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import platform
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from isocompute.config import check_config
+from isocompute.errors import InputError
+
+log = logging.getLogger("isocompute")
+
+
+def setup_logging() -> None:
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+def config_from_params(text: str) -> dict:
+    """A full config from the JSON sections a rule passed (the rest defaulted)."""
+    try:
+        partial = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"--params: not valid JSON ({exc})") from exc
+    return check_config(partial)
+
+
+def progress(**kw):
+    from tqdm import tqdm
+
+    return tqdm(mininterval=2.0, file=sys.stderr, **kw)
+
+
+def versions() -> dict:
+    import importlib.metadata as md
+
+    out = {"python": platform.python_version(), "platform": platform.platform()}
+    for pkg in ("isocompute", "torch", "transformers", "tokenizers", "math-verify", "pandas", "numpy",
+                "snakemake", "verl"):
+        try:
+            out[pkg] = md.version(pkg)
+        except md.PackageNotFoundError:
+            out[pkg] = None
+    return out
+
+
+def write_json_atomic(obj, path: Path) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(obj, indent=2, sort_keys=True, default=str))
+    tmp.replace(path)
+
+
+def provenance(cfg: dict, **extra) -> dict:
+    return {"config": cfg, "versions": versions(), "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **extra}
+
+
+def set_threads(n: int) -> None:
+    import torch
+
+    torch.set_num_threads(n)
+    os.environ.setdefault("OMP_NUM_THREADS", str(n))
+
+
+# --- stages -------------------------------------------------------------------
+
+def cmd_pool(args) -> int:
+    from isocompute.data.pool import build_pool
+    from isocompute.data.schema import write_parquet_atomic
+
+    cfg = config_from_params(args.params)
+    pool = build_pool(cfg)
+    write_parquet_atomic(pool, args.out)
+    write_json_atomic(provenance(cfg, problems=len(pool)), Path(args.out).with_suffix(".json"))
+    log.info("pool: %d problems -> %s", len(pool), args.out)
+    return 0
+
+
+def cmd_base_model(args) -> int:
+    from isocompute.data.schema import read_problems
+    from isocompute.model.embedded import build_embedded_base_model
+    from isocompute.model.io import load_policy
+
+    cfg = config_from_params(args.params)
+    out = Path(args.out)
+    tmp = out.with_name(f".{out.name}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    pool = read_problems(args.pool)
+    meta = build_embedded_base_model(cfg, pool, tmp, progress_factory=progress)
+    write_json_atomic(provenance(cfg, **meta), tmp / "isocompute_provenance.json")
+    load_policy(tmp)  # the directory must load before it is published
+    shutil.rmtree(out, ignore_errors=True)
+    tmp.replace(out)
+    log.info("base model: %d parameters, %d pretraining steps in %.0f s -> %s",
+             meta["parameters"], meta["steps"], meta["seconds"], out)
+    return 0
+
+
+def make_sampler(cfg: dict, model_path: str):
+    """The sampler the config asks for, over the model at `model_path`."""
+    if cfg["sampling"]["backend"] == "vllm":
+        from isocompute.cluster.vllm_sampler import VLLMSampler
+
+        return VLLMSampler(model_path, cfg)
+    from isocompute.model.io import load_policy, pick_device
+    from isocompute.sampling import LocalSampler
+
+    model, tok = load_policy(model_path, device=pick_device())
+    return LocalSampler(model, tok, batch_size=cfg["sampling"]["batch_size"])
+
+
+def cmd_difficulty(args) -> int:
+    from isocompute.data.difficulty import sample_difficulty
+    from isocompute.data.schema import read_problems, write_parquet_atomic
+    from isocompute.model.io import render_prompts
+    from isocompute.sampling import SamplingParams
+
+    cfg = config_from_params(args.params)
+    set_threads(args.threads)
+    pool = read_problems(args.pool)
+    sampler = make_sampler(cfg, args.model)
+    out = Path(args.out)
+    start = time.perf_counter()
+    table = sample_difficulty(
+        pool, sampler, lambda prompts: render_prompts(sampler.tokenizer, prompts),
+        samples=cfg["difficulty"]["samples"], extra_samples_k=cfg["difficulty"]["extremely_hard_samples"],
+        params=SamplingParams.from_config(cfg), seed=cfg["seed"], chunk_size=cfg["sampling"]["chunk_size"],
+        chunk_dir=out.with_name(f".{out.stem}.chunks"), progress_factory=progress)
+    write_parquet_atomic(table, out)
+    write_json_atomic(provenance(cfg, seconds=time.perf_counter() - start, model=args.model),
+                      out.with_suffix(".json"))
+    shutil.rmtree(out.with_name(f".{out.stem}.chunks"), ignore_errors=True)
+    log.info("difficulty: %d problems, mean avg@%d %.3f", len(table), cfg["difficulty"]["samples"],
+             table["avg_at_samples"].mean())
+    return 0
+
+
+def cmd_splits(args) -> int:
+    import pandas as pd
+
+    from isocompute.data.schema import problem_ids, read_problems, write_parquet_atomic
+    from isocompute.data.splits import make_splits, split_frame
+
+    cfg = config_from_params(args.params)
+    pool = read_problems(args.pool)
+    difficulty = pd.read_parquet(args.difficulty)
+    if list(difficulty["problem_id"]) != list(problem_ids(pool)):
+        raise InputError(f"{args.difficulty}: problem ids do not match {args.pool}; re-run the difficulty stage")
+    out = Path(args.out_dir)
+    summary = {}
+    for split, parts in make_splits(difficulty, cfg).items():
+        for part, idx in parts.items():
+            write_parquet_atomic(split_frame(pool, difficulty, idx, split), out / split / f"{part}.parquet")
+        summary[split] = {part: int(len(idx)) for part, idx in parts.items()}
+        log.info("split %-14s train %5d  val %4d", split, summary[split]["train"], summary[split]["val"])
+    write_json_atomic(provenance(cfg, sizes=summary), out / "splits.json")
+    return 0
+
+
+def cmd_fig_difficulty(args) -> int:
+    import pandas as pd
+
+    from isocompute.data.plots import difficulty_histograms, histogram_counts
+
+    cfg = config_from_params(args.params)
+    difficulty = pd.read_parquet(args.difficulty)
+    rates = {"pool": difficulty["avg_at_samples"].to_numpy()}
+    for split in cfg["splits"]["names"]:
+        train = pd.read_parquet(Path(args.splits_dir) / split / "train.parquet")
+        rates[split] = train["extra_info"].map(lambda e: e["base_pass_rate"]).to_numpy()
+    samples = cfg["difficulty"]["samples"]
+    difficulty_histograms(rates, samples, cfg["splits"]["bands"], args.out_stem)
+    counts = pd.DataFrame({name: histogram_counts(r, samples) for name, r in rates.items()})
+    counts.index.name = "avg@16"
+    counts.to_csv(Path(args.out_stem).with_suffix(".counts.csv"))
+    log.info("difficulty histogram counts:\n%s", counts.to_string())
+    return 0
+
+
+def register(sub) -> None:
+    def add(name, func, help_):
+        p = sub.add_parser(name, help=help_, description=help_)
+        p.add_argument("--params", required=True, help="JSON of the config sections this stage reads")
+        p.set_defaults(func=lambda a: (setup_logging(), func(a))[1])
+        return p
+
+    p = add("pool", cmd_pool, "Build the problem pool (embedded or a real dataset) as verl-schema parquet.")
+    p.add_argument("--out", required=True)
+    p = add("base-model", cmd_base_model, "Build and pretrain the embedded base model into a HF model directory.")
+    p.add_argument("--pool", required=True)
+    p.add_argument("--out", required=True)
+    p = add("difficulty", cmd_difficulty, "Sample the base model on the pool: per-problem avg@16 (and pass@K).")
+    p.add_argument("--pool", required=True)
+    p.add_argument("--model", required=True, help="HF model directory or hub name")
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--out", required=True)
+    p = add("splits", cmd_splits, "Cut difficulty splits with held-out validation sets.")
+    p.add_argument("--pool", required=True)
+    p.add_argument("--difficulty", required=True)
+    p.add_argument("--out-dir", required=True)
+    p = add("fig-difficulty", cmd_fig_difficulty, "Figure 2: avg@16 histograms of the pool and splits.")
+    p.add_argument("--difficulty", required=True)
+    p.add_argument("--splits-dir", required=True)
+    p.add_argument("--out-stem", required=True)

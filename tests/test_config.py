@@ -1,0 +1,69 @@
+"""Config validation: unknown keys and wrong types are rejected by name before
+any job is scheduled; schema defaults fill every knob."""
+
+from __future__ import annotations
+
+import pytest
+
+from isocompute.config import ConfigError, check_config, load_schema
+
+from conftest import REPO, run_snakemake, write_config
+
+
+def test_defaults_fill_every_section():
+    cfg = check_config({})
+    assert cfg["experiment"] == "embedded"
+    assert cfg["sampling"]["temperature"] == 0.6 and cfg["sampling"]["top_p"] == 1.0
+    assert cfg["splits"]["bands"]["hard"] == [0.0, 0.0625]
+    assert cfg["splits"]["mixtures"]["tri"] == {"hard": 0.5, "easy": 0.25, "very_easy": 0.25}
+    assert len(cfg["pool"]["families"]) == 5
+
+
+def test_every_schema_property_documents_a_default():
+    def walk(schema, path):
+        for key, sub in schema.get("properties", {}).items():
+            here = f"{path}.{key}" if path else key
+            assert "default" in sub, f"schema key {here} has no default"
+            if sub.get("type") == "object":
+                walk(sub, here)
+
+    walk(load_schema(), "")
+
+
+@pytest.mark.parametrize("bad, message", [
+    ({"bogus": 1}, "config key 'bogus': unknown key"),
+    ({"pool": {"nproblems": 10}}, "config key 'pool.nproblems': unknown key"),
+    ({"splits": {"bands": {"easy": [0.3, 0.6], "medium": [0.1, 0.2]}}}, "config key 'splits.bands.medium': unknown key"),
+    ({"pool": {"families": [{"name": "a", "operands": 2, "digits": [1, 2], "ops": "+",
+                             "corpus_accuracy": 0.5, "extra": 1}]}}, "config key 'pool.families[0].extra': unknown key"),
+    ({"seed": "zero"}, "config key 'seed': expected integer"),
+    ({"sampling": {"temperature": "hot"}}, "config key 'sampling.temperature': expected number"),
+    ({"sampling": {"backend": "tgi"}}, "config key 'sampling.backend': expected one of"),
+    ({"splits": {"val_size": 0}}, "config key 'splits.val_size': expected a value >= 1"),
+    ({"splits": {"bands": {"easy": [0.6, 0.3]}}}, "config key 'splits.bands.easy'"),
+    ({"splits": {"mixtures": {"dual": {"hard": 0.5, "easy": 0.6}}}}, "config key 'splits.mixtures.dual'"),
+    ({"pool": {"source": "file"}}, "config key 'pool.path'"),
+])
+def test_bad_config_names_the_key(bad, message):
+    with pytest.raises(ConfigError) as info:
+        check_config(bad)
+    assert message in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_snakemake_rejects_bad_config_before_any_job(workdir):
+    cfg = write_config(workdir, {"experiment": "bad", "pool": {"n_problems": "many"}})
+    proc = run_snakemake(workdir, "-n", "--configfile", str(cfg), check=False)
+    assert proc.returncode != 0
+    out = (proc.stdout + proc.stderr).strip()
+    # Snakemake may print its own note on --configfile; the error is one line, and last.
+    assert out.splitlines()[-1] == "isocompute config error: config key 'pool.n_problems': expected integer, got str 'many'"
+    assert "Traceback" not in out and out.count("error") == 1
+    assert not (workdir / "results").exists()
+
+
+def test_experiment_name_separates_results(workdir):
+    cfg = write_config(workdir, {"experiment": "study_a"})
+    proc = run_snakemake(workdir, "-n", "--configfile", str(cfg), "--quiet", "rules")
+    proc = run_snakemake(workdir, "-n", "--configfile", str(cfg))
+    assert "results/study_a/data/pool.parquet" in proc.stdout + proc.stderr

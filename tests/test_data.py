@@ -1,0 +1,153 @@
+"""Pool, real-dataset loader and splits: determinism, schema, closed interval
+boundaries, train/val disjointness and mixture proportions."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from isocompute.config import ConfigError, check_config
+from isocompute.data.pool import build_pool, evaluate
+from isocompute.data.schema import COLUMNS, ground_truths, problem_ids, read_problems, write_parquet_atomic
+from isocompute.data.splits import in_band, make_splits, split_frame
+from isocompute.errors import InputError
+
+
+def small_cfg(**over):
+    cfg = {"pool": {"n_problems": 500}}
+    cfg.update(over)
+    return check_config(cfg)
+
+
+def test_pool_is_deterministic_and_in_verl_schema(tmp_path):
+    a, b = build_pool(small_cfg()), build_pool(small_cfg())
+    pd.testing.assert_frame_equal(a, b)
+    c = build_pool(small_cfg(seed=1))
+    assert list(ground_truths(a)) != list(ground_truths(c))
+    assert list(a.columns) == COLUMNS
+    assert problem_ids(a).is_unique and len(a) == 500
+    row = a.iloc[0]
+    assert row["prompt"][0]["role"] == "user" and "\\boxed{}" in row["prompt"][0]["content"]
+    assert row["reward_model"]["style"] == "rule"
+    # Ground truths are the expressions' values.
+    for e, gt in zip(a["extra_info"], ground_truths(a)):
+        assert str(evaluate(e["expression"])) == gt
+    # Graded difficulty: every family present in equal share.
+    fams = a["extra_info"].map(lambda e: e["family"]).value_counts()
+    assert len(fams) == 5 and fams.max() - fams.min() <= 1
+    # Round trip through parquet keeps the schema.
+    write_parquet_atomic(a, tmp_path / "pool.parquet")
+    back = read_problems(tmp_path / "pool.parquet")
+    assert list(problem_ids(back)) == list(problem_ids(a))
+
+
+def test_too_many_problems_for_a_family_is_a_config_error():
+    fam = [{"name": "tiny", "operands": 2, "digits": [1, 1], "ops": "+", "corpus_accuracy": 0.5}]
+    with pytest.raises(ConfigError, match="pool.families"):
+        build_pool(check_config({"pool": {"n_problems": 500, "families": fam}}))
+
+
+def test_loader_maps_local_jsonl_and_parquet(tmp_path):
+    rows = [{"problem": "What is 1/2 + 1/4?", "answer": "\\frac{3}{4}", "data_source": "math__toy"},
+            {"problem": "Solve x+1=3.", "answer": "2", "data_source": "math__toy"},
+            {"problem": "Name a prime.", "answer": "2", "data_source": "logic__toy"}]
+    jl = tmp_path / "toy.jsonl"
+    jl.write_text("\n".join(json.dumps(r) for r in rows))
+    cfg = check_config({"pool": {"source": "file", "path": str(jl), "data_source": "math"}})
+    pool = build_pool(cfg)
+    assert list(pool.columns) == COLUMNS and len(pool) == 2
+    assert list(ground_truths(pool)) == ["\\frac{3}{4}", "2"]
+    assert pool["prompt"].iloc[0][0]["content"].endswith("\\boxed{}.")
+    # A verl-schema parquet (e.g. Guru) passes through with its chat prompt.
+    verl_rows = pd.DataFrame({
+        "data_source": ["math__guru"], "ability": ["math"],
+        "prompt": [[{"role": "user", "content": "Find 2+2. Put your final answer within \\boxed{}."}]],
+        "reward_model": [{"style": "rule", "ground_truth": "4"}],
+        "extra_info": [{"index": 0}],
+    })
+    pq = tmp_path / "guru.parquet"
+    verl_rows.to_parquet(pq)
+    pool = build_pool(check_config({"pool": {"source": "file", "path": str(pq)}}))
+    assert pool["prompt"].iloc[0][0]["content"] == "Find 2+2. Put your final answer within \\boxed{}."
+    assert list(ground_truths(pool)) == ["4"]
+
+
+def test_loader_errors_name_the_file_and_column(tmp_path):
+    with pytest.raises(InputError, match="pool.path"):
+        build_pool(check_config({"pool": {"source": "file", "path": str(tmp_path / "none.jsonl")}}))
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"question": "1+1", "answer": "2"}))
+    with pytest.raises(InputError, match="'problem'"):
+        build_pool(check_config({"pool": {"source": "file", "path": str(bad)}}))
+
+
+def test_band_boundaries_are_closed_and_exact():
+    c = np.arange(17)
+    easy = in_band(c, 16, 0.3, 0.6)
+    assert list(c[easy]) == [5, 6, 7, 8, 9]  # 4.8 <= c <= 9.6
+    hard = in_band(c, 16, 0.0, 0.0625)
+    assert list(c[hard]) == [0, 1]  # 1/16 = 0.0625 is inside
+    # Boundaries hit exactly with other sample counts: 3/10 = 0.3 and 6/10 = 0.6 are inside.
+    assert list(np.arange(11)[in_band(np.arange(11), 10, 0.3, 0.6)]) == [3, 4, 5, 6]
+    very_easy = in_band(c, 16, 0.6, 0.9)
+    assert list(c[very_easy]) == [10, 11, 12, 13, 14]
+
+
+def fake_difficulty(n=2000, seed=0):
+    rng = np.random.default_rng(seed)
+    correct = rng.integers(0, 17, n)
+    correct_k = np.where(correct == 0, rng.integers(0, 2, n), correct)
+    return pd.DataFrame({"problem_id": [f"p{i}" for i in range(n)], "samples": 16, "correct": correct,
+                         "samples_k": 64, "correct_k": correct_k, "avg_at_samples": correct / 16})
+
+
+def test_splits_deterministic_disjoint_and_in_band():
+    d = fake_difficulty()
+    cfg = check_config({"splits": {"val_size": 50, "mix_size": 200}})
+    s1, s2 = make_splits(d, cfg), make_splits(d, cfg)
+    for name in s1:
+        for part in ("train", "val"):
+            assert np.array_equal(s1[name][part], s2[name][part])
+        assert not set(s1[name]["train"]) & set(s1[name]["val"]), name
+        assert len(s1[name]["val"]) == 50
+    c = d["correct"].to_numpy()
+    assert set(c[s1["easy"]["train"]]) <= {5, 6, 7, 8, 9}
+    assert set(c[s1["hard"]["train"]]) <= {0, 1}
+    assert (d["correct_k"].to_numpy()[s1["extremely_hard"]["train"]] == 0).all()
+    # Another seed shuffles differently.
+    s3 = make_splits(d, check_config({"seed": 7, "splits": {"val_size": 50, "mix_size": 200}}))
+    assert not np.array_equal(s1["easy"]["val"], s3["easy"]["val"])
+
+
+def test_mixtures_have_configured_proportions():
+    d = fake_difficulty()
+    cfg = check_config({"splits": {"val_size": 40, "mix_size": 200}})
+    s = make_splits(d, cfg)
+    c = d["correct"].to_numpy()
+    dual, tri = s["dual"]["train"], s["tri"]["train"]
+    assert len(dual) == 200 and len(tri) == 200
+    assert (c[dual] <= 1).sum() == 100 and ((c[dual] >= 5) & (c[dual] <= 9)).sum() == 100
+    assert (c[tri] <= 1).sum() == 100
+    assert ((c[tri] >= 5) & (c[tri] <= 9)).sum() == 50 and ((c[tri] >= 10) & (c[tri] <= 14)).sum() == 50
+    # Mixture validation problems never appear in the mixture's training set.
+    assert not set(dual) & set(s["dual"]["val"])
+    assert len(s["tri"]["val"]) == 40
+
+
+def test_too_small_split_is_a_config_error():
+    d = fake_difficulty(100)
+    with pytest.raises(ConfigError, match="splits.val_size"):
+        make_splits(d, check_config({"splits": {"val_size": 90, "names": ["easy"]}}))
+
+
+def test_split_frame_keeps_schema_and_records_base_rate():
+    pool = build_pool(small_cfg())
+    d = fake_difficulty(500)
+    d["problem_id"] = list(problem_ids(pool))
+    f = split_frame(pool, d, np.array([3, 7]), "easy")
+    assert list(f.columns) == COLUMNS
+    assert f["extra_info"].iloc[1]["base_pass_rate"] == d["avg_at_samples"].iloc[7]
+    assert f["extra_info"].iloc[0]["split"] == "easy"
