@@ -18,7 +18,7 @@ from isocompute.grading import GradeCache, extract_answer, grade, grade_many, wa
 # evaluate it, which never finishes (measured: no verdict within 10 s).
 TOWER = "\\boxed{9^{9^{9^{9}}}}"
 TIMEOUT_S = 1.0
-SLACK_S = 1.0
+SLACK_S = 1.5  # generous: the suite shares a loaded machine
 
 
 def raw_math_verify(completion: str, ground_truth: str) -> bool:
@@ -180,13 +180,14 @@ def test_100k_integer_completions_are_cheap():
     assert elapsed < 3.0, elapsed
 
 
-def _timed_grade(completion: str, truth: str) -> tuple[bool, float]:
+def _timed_grade(completion: str, truth: str, timeout_s: float = TIMEOUT_S) -> tuple[bool, float]:
     start = time.monotonic()
-    verdict = grade(completion, truth, timeout_s=TIMEOUT_S)
+    verdict = grade(completion, truth, timeout_s=timeout_s)
     return verdict, time.monotonic() - start
 
 
 def test_timeout_main_thread():
+    warm_up()  # a worker killed by an earlier timeout may still be restarting
     handler = signal.getsignal(signal.SIGALRM)
     verdict, elapsed = _timed_grade(TOWER, "42")
     assert verdict is False
@@ -197,6 +198,7 @@ def test_timeout_main_thread():
 
 
 def test_timeout_in_thread():
+    warm_up()
     out: list[tuple[bool, float]] = []
     thread = threading.Thread(target=lambda: out.append(_timed_grade(TOWER, "43")))
     thread.start()
@@ -210,7 +212,8 @@ def test_timeout_in_thread():
 def test_timeout_concurrent_threads():
     warm_up(4)
     towers = ["\\boxed{9^{9^{9^{9}}}}", "\\boxed{8^{8^{8^{8}}}}", "\\boxed{7^{7^{7^{7}}}}"]
-    jobs = [(t, "5") for t in towers] + [("\\boxed{x^2+2x+1}", "(x+1)^2")]
+    # The honest answer gets a generous limit: four busy workers may share few cores.
+    jobs = [(t, "5", TIMEOUT_S) for t in towers] + [("\\boxed{x^2+2x+1}", "(x+1)^2", 30.0)]
     out: dict[int, tuple[bool, float]] = {}
     threads = [
         threading.Thread(target=lambda i=i, job=job: out.__setitem__(i, _timed_grade(*job)))
@@ -219,9 +222,9 @@ def test_timeout_concurrent_threads():
     for t in threads:
         t.start()
     for t in threads:
-        t.join(TIMEOUT_S + 10)
+        t.join(40)
     assert [out[i][0] for i in range(len(jobs))] == [False, False, False, True]
-    assert max(elapsed for _, elapsed in out.values()) < TIMEOUT_S + SLACK_S + 0.5
+    assert max(out[i][1] for i in range(len(towers))) < TIMEOUT_S + SLACK_S
 
 
 def test_symbolic_answer_in_thread():
@@ -240,7 +243,7 @@ def test_idle_worker_that_died_is_replaced():
     assert grade("\\boxed{3x+3}", "3(x+1)") is True
 
 
-def test_without_subprocesses_falls_back_to_a_thread(monkeypatch):
+def test_without_a_worker_falls_back_to_fork(monkeypatch):
     monkeypatch.setattr(grading, "_POOL", grading._WorkerPool())
     monkeypatch.setattr(grading.sys, "executable", "/nonexistent/python")
     grading._slow_verdict.cache_clear()

@@ -227,7 +227,8 @@ _STARTUP_TIMEOUT_S = 120.0
 # whose parent died mid-request cannot spin forever.
 _SELF_DESTRUCT_GRACE_S = 5.0
 _WORKER_MEMORY_HEADROOM = 4 << 30
-_MAX_IDLE_WORKERS = max(2, os.cpu_count() or 2)
+# Workers only pile up as far as callers were ever concurrent; each holds ~65 MB.
+_MAX_IDLE_WORKERS = max(8, os.cpu_count() or 8)
 
 _WORKER_BOOT = "from isocompute.grading import _worker_main; _worker_main()"
 
@@ -407,34 +408,47 @@ def warm_up(n: int = 1) -> None:
         _POOL.release(worker)
 
 
-def _compare_in_thread(answer: str, truth: str, timeout_s: float) -> bool:
-    # Last resort where no subprocess can be started: the deadline still holds
-    # for the caller, but a runaway comparison keeps a daemon thread busy.
-    result: list[bool] = []
+def _compare_in_fork(answer: str, truth: str, timeout_s: float) -> bool:
+    # Fallback where no worker can be started (no usable sys.executable). A
+    # thread would not do: a runaway bigint operation holds the GIL, so the
+    # caller could not even return. A forked child can always be killed.
+    import math_verify  # noqa: F401  -- the child must not need the import lock
 
-    def run() -> None:
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child: answer once, never return into the caller's code
         try:
-            result.append(_mv_compare(answer, truth))
-        except Exception:
-            result.append(False)
-
-    thread = threading.Thread(target=run, name="isocompute-grade", daemon=True)
-    thread.start()
-    thread.join(timeout_s)
-    return bool(result and result[0])
+            os.close(read_fd)
+            signal.signal(signal.SIGALRM, signal.SIG_DFL)
+            signal.setitimer(signal.ITIMER_REAL, timeout_s + _SELF_DESTRUCT_GRACE_S)
+            os.write(write_fd, b"1" if _mv_compare(answer, truth) else b"0")
+        finally:
+            os._exit(0)
+    os.close(write_fd)
+    try:
+        readable, _, _ = select.select([read_fd], [], [], timeout_s)
+        verdict = os.read(read_fd, 1) if readable else b""
+    finally:
+        os.close(read_fd)
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        os.waitpid(pid, 0)
+    return verdict == b"1"
 
 
 def _compare_guarded(answer: str, truth: str, timeout_s: float) -> bool:
     if _POOL.broken:
-        return _compare_in_thread(answer, truth, timeout_s)
+        return _compare_in_fork(answer, truth, timeout_s)
     for _ in range(2):  # one retry for a pooled worker that died while idle
         try:
             worker = _POOL.acquire()
             worker.wait_ready()
         except (OSError, _WorkerStartError) as exc:
-            logger.warning("math-verify worker unavailable (%s); grading in-process", exc)
+            logger.warning("math-verify worker unavailable (%s); forking per comparison", exc)
             _POOL.broken = True
-            return _compare_in_thread(answer, truth, timeout_s)
+            return _compare_in_fork(answer, truth, timeout_s)
         try:
             verdict = worker.compare(answer, truth, timeout_s)
         except (BrokenPipeError, OSError):
@@ -478,9 +492,10 @@ def grade(completion: str, ground_truth: str, timeout_s: float = 2.0) -> bool:
 
     Plain numbers are compared here with math-verify's verdicts; everything
     else is math-verify's `verify`. Safe from any thread; no input takes much
-    longer than `timeout_s` (a timed-out comparison is False). The first
-    non-numeric call in a process also waits for a worker to start (about a
-    second) unless `warm_up` ran.
+    longer than `timeout_s` (a timed-out comparison is False). Not counted in
+    `timeout_s`: a worker's start (about a second), paid by the first
+    non-numeric call in a process unless `warm_up` ran, and by a call that
+    comes before the worker replacing a timed-out one is up.
     """
     if timeout_s <= 0:
         raise ValueError(f"timeout_s must be positive, got {timeout_s}")
