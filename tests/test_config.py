@@ -64,6 +64,5 @@ def test_snakemake_rejects_bad_config_before_any_job(workdir):
 
 def test_experiment_name_separates_results(workdir):
     cfg = write_config(workdir, {"experiment": "study_a"})
-    proc = run_snakemake(workdir, "-n", "--configfile", str(cfg), "--quiet", "rules")
     proc = run_snakemake(workdir, "-n", "--configfile", str(cfg))
     assert "results/study_a/data/pool.parquet" in proc.stdout + proc.stderr

@@ -1,0 +1,88 @@
+"""End to end: the real data stages through snakemake on a tiny config
+(pool -> pretrained base model -> avg@16 sampling -> splits -> Fig. 2)."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from isocompute.data.schema import COLUMNS, problem_ids
+from isocompute.model.io import load_policy
+
+from conftest import TINY_CONFIG, run_snakemake, write_config
+
+pytestmark = pytest.mark.slow
+
+DATA_TARGETS = ["results/tiny/splits/easy/train.parquet", "results/tiny/figures/fig2_difficulty.png"]
+
+
+@pytest.fixture(scope="module")
+def tiny_study(tmp_path_factory):
+    from conftest import REPO
+    import shutil
+
+    work = tmp_path_factory.mktemp("study")
+    shutil.copytree(REPO / "config", work / "config")
+    shutil.copytree(REPO / "workflow", work / "workflow")
+    cfg = write_config(work, TINY_CONFIG)
+    run_snakemake(work, "--cores", "2", *DATA_TARGETS, "--configfile", str(cfg))
+    return work, cfg
+
+
+def test_data_stages_produce_splits_and_figure(tiny_study):
+    work, _ = tiny_study
+    res = work / "results" / "tiny"
+    pool = pd.read_parquet(res / "data" / "pool.parquet")
+    diff = pd.read_parquet(res / "data" / "difficulty.parquet")
+    assert len(pool) == 300 and list(diff["problem_id"]) == list(problem_ids(pool))
+    assert diff["correct"].between(0, 16).all() and (diff["samples"] == 16).all()
+    # Problems with none correct in 16 got the extra draws for pass@K.
+    zero = diff["correct"] == 0
+    assert (diff.loc[zero, "samples_k"] == 24).all() and (diff.loc[zero, "correct_k"] >= 0).all()
+    for split in ("easy", "hard"):
+        train = pd.read_parquet(res / "splits" / split / "train.parquet")
+        val = pd.read_parquet(res / "splits" / split / "val.parquet")
+        assert list(train.columns) == COLUMNS and len(val) == 4
+        assert not set(problem_ids(train)) & set(problem_ids(val))
+    rates = pd.read_parquet(res / "splits" / "hard" / "train.parquet")["extra_info"].map(lambda e: e["base_pass_rate"])
+    assert (rates <= 0.0625).all()
+    assert (res / "figures" / "fig2_difficulty.png").stat().st_size > 10_000
+    assert (res / "figures" / "fig2_difficulty.pdf").is_file()
+    counts = pd.read_csv(res / "figures" / "fig2_difficulty.counts.csv", index_col=0)
+    assert counts["pool"].sum() == 300
+    # Provenance: config and versions recorded beside results.
+    prov = json.loads((res / "splits" / "splits.json").read_text())
+    assert prov["config"]["seed"] == 0 and prov["versions"]["torch"]
+    assert (res / "logs" / "difficulty.log").is_file()
+
+
+def test_base_model_round_trips_through_auto_classes(tiny_study):
+    work, _ = tiny_study
+    model_dir = work / "results" / "tiny" / "model" / "base"
+    for f in ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json",
+              "generation_config.json"):
+        assert (model_dir / f).is_file(), f
+    model, tok = load_policy(model_dir)
+    assert model.config.model_type == "llama"
+    assert sum(p.numel() for p in model.parameters()) < 1_000_000
+    text = tok.apply_chat_template([{"role": "user", "content": "Compute 2+3."}], tokenize=False,
+                                   add_generation_prompt=True)
+    assert text == "<|user|>Compute 2+3.<|end|>\n<|assistant|>"
+    ids = tok(text, add_special_tokens=False)["input_ids"]
+    assert tok.decode(ids) == text
+    assert tok.eos_token == "<|end|>" and model.generation_config.temperature == 0.6
+
+
+def test_rerun_is_a_no_op_and_param_change_reruns_only_downstream(tiny_study):
+    work, cfg = tiny_study
+    proc = run_snakemake(work, "-n", *DATA_TARGETS, "--configfile", str(cfg))
+    assert "Nothing to be done" in proc.stdout + proc.stderr
+    changed = dict(TINY_CONFIG, splits={**TINY_CONFIG["splits"], "val_size": 3})
+    cfg2 = write_config(work, changed)
+    proc = run_snakemake(work, "-n", *DATA_TARGETS, "--configfile", str(cfg2))
+    out = proc.stdout + proc.stderr
+    assert "rule splits:" in out or "splits " in out
+    for upstream in ("rule pool:", "rule base_model:", "rule difficulty:"):
+        assert upstream not in out
