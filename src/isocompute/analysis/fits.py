@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 import pandas as pd
+from scipy.sparse import csr_array
 from scipy.special import expit
 
 from isocompute.analysis.records import ema, record_mask
@@ -43,14 +44,17 @@ class SigmoidFit:
 
 @dataclass(frozen=True)
 class FitGrid:
-    """The numbers that define the grid search (ScaleRL's defaults)."""
+    """The numbers that define the grid search (ScaleRL's defaults for A and C_mid)."""
 
     a_step: float = 0.005          # grid step of A over [R0, 1]
     a_max: float = 1.0             # upper end of the A grid (rewards are fractions)
     c_mid_points: int = 100        # C_mid values, log-spaced over the observed compute range
     b_bounds: tuple[float, float] = (0.05, 20.0)
-    b_points: int = 24             # coarse log-spaced grid of B ...
-    b_refine_points: int = 17      # ... refined between the neighbours of the best value
+    b_points: int = 16             # coarse log-spaced grid of B ...
+    b_refine_points: int = 9       # ... refined around the best B of each C_mid,
+    b_refine_levels: int = 2       # this many times, each finer by (b_refine_points - 1) / 2
+    refine_c_mid: int = 100        # how many C_mid values (best first) get their B refined
+    boot_refine_c_mid: int = 4     # the same for bootstrap replicates (speed)
     min_points: int = 3            # fewer record points (C > 0) than this: status 'too_few_points'
 
 
@@ -61,54 +65,95 @@ def sigmoid_reward(compute, R0, A, B, C_mid) -> np.ndarray:
     with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
         frac = expit(B * (np.log(c) - np.log(C_mid)))   # = 1 / (1 + (C_mid/C)^B)
         out = R0 + (A - R0) * frac
-    out = np.where(c <= 0, R0 + 0 * out, out)
-    return np.where(A == R0, R0 + 0 * out, out)
+    base = R0 + np.zeros_like(out)
+    out = np.where(c <= 0, base, out)
+    return np.where(A == R0, base, out)
 
 
-def _grid_fit(log_c, ysum, count, y2, log_cmid, grid: FitGrid, a_max):
+def _grid_fit(log_c, ysum, count, y2, log_cmid, grid: FitGrid, a_max, dtype=np.float64, refine_c_mid=None):
     """Best (a = A - R0, B, C_mid, sse) for R replicates of one curve.
 
     log_c (P,): log compute of the candidate points; ysum (P, R): sum of
     (value - R0) over the records at each point in each replicate; count (P, R):
     how many records sit there; y2 (R,): sum of squared (value - R0).
+
+    A coarse grid of B is searched for every C_mid; then, for the
+    `refine_c_mid` best C_mid values, B alone is refined around its best
+    coarse value (the A grid is re-solved at every B). The bootstrap runs this
+    in float32, which is accurate enough to rank grid cells.
     """
     P, R = ysum.shape
-    log_b = np.linspace(np.log(grid.b_bounds[0]), np.log(grid.b_bounds[1]), grid.b_points)
-    b = np.exp(log_b)
+    nC, nB = log_cmid.size, grid.b_points
+    log_b = np.linspace(np.log(grid.b_bounds[0]), np.log(grid.b_bounds[1]), nB)
     d = log_c[None, :] - log_cmid[:, None]                       # (nC, P)
-    s = expit(b[None, :, None] * d[:, None, :]).reshape(-1, P)   # (nC*nB, P)
-    ssy = s @ ysum
-    ss2 = (s * s) @ count
-    a, sse = _best_a(ssy, ss2, y2[None, :], grid.a_step, a_max)
-    best = np.argmin(sse, axis=0)                                # (R,)
-    ic, ib = np.divmod(best, grid.b_points)
-    cols = np.arange(R)
-    a_best, sse_best, b_best = a[best, cols], sse[best, cols], b[ib]
+    # s[p, cell] for every (C_mid, B) cell. Each replicate has few records, so
+    # the sums over points are sparse products (and need no BLAS threads,
+    # which only contend on a small shared machine).
+    s = d.T.astype(dtype)[:, :, None] * np.exp(log_b).astype(dtype)[None, None, :]
+    s = expit(s, out=s).reshape(P, -1)                           # (P, nC*nB)
+    ysum_sp, count_sp = csr_array(ysum.T.astype(dtype)), csr_array(count.T.astype(dtype))
+    ssy = (ysum_sp @ s).T                                        # (nC*nB, R)
+    np.multiply(s, s, out=s)
+    ss2 = (count_sp @ s).T
+    del s
+    a, sse = _best_a(ssy, ss2, y2.astype(dtype)[None, :], grid.a_step, a_max)
+    sse = sse.reshape(nC, nB, R)
+    ib_c = np.argmin(sse, axis=1)                                # best coarse B per C_mid: (nC, R)
+    sse_c = np.take_along_axis(sse, ib_c[:, None, :], axis=1)[:, 0, :]
+    a_c = np.take_along_axis(a.reshape(nC, nB, R), ib_c[:, None, :], axis=1)[:, 0, :]
+    K = nC if refine_c_mid is None else max(1, min(int(refine_c_mid), nC))
+    ic = np.argsort(sse_c, axis=0, kind="stable")[:K].T          # (R, K) candidate C_mid indices
+    cols = np.arange(R)[:, None]
+    ib = ib_c[ic, cols]                                          # (R, K)
+    log_b_best = log_b[ib]
+    sse_best = sse_c[ic, cols].astype(float)
+    a_best = a_c[ic, cols].astype(float)
 
-    # Local refinement of B at the winning C_mid (B alone, as in ScaleRL).
-    if grid.b_refine_points > 1:
-        lo = log_b[np.maximum(ib - 1, 0)]
-        hi = log_b[np.minimum(ib + 1, grid.b_points - 1)]
-        t = np.linspace(0.0, 1.0, grid.b_refine_points)
-        bf = np.exp(lo[:, None] + (hi - lo)[:, None] * t[None, :])         # (R, F)
-        sf = expit(bf[:, :, None] * d[ic][:, None, :])                       # (R, F, P)
-        ssy_f = np.einsum("rfp,pr->rf", sf, ysum)
-        ss2_f = np.einsum("rfp,pr->rf", sf * sf, count)
-        a_f, sse_f = _best_a(ssy_f, ss2_f, y2[:, None], grid.a_step, a_max)
-        jf = np.argmin(sse_f, axis=1)
-        better = sse_f[cols, jf] < sse_best
-        a_best = np.where(better, a_f[cols, jf], a_best)
-        b_best = np.where(better, bf[cols, jf], b_best)
-        sse_best = np.where(better, sse_f[cols, jf], sse_best)
-    return a_best, b_best, np.exp(log_cmid[ic]), np.maximum(sse_best, 0.0)
+    # Refine B at each candidate C_mid (B alone, as in ScaleRL), level by level.
+    step = log_b[1] - log_b[0] if nB > 1 else 0.0
+    m = grid.b_refine_points
+    u = np.linspace(-1.0, 1.0, m) if m > 1 else np.zeros(1)
+    # Each replicate's own record points only (padded with zero weights).
+    has = count.T > 0                                            # (R, P)
+    L = max(int(has.sum(axis=1).max()), 1)
+    pidx = np.argsort(~has, axis=1, kind="stable")[:, :L]        # (R, L), records first
+    keep = np.take_along_axis(has, pidx, axis=1)
+    ysum_t = np.where(keep, np.take_along_axis(ysum.T, pidx, axis=1), 0).astype(dtype)[:, None, :, None]
+    count_t = np.where(keep, np.take_along_axis(count.T, pidx, axis=1), 0).astype(dtype)[:, None, :, None]
+    d_cand = d[ic[:, :, None], pidx[:, None, :]].astype(dtype)  # (R, K, L)
+    for _ in range(grid.b_refine_levels if m > 1 else 0):
+        lb = np.clip(log_b_best[:, :, None] + step * u, log_b[0], log_b[-1])   # (R, K, F)
+        sf = np.exp(lb).astype(dtype)[:, :, :, None] * d_cand[:, :, None, :]   # (R, K, F, L)
+        sf = expit(sf, out=sf)
+        ssy_f = np.matmul(sf, ysum_t)[..., 0]
+        np.multiply(sf, sf, out=sf)
+        ss2_f = np.matmul(sf, count_t)[..., 0]
+        a_f, sse_f = _best_a(ssy_f, ss2_f, y2.astype(dtype)[:, None, None], grid.a_step, a_max)
+        jf = np.argmin(sse_f, axis=2)[..., None]                 # (R, K, 1)
+        sse_j = np.take_along_axis(sse_f, jf, axis=2)[..., 0]
+        better = sse_j < sse_best
+        log_b_best = np.where(better, np.take_along_axis(lb, jf, axis=2)[..., 0], log_b_best)
+        a_best = np.where(better, np.take_along_axis(a_f, jf, axis=2)[..., 0], a_best)
+        sse_best = np.where(better, sse_j, sse_best)
+        step = step * 2 / (m - 1)
+    k = np.argmin(sse_best, axis=1)
+    r = np.arange(R)
+    return (a_best[r, k], np.exp(log_b_best[r, k]), np.exp(log_cmid[ic[r, k]]),
+            np.maximum(sse_best[r, k], 0.0))
 
 
 def _best_a(ssy, ss2, y2, a_step, a_max):
     """SSE is quadratic in a: the best grid value is the nearest to a* = ssy/ss2."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        a_star = np.where(ss2 > 0, ssy / ss2, 0.0)
-    a = np.clip(np.round(a_star / a_step) * a_step, 0.0, a_max)
-    return a, y2 - 2 * a * ssy + a * a * ss2
+    a = np.divide(ssy, ss2, out=np.zeros_like(ssy), where=ss2 > 0)
+    a *= 1.0 / a_step
+    np.rint(a, out=a)
+    np.clip(a, 0.0, round(a_max / a_step), out=a)
+    a *= a_step
+    sse = a * ss2
+    np.subtract(2 * ssy, sse, out=sse)
+    sse *= a
+    np.subtract(y2, sse, out=sse)
+    return a, sse
 
 
 def _a_max(R0: float, grid: FitGrid) -> float:
@@ -123,13 +168,16 @@ def _cmid_grid(compute_range, grid: FitGrid) -> np.ndarray:
 
 def fit_replicates(compute, values, R0: float, resample=None, *, bin_width: float = 0.01,
                    ema_alpha: float | None = None, min_compute: float | None = None,
-                   compute_range=None, grid: FitGrid = FitGrid()) -> dict:
+                   compute_range=None, grid: FitGrid = FitGrid(), dtype=np.float64) -> dict:
     """Records + sigmoid fit for one run, for each row of `resample`.
 
     `compute`, `values`: the run's evaluation points with compute > 0, sorted by
     compute; the step-0 value `R0` is prepended to every replicate. `resample`
     (R, K) holds indices into these points (sorted within each row); None means
-    the curve itself. Returns arrays A, B, C_mid, sse, n_points, status.
+    the curve itself. Returns arrays A, B, C_mid, sse, n_points, status:
+    'ok'; 'flat' when the fit puts A at R0, or when no point ever enters a bin
+    above R0's (A = R0, B and C_mid NaN); 'too_few_points' when fewer than
+    `grid.min_points` record points (compute > 0, >= `min_compute`) remain.
     """
     c = np.asarray(compute, dtype=float)
     y = np.asarray(values, dtype=float)
@@ -144,6 +192,7 @@ def fit_replicates(compute, values, R0: float, resample=None, *, bin_width: floa
     seq = np.concatenate([np.full((R, 1), R0), y[idx]], axis=1)
     smoothed = ema(seq, ema_alpha, axis=1)
     rec = record_mask(smoothed, bin_width)[:, 1:]                # step 0 is not a fit point
+    rec_any = rec.any(axis=1)
     eligible = np.ones(P, dtype=bool) if min_compute is None else c >= min_compute
     rec &= eligible[idx]
     rr, jj = np.nonzero(rec)
@@ -157,15 +206,22 @@ def fit_replicates(compute, values, R0: float, resample=None, *, bin_width: floa
     n_points = np.bincount(rr, minlength=R)
     out["n_points"] = n_points
     enough = n_points >= grid.min_points
-    out["status"] = np.where(enough, OK, TOO_FEW).astype(object)
+    # Never above R0's bin (no record after step 0) over enough points: flat, not too few.
+    never_rose = ~rec_any & (eligible[idx].sum(axis=1) >= grid.min_points)
+    out["status"] = np.where(enough, OK, np.where(never_rose, FLAT, TOO_FEW)).astype(object)
+    if never_rose.any():
+        out["A"][never_rose] = R0
+        dev = np.where(eligible[idx], smoothed[:, 1:] - R0, 0.0)
+        out["sse"][never_rose] = (dev * dev).sum(axis=1)[never_rose]
     if not enough.any():
         return out
     if compute_range is None:
         compute_range = (c[eligible].min(), c[eligible].max())
     # Only points that are a record in some replicate enter the sums.
     used = count[:, enough].any(axis=1)
+    refine = grid.refine_c_mid if resample is None else grid.boot_refine_c_mid
     a, b, c_mid, sse = _grid_fit(np.log(c[used]), ysum[used][:, enough], count[used][:, enough], y2[enough],
-                                 _cmid_grid(compute_range, grid), grid, _a_max(R0, grid))
+                                 _cmid_grid(compute_range, grid), grid, _a_max(R0, grid), dtype, refine)
     flat = a <= 0
     out["A"][enough] = R0 + a
     out["B"][enough] = np.where(flat, np.nan, b)
@@ -194,8 +250,7 @@ def fit_sigmoid(compute, reward, R0: float, *, compute_range=None, min_compute: 
     c, y = c[order], y[order]
     if c.size == 0:
         return SigmoidFit(R0, np.nan, np.nan, np.nan, np.nan, 0, NO_POSITIVE)
-    # Every given point is a fit point: a bin width far below the data spacing
-    # is not enough (records need strictly higher bins), so fit directly.
+    # The caller chose the points (normally records): all of them are fitted.
     P = c.size
     dy = (y - R0)[:, None]
     if P < grid.min_points:
@@ -203,7 +258,8 @@ def fit_sigmoid(compute, reward, R0: float, *, compute_range=None, min_compute: 
     if compute_range is None:
         compute_range = (c.min(), c.max())
     a, b, c_mid, sse = _grid_fit(np.log(c), dy, np.ones((P, 1)), np.array([float((dy ** 2).sum())]),
-                                 _cmid_grid(compute_range, grid), grid, _a_max(R0, grid))
+                                 _cmid_grid(compute_range, grid), grid, _a_max(R0, grid),
+                                 refine_c_mid=grid.refine_c_mid)
     if a[0] <= 0:
         sse_flat = float((dy ** 2).sum())
         return SigmoidFit(R0, R0, np.nan, np.nan, sse_flat, P, FLAT)

@@ -4,8 +4,9 @@ On a log-spaced compute grid, `F(C) = max over runs of R_run(C)` and `n*(C)`
 (and `B_p*(C)`) is the run attaining it (METHODS.md section 8). Studies cut the
 runs differently: Q1 fixes `B_p` and varies `n`; Q2 fixes `B = B_p * n` and
 puts the number of steps `M` on the x-axis; Q3 takes all cells jointly.
-Each curve is used from C = 0 (where it equals R0) up to the largest compute
-its run reached, unless `extrapolate` is set.
+Each fitted curve counts over the whole grid, as the envelope of the fitted
+curves is defined (a run that plateaued keeps its plateau); `extrapolate=False`
+instead limits each curve to compute up to the largest its run reached.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ def compute_grid(compute, points: int = 100, lo: float | None = None, hi: float 
     return np.geomspace(lo, hi, points)
 
 
-def envelope(R0, A, B, C_mid, usable, compute_max, grid, *, extrapolate: bool = False):
+def envelope(R0, A, B, C_mid, usable, compute_max, grid, *, extrapolate: bool = True):
     """Index of the best curve and its reward at each grid point.
 
     Parameters are arrays (..., K) over K curves (a leading axis holds
@@ -47,7 +48,7 @@ def envelope(R0, A, B, C_mid, usable, compute_max, grid, *, extrapolate: bool = 
     return np.where(none, -1, best), np.where(none, np.nan, reward)
 
 
-def frontier(fits: pd.DataFrame, grid, *, extrapolate: bool = False) -> pd.DataFrame:
+def frontier(fits: pd.DataFrame, grid, *, extrapolate: bool = True) -> pd.DataFrame:
     """Upper envelope of the fitted curves in `fits` on `grid`.
 
     Returns columns compute, n_star, B_p_star, reward (NaN where no usable
@@ -80,7 +81,7 @@ def study_grid(fits: pd.DataFrame, points: int = 100, scale: float = 1.0) -> np.
 
 
 def frontier_fixed_bp(fits: pd.DataFrame, *, grid_points: int = 100,
-                      extrapolate: bool = False) -> pd.DataFrame:
+                      extrapolate: bool = True) -> pd.DataFrame:
     """Q1: for each B_p, the frontier over n. Columns B_p, compute, n_star, reward."""
     parts = []
     for B_p, group in fits.groupby("B_p", sort=True):
@@ -94,13 +95,14 @@ def frontier_fixed_bp(fits: pd.DataFrame, *, grid_points: int = 100,
 
 
 def frontier_fixed_batch(fits: pd.DataFrame, *, grid_points: int = 100, batch_sizes=None,
-                         min_runs: int = 2) -> pd.DataFrame:
+                         min_runs: int = 2, extrapolate: bool = True) -> pd.DataFrame:
     """Q2: for each rollout batch B = B_p * n with >= `min_runs` usable runs, the
     frontier against the number of steps M. Columns B, M, compute, n_star,
     B_p_star (= B / n_star), reward."""
-    fits = fits.assign(B=fits["B_p"] * fits["n"])
+    # Not a column named B: in `fits` that is the sigmoid's exponent.
+    batch = (fits["B_p"] * fits["n"]).rename("batch")
     parts = []
-    for B, group in fits.groupby("B", sort=True):
+    for B, group in fits.groupby(batch, sort=True):
         if batch_sizes is not None and B not in set(batch_sizes):
             continue
         if len(_usable(group)) < min_runs:
@@ -108,19 +110,19 @@ def frontier_fixed_batch(fits: pd.DataFrame, *, grid_points: int = 100, batch_si
         steps = study_grid(group, grid_points, scale=float(B))
         if steps is None:
             continue
-        f = frontier(group, steps * B)
+        f = frontier(group, steps * B, extrapolate=extrapolate)
         f.insert(0, "M", steps)
         f.insert(0, "B", B)
         parts.append(f)
     return _concat(parts, ["B", "M", "compute", "n_star", "B_p_star", "reward"])
 
 
-def frontier_joint(fits: pd.DataFrame, *, grid_points: int = 100) -> pd.DataFrame:
+def frontier_joint(fits: pd.DataFrame, *, grid_points: int = 100, extrapolate: bool = True) -> pd.DataFrame:
     """Q3: all (B_p, n) cells jointly. Columns compute, n_star, B_p_star, reward."""
     grid = study_grid(fits, grid_points)
     if grid is None:
         return pd.DataFrame(columns=["compute", "n_star", "B_p_star", "reward"])
-    return frontier(fits, grid)
+    return frontier(fits, grid, extrapolate=extrapolate)
 
 
 def _concat(parts, columns) -> pd.DataFrame:

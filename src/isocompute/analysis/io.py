@@ -162,8 +162,11 @@ def read_evals(path: Path | str, *, B_p: int | None = None, n: int | None = None
     except (OSError, ValueError, UnicodeDecodeError, ImportError) as exc:
         raise InputError(f"{path}: cannot read ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})") from None
     meta = read_sidecar(path)
-    for name, value in (("B_p", B_p if B_p is not None else meta.get("B_p")),
-                        ("n", n if n is not None else meta.get("n"))):
+    for name, given in (("B_p", B_p), ("n", n)):
+        if given is not None and name in df.columns:
+            raise InputError(f"{path}: --{'bp' if name == 'B_p' else 'n'} given but the table has a column "
+                             f"'{name}'")
+        value = given if given is not None else meta.get(name)
         if name not in df.columns and value is not None:
             df[name] = value
     return df

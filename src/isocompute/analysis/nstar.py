@@ -37,21 +37,25 @@ class NStarLaw:
 
 
 def running_average(values, window: int = 5) -> np.ndarray:
-    """Centred moving average over `window` grid points (shrinking at the ends,
-    NaN-aware); `window=1` returns the values."""
+    """Centred moving average over `window` grid points along the last axis
+    (shrinking at the ends, NaN-aware); `window=1` returns the values."""
     y = np.asarray(values, dtype=float)
     if window < 1:
         raise ValueError(f"window must be >= 1, got {window}")
-    if window == 1 or y.size == 0:
+    if window == 1 or y.shape[-1] == 0:
         return y.copy()
+    G = y.shape[-1]
     valid = np.isfinite(y)
-    kernel = np.ones(window)
-    num = np.convolve(np.where(valid, y, 0.0), kernel)
-    den = np.convolve(valid.astype(float), kernel)
-    start = (window - 1) // 2
-    num, den = num[start:start + y.size], den[start:start + y.size]
+    zero = np.zeros(y.shape[:-1] + (1,))
+    num = np.concatenate([zero, np.cumsum(np.where(valid, y, 0.0), axis=-1)], axis=-1)
+    den = np.concatenate([zero, np.cumsum(valid, axis=-1)], axis=-1)
+    after = (window - 1) // 2
+    i = np.arange(G)
+    hi = np.minimum(i + after + 1, G)
+    lo = np.maximum(i - (window - 1 - after), 0)
+    total, count = num[..., hi] - num[..., lo], den[..., hi] - den[..., lo]
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(den > 0, num / den, np.nan)
+        return np.where(count > 0, total / np.maximum(count, 1), np.nan)
 
 
 def n_star_sigmoid(x, L, U, k, c0):
@@ -65,54 +69,155 @@ def _jac(x, L, U, k, c0):
     return np.stack([1 - s, s, (U - L) * ds * (x - c0), -(U - L) * ds * k], axis=1)
 
 
-def fit_n_star_law(x, y, *, k_max: float = 100.0, p0=None, min_points: int = 4) -> NStarLaw:
+@dataclass(frozen=True)
+class LawGrid:
+    """Search grid of the law fit: (k, c0) on a grid, L and U by least squares."""
+
+    k_max: float = 100.0          # per decade of compute; larger is a step
+    k_points: int = 24
+    c0_points: int = 40
+    refine_points: int = 7        # per axis, around the best cell ...
+    refine_levels: int = 2        # ... this many times, each 4x finer
+
+
+def _solve_lu(sw, sy, ws, ws2, ys, yy, lo, hi):
+    """Least-squares L, U for fixed (k, c0), clipped to [lo, hi]; SSE (inf if singular).
+
+    With t = 1 - s, the normal equations need only sums over points of w, y,
+    w*s, w*s^2 and y*s (w: 1 for a point used, 0 otherwise).
+    """
+    a00, a01, a11 = sw - 2 * ws + ws2, ws - ws2, ws2
+    b0, b1 = sy - ys, ys
+    det = a00 * a11 - a01 * a01
+    ok = det > 1e-10 * np.maximum(a00 * a11, 1e-300)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        L = np.clip((a11 * b0 - a01 * b1) / det, lo, hi)
+        U = np.clip((a00 * b1 - a01 * b0) / det, lo, hi)
+    sse = yy - 2 * (L * b0 + U * b1) + L * L * a00 + 2 * L * U * a01 + U * U * a11
+    return L, U, np.where(ok, sse, np.inf)
+
+
+def fit_n_star_laws(x, Y, *, grid: LawGrid = LawGrid(), min_points: int = 4) -> dict:
+    """Vectorised law fit of many curves Y (R, G) sharing x (G,) (bootstrap replicates).
+
+    Returns arrays L, U, k, c0, rmse, n_points, status. Non-finite y are left
+    out. Bounds as in `fit_n_star_law`.
+    """
+    x = np.asarray(x, dtype=float)
+    Y = np.atleast_2d(np.asarray(Y, dtype=float))
+    R, G = Y.shape
+    W = np.isfinite(Y) & np.isfinite(x)[None, :]
+    Y0 = np.where(W, Y, 0.0)
+    Wf = W.astype(float)
+    n_points = W.sum(axis=1)
+    out = {name: np.full(R, np.nan) for name in ("L", "U", "k", "c0", "rmse")}
+    out["n_points"] = n_points
+    out["status"] = np.full(R, "too_few_points", dtype=object)
+    with np.errstate(invalid="ignore"):
+        y_lo = np.where(W, Y, np.inf).min(axis=1)
+        y_hi = np.where(W, Y, -np.inf).max(axis=1)
+    enough = n_points >= min_points
+    constant = enough & (y_hi - y_lo < 1e-9)
+    xs = x[np.isfinite(x)]
+    if xs.size == 0:
+        return out
+    x_lo, x_hi = float(xs.min()), float(xs.max())
+    x_span = max(x_hi - x_lo, 1e-9)
+    out["status"][constant] = "constant"
+    out["L"][constant] = out["U"][constant] = y_lo[constant]
+    out["k"][constant] = 0.0
+    out["c0"][constant] = 0.5 * (x_lo + x_hi)
+    out["rmse"][constant] = 0.0
+    todo = np.flatnonzero(enough & ~constant)
+    if todo.size == 0:
+        return out
+    Y0, Wf = Y0[todo], Wf[todo]
+    # Centre each curve (L and U shift with it): smaller sums, less cancellation.
+    centre = (Y0.sum(axis=1) / Wf.sum(axis=1))[:, None]
+    Y0 = np.where(Wf > 0, Y0 - centre, 0.0)
+    pad = np.maximum(y_hi[todo] - y_lo[todo], 1.0)
+    lo, hi = (y_lo[todo] - pad)[:, None] - centre, (y_hi[todo] + pad)[:, None] - centre
+    xw = np.where(np.isfinite(x), x, 0.0)
+    yy = (Y0 * Y0).sum(axis=1)[:, None]
+    sw, sy = Wf.sum(axis=1)[:, None], Y0.sum(axis=1)[:, None]
+
+    # Coarse grid, shared by all curves: sums by matrix products.
+    k_grid = np.geomspace(0.1 / x_span, grid.k_max, grid.k_points)
+    c0_grid = np.linspace(x_lo - x_span, x_hi + x_span, grid.c0_points)
+    kk, cc = np.meshgrid(k_grid, c0_grid, indexing="ij")
+    s = expit(kk.reshape(-1, 1) * (xw[None, :] - cc.reshape(-1, 1)))            # (F, G)
+    ws, ws2, ys = (s @ Wf.T).T, ((s * s) @ Wf.T).T, (s @ Y0.T).T                 # (R', F)
+    L, U, sse = _solve_lu(sw, sy, ws, ws2, ys, yy, lo, hi)
+    j = np.argmin(sse, axis=1)
+    ik, ic = np.divmod(j, grid.c0_points)
+    r = np.arange(todo.size)
+    k_best, c0_best = k_grid[ik], c0_grid[ic]
+    L_best, U_best, sse_best = L[r, j], U[r, j], sse[r, j]
+    log_k_step = np.log(k_grid[1] / k_grid[0]) if grid.k_points > 1 else 0.0
+    c0_step = c0_grid[1] - c0_grid[0] if grid.c0_points > 1 else 0.0
+
+    # Local refinement around each curve's best cell.
+    m = grid.refine_points
+    u = np.linspace(-1.0, 1.0, m)
+    for _ in range(grid.refine_levels if m > 1 else 0):
+        kf = np.minimum(k_best[:, None, None] * np.exp(log_k_step * u)[None, :, None], grid.k_max)
+        cf = c0_best[:, None, None] + c0_step * u[None, None, :]
+        kf, cf = (a.reshape(len(r), -1) for a in np.broadcast_arrays(kf, cf))    # (R', F)
+        s = expit(kf[:, :, None] * (xw[None, None, :] - cf[:, :, None]))         # (R', F, G)
+        ws, ys = np.matmul(s, Wf[:, :, None])[..., 0], np.matmul(s, Y0[:, :, None])[..., 0]
+        np.multiply(s, s, out=s)
+        ws2 = np.matmul(s, Wf[:, :, None])[..., 0]
+        L, U, sse = _solve_lu(sw, sy, ws, ws2, ys, yy, lo, hi)
+        j = np.argmin(sse, axis=1)
+        better = sse[r, j] <= sse_best
+        k_best, c0_best = np.where(better, kf[r, j], k_best), np.where(better, cf[r, j], c0_best)
+        L_best, U_best = np.where(better, L[r, j], L_best), np.where(better, U[r, j], U_best)
+        sse_best = np.where(better, sse[r, j], sse_best)
+        log_k_step, c0_step = log_k_step * 2 / (m - 1), c0_step * 2 / (m - 1)
+    finite = np.isfinite(sse_best)
+    out["L"][todo] = np.where(finite, L_best + centre[:, 0], np.nan)
+    out["U"][todo] = np.where(finite, U_best + centre[:, 0], np.nan)
+    out["k"][todo] = np.where(finite, k_best, np.nan)
+    out["c0"][todo] = np.where(finite, c0_best, np.nan)
+    out["rmse"][todo] = np.sqrt(np.maximum(sse_best, 0) / n_points[todo])
+    out["status"][todo] = np.where(finite, "ok", "failed")
+    return out
+
+
+def fit_n_star_law(x, y, *, grid: LawGrid = LawGrid(), min_points: int = 4, polish: bool = False) -> NStarLaw:
     """Fit the sigmoid law to points (x = log10 C, y = log2 n*, usually smoothed).
 
-    Bounds: L and U within the data range widened by max(span, 1) on each
-    side (the sign of U - L gives the direction), 0 <= k <= `k_max` per decade,
-    c0 within the x range widened by its span. A constant y gives status
-    'constant' with L = U = y and k = 0.
+    L and U are bounded to the data range widened by max(span, 1) on each side
+    (the sign of U - L gives the direction), 0 < k <= `grid.k_max` per decade,
+    c0 within the x range widened by its span. A grid search over (k, c0),
+    refined locally, with L, U by least squares: the same estimator as the
+    bootstrap replicates, so that intervals and estimate agree; `polish` adds
+    a bounded least-squares polish (scipy curve_fit). A constant y gives
+    status 'constant' (L = U = y, k = 0).
     """
+    res = fit_n_star_laws(x, np.asarray(y, dtype=float)[None, :], grid=grid, min_points=min_points)
+    law = NStarLaw(*(float(res[p][0]) for p in ("L", "U", "k", "c0", "rmse")),
+                   int(res["n_points"][0]), str(res["status"][0]))
+    if not polish or law.status != "ok":
+        return law
     x = np.asarray(x, dtype=float)
     y = np.asarray(y, dtype=float)
     keep = np.isfinite(x) & np.isfinite(y)
     x, y = x[keep], y[keep]
-    if x.size < min_points:
-        return NStarLaw(np.nan, np.nan, np.nan, np.nan, np.nan, int(x.size), "too_few_points")
-    y_lo, y_hi = float(y.min()), float(y.max())
-    x_lo, x_hi = float(x.min()), float(x.max())
-    if y_hi - y_lo < 1e-9:
-        return NStarLaw(y_lo, y_lo, 0.0, 0.5 * (x_lo + x_hi), 0.0, int(x.size), "constant")
-    pad = max(y_hi - y_lo, 1.0)
-    x_span = max(x_hi - x_lo, 1e-9)
-    lower = [y_lo - pad, y_lo - pad, 0.0, x_lo - x_span]
-    upper = [y_hi + pad, y_hi + pad, k_max, x_hi + x_span]
-    starts = [p0] if p0 is not None and np.all(np.isfinite(p0)) else []
-    quarter = max(x.size // 4, 1)
-    rising = y[-quarter:].mean() >= y[:quarter].mean()
-    L0, U0 = (y_lo, y_hi) if rising else (y_hi, y_lo)
-    half = 0.5 * (L0 + U0)
-    crossed = np.flatnonzero((y >= half) if rising else (y <= half))
-    c00 = float(x[crossed[0]]) if crossed.size else 0.5 * (x_lo + x_hi)
-    for k0 in (8.0 / x_span, 30.0 / x_span):
-        starts.append([L0, U0, min(k0, k_max * 0.99), c00])
-    best = None
-    for start in starts:
-        start = np.clip(np.asarray(start, dtype=float), lower, upper)
-        try:
-            popt, _ = curve_fit(n_star_sigmoid, x, y, p0=start, bounds=(lower, upper),
-                                jac=_jac, method="trf", maxfev=2000)
-        except (RuntimeError, ValueError):
-            continue
-        rmse = float(np.sqrt(np.mean((n_star_sigmoid(x, *popt) - y) ** 2)))
-        if best is None or rmse < best[1] - 1e-12:
-            best = (popt, rmse)
-        if p0 is not None and best is not None:
-            break   # a warm start (bootstrap) is trusted when it converges
-    if best is None:
-        return NStarLaw(np.nan, np.nan, np.nan, np.nan, np.nan, int(x.size), "failed")
-    L, U, k, c0 = (float(v) for v in best[0])
-    return NStarLaw(L, U, k, c0, best[1], int(x.size), "ok")
+    pad = max(y.max() - y.min(), 1.0)
+    x_span = max(x.max() - x.min(), 1e-9)
+    lower = [y.min() - pad, y.min() - pad, 0.0, x.min() - x_span]
+    upper = [y.max() + pad, y.max() + pad, grid.k_max, x.max() + x_span]
+    p0 = np.clip([law.L, law.U, law.k, law.c0], lower, upper)
+    try:
+        popt, _ = curve_fit(n_star_sigmoid, x, y, p0=p0, bounds=(lower, upper), jac=_jac,
+                            method="trf", max_nfev=200)
+    except (RuntimeError, ValueError):
+        return law
+    rmse = float(np.sqrt(np.mean((n_star_sigmoid(x, *popt) - y) ** 2)))
+    if rmse <= law.rmse:
+        law = NStarLaw(*(float(v) for v in popt), rmse, law.n_points, "ok")
+    return law
 
 
 def law_points(frontier: pd.DataFrame, *, x: str = "compute", window: int = 5) -> pd.DataFrame:
@@ -128,13 +233,13 @@ def law_points(frontier: pd.DataFrame, *, x: str = "compute", window: int = 5) -
 
 
 def n_star_laws(frontier: pd.DataFrame, *, by="B_p", x: str = "compute", window: int = 5,
-                k_max: float = 100.0) -> pd.DataFrame:
+                grid: LawGrid = LawGrid()) -> pd.DataFrame:
     """Law fit per group of a frontier table (by=None: the whole table)."""
     groups = [((), frontier)] if by is None else frontier.groupby(by, sort=True)
     rows = []
     for key, f in groups:
         pts = law_points(f, x=x, window=window)
-        law = fit_n_star_law(pts["log10_x"], pts["log2_n_star_avg"], k_max=k_max)
+        law = fit_n_star_law(pts["log10_x"], pts["log2_n_star_avg"], grid=grid)
         row = {} if by is None else {by: key}
         row.update(law.as_dict())
         rows.append(row)
@@ -164,7 +269,7 @@ def bootstrap_fits(evals: pd.DataFrame, metric: str = "avg@4", *, n_boot: int = 
         idx = np.sort(rng.integers(0, P, size=(n_boot, P)), axis=1)
         res = fit_replicates(arr["compute"], arr["values"], arr["R0"], idx, bin_width=bin_width,
                              ema_alpha=ema_alpha, min_compute=min_compute,
-                             compute_range=arr["compute_range"], grid=grid)
+                             compute_range=arr["compute_range"], grid=grid, dtype=np.float32)
         parts.append(pd.DataFrame({
             "replicate": np.arange(n_boot), "B_p": B_p, "n": n, "R0": arr["R0"],
             "A": res["A"], "B": res["B"], "C_mid": res["C_mid"], "status": res["status"],
@@ -175,7 +280,7 @@ def bootstrap_fits(evals: pd.DataFrame, metric: str = "avg@4", *, n_boot: int = 
     return pd.concat(parts, ignore_index=True)[cols]
 
 
-def replicate_frontiers(boot: pd.DataFrame, grid, *, extrapolate: bool = False):
+def replicate_frontiers(boot: pd.DataFrame, grid, *, extrapolate: bool = True):
     """n*(C) and reward per replicate on `grid`: arrays (R, G), NaN where undefined."""
     boot = boot.sort_values(["replicate", "n", "B_p"], kind="stable")
     reps = boot["replicate"].nunique()
@@ -193,17 +298,17 @@ def replicate_frontiers(boot: pd.DataFrame, grid, *, extrapolate: bool = False):
 def bootstrap_law_intervals(boot: pd.DataFrame, fits: pd.DataFrame, laws: pd.DataFrame, *,
                             by: str | None = "B_p", scale_by_batch: bool = False,
                             grid_points: int = 100, window: int = 5, ci: float = 0.95,
-                            k_max: float = 100.0) -> pd.DataFrame:
+                            extrapolate: bool = True, law_grid: LawGrid = LawGrid()) -> pd.DataFrame:
     """Percentile intervals of L, U, k, c0 from bootstrap replicate fits.
 
-    `fits`/`laws` are the point estimates (they fix each group's grid and the
-    warm start). `by`: 'B_p' (Q1), 'B' (Q2, x = steps M when `scale_by_batch`),
-    or None (Q3). Adds columns <param>_lo, <param>_hi and n_boot (replicates
-    whose law fit succeeded) to `laws`.
+    `fits`/`laws` are the point estimates (`fits` fixes each group's grid).
+    `by`: 'B_p' (Q1), 'B' (Q2, x = steps M with `scale_by_batch`), or None
+    (Q3). Returns `laws` plus columns <param>_lo, <param>_hi and n_boot (the
+    replicates whose law fit succeeded).
     """
     lo_q, hi_q = 50 * (1 - ci), 50 * (1 + ci)
-    boot = boot.assign(B=boot["B_p"] * boot["n"])
-    fits = fits.assign(B=fits["B_p"] * fits["n"])
+    # The batch B = B_p * n is kept apart from the sigmoid exponent (column B).
+    group_of = {"B_p": lambda t: t["B_p"], "B": lambda t: t["B_p"] * t["n"]}
     out = laws.copy()
     for name in LAW_PARAMS:
         out[f"{name}_lo"] = np.nan
@@ -213,29 +318,21 @@ def bootstrap_law_intervals(boot: pd.DataFrame, fits: pd.DataFrame, laws: pd.Dat
         if by is None:
             g_fits, g_boot = fits, boot
         else:
-            g_fits, g_boot = fits[fits[by] == law[by]], boot[boot[by] == law[by]]
-        # Only runs present in every replicate (runs with a usable base eval).
-        g_boot = g_boot[g_boot.set_index(["B_p", "n"]).index.isin(g_fits.set_index(["B_p", "n"]).index)]
+            g_fits = fits[(group_of[by](fits) == law[by]).to_numpy()]
+            g_boot = boot[(group_of[by](boot) == law[by]).to_numpy()]
         if g_boot.empty:
             continue
         scale = float(law[by]) if scale_by_batch else 1.0
         grid = study_grid(g_fits, grid_points, scale=scale)
         if grid is None:
             continue
-        n_star, _ = replicate_frontiers(g_boot, grid * scale)
-        p0 = [law[p] for p in LAW_PARAMS] if law["status"] == "ok" else None
-        x = np.log10(grid)
-        params = []
-        for r in range(n_star.shape[0]):
-            y = running_average(np.log2(n_star[r]), window)
-            fit = fit_n_star_law(x, y, k_max=k_max, p0=p0)
-            if fit.status in ("ok", "constant"):
-                params.append([fit.L, fit.U, fit.k, fit.c0])
-        if not params:
+        n_star, _ = replicate_frontiers(g_boot, grid * scale, extrapolate=extrapolate)
+        res = fit_n_star_laws(np.log10(grid), running_average(np.log2(n_star), window), grid=law_grid)
+        good = np.isin(res["status"], ("ok", "constant"))
+        if not good.any():
             continue
-        params = np.asarray(params)
-        for j, name in enumerate(LAW_PARAMS):
-            out.loc[i, f"{name}_lo"] = np.percentile(params[:, j], lo_q)
-            out.loc[i, f"{name}_hi"] = np.percentile(params[:, j], hi_q)
-        out.loc[i, "n_boot"] = len(params)
+        for name in LAW_PARAMS:
+            out.loc[i, f"{name}_lo"] = np.percentile(res[name][good], lo_q)
+            out.loc[i, f"{name}_hi"] = np.percentile(res[name][good], hi_q)
+        out.loc[i, "n_boot"] = int(good.sum())
     return out

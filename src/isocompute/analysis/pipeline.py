@@ -63,6 +63,7 @@ def run_analysis(evals: pd.DataFrame, *, metric: str = "avg@4", bin_width: float
                  extrapolate_fraction: float = 0.25, window: int = 5, ci: float = 0.95,
                  train: pd.DataFrame | None = None, split: str | None = None,
                  hist_bins: int = 10, optima_metrics=("best@4", "worst@4"),
+                 bootstrap_studies=("fixed_B_p",), extrapolate: bool = True,
                  fit_grid: FitGrid = FitGrid()) -> dict[str, pd.DataFrame]:
     """Every table of the analysis from one evaluation table.
 
@@ -73,6 +74,12 @@ def run_analysis(evals: pd.DataFrame, *, metric: str = "avg@4", bin_width: float
     extrapolation, interference (with `train`), fits_tokens / frontier_tokens
     (with a `tokens` column), params and timings. Raises InputError on
     malformed input before computing anything.
+
+    Frontiers take each fitted curve over the whole compute grid (the envelope
+    of the fitted curves); `extrapolate=False` limits each curve to the compute
+    its run reached. Bootstrap intervals (`n_boot` resamples, `seed`) are computed for the laws
+    of the studies named in `bootstrap_studies`: 'fixed_B_p' (Q1, default),
+    'fixed_batch' (Q2), 'joint' (Q3); the others get point estimates only.
     """
     clock = _Clock()
     evals = check_evals(evals, metric, split=split)
@@ -92,13 +99,13 @@ def run_analysis(evals: pd.DataFrame, *, metric: str = "avg@4", bin_width: float
     out["fits"] = fits
     clock.lap("fits")
 
-    q1 = frontier_fixed_bp(fits, grid_points=grid_points)
+    q1 = frontier_fixed_bp(fits, grid_points=grid_points, extrapolate=extrapolate)
     out["frontier"] = _with_law_points(q1, "B_p", "compute", window)
     laws = n_star_laws(q1, by="B_p", window=window)
-    q2 = frontier_fixed_batch(fits, grid_points=grid_points)
+    q2 = frontier_fixed_batch(fits, grid_points=grid_points, extrapolate=extrapolate)
     out["frontier_fixed_batch"] = _with_law_points(q2, "B", "M", window)
     laws_q2 = n_star_laws(q2, by="B", x="M", window=window)
-    q3 = frontier_joint(fits, grid_points=grid_points)
+    q3 = frontier_joint(fits, grid_points=grid_points, extrapolate=extrapolate)
     out["frontier_joint"] = _with_law_points(q3, None, "compute", window)
     laws_q3 = n_star_laws(q3, by=None, window=window)
     clock.lap("frontiers + laws")
@@ -107,10 +114,13 @@ def run_analysis(evals: pd.DataFrame, *, metric: str = "avg@4", bin_width: float
         boot = bootstrap_fits(evals, metric, n_boot=n_boot, seed=seed, min_compute=min_compute,
                               grid=fit_grid, **opts)
         clock.lap("bootstrap fits")
-        common = dict(grid_points=grid_points, window=window, ci=ci)
-        laws = bootstrap_law_intervals(boot, fits, laws, by="B_p", **common)
-        laws_q2 = bootstrap_law_intervals(boot, fits, laws_q2, by="B", scale_by_batch=True, **common)
-        laws_q3 = bootstrap_law_intervals(boot, fits, laws_q3, by=None, **common)
+        common = dict(grid_points=grid_points, window=window, ci=ci, extrapolate=extrapolate)
+        if "fixed_B_p" in bootstrap_studies:
+            laws = bootstrap_law_intervals(boot, fits, laws, by="B_p", **common)
+        if "fixed_batch" in bootstrap_studies:
+            laws_q2 = bootstrap_law_intervals(boot, fits, laws_q2, by="B", scale_by_batch=True, **common)
+        if "joint" in bootstrap_studies:
+            laws_q3 = bootstrap_law_intervals(boot, fits, laws_q3, by=None, **common)
         clock.lap("bootstrap laws")
     out["n_star_fit"] = laws
     out["n_star_fit_fixed_batch"] = laws_q2
@@ -128,14 +138,15 @@ def run_analysis(evals: pd.DataFrame, *, metric: str = "avg@4", bin_width: float
         by_tokens = evals.assign(compute=evals["tokens"].astype(float))
         fits_tok = fit_curves(by_tokens, metric, min_compute=None, grid=fit_grid, **opts)
         out["fits_tokens"] = fits_tok
-        out["frontier_tokens"] = frontier_fixed_bp(fits_tok, grid_points=grid_points).rename(
+        out["frontier_tokens"] = frontier_fixed_bp(fits_tok, grid_points=grid_points, extrapolate=extrapolate).rename(
             columns={"compute": "tokens"})
         clock.lap("tokens")
 
     params = dict(metric=metric, bin_width=bin_width, ema_alpha=ema_alpha, min_compute=min_compute,
                   grid_points=grid_points, n_boot=n_boot, seed=seed,
                   extrapolate_fraction=extrapolate_fraction, window=window, ci=ci, split=split,
-                  hist_bins=hist_bins, **{f"fit_{k}": v for k, v in vars(fit_grid).items()})
+                  hist_bins=hist_bins, bootstrap_studies=list(bootstrap_studies), extrapolate=extrapolate,
+                  **{f"fit_{k}": v for k, v in vars(fit_grid).items()})
     out["params"] = pd.DataFrame({"name": list(params), "value": [json.dumps(v) for v in params.values()]})
     out["timings"] = clock.table()
     return out

@@ -131,7 +131,7 @@ def extrapolation_check(evals: pd.DataFrame, metric: str = "avg@4", *, fraction:
         small_fits = fit_curves(small, metric, bin_width=bin_width, ema_alpha=ema_alpha,
                                 min_compute=min_compute, grid=grid)
         pred = frontier(small_fits, [c_max], extrapolate=True).iloc[0]
-        full = frontier(fits[fits[by] == key], [c_max]).iloc[0]
+        full = frontier(fits[fits[by] == key], [c_max], extrapolate=True).iloc[0]
         best = group.loc[group[metric].idxmax()]
         raw = running_frontier(group["compute"], group[metric])
         rows.append({

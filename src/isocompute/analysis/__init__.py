@@ -1,0 +1,38 @@
+"""The analysis chain: evaluation tables -> record points -> sigmoid fits ->
+frontiers and n*(C) -> the n* law with bootstrap intervals -> figures.
+
+Pure functions over frames live in records, fits, frontier, nstar, studies;
+reading files is in io, writing in pipeline.write_analysis, figures in plots,
+the `isocompute analyze` command in cli. Names are imported lazily so that the
+command line starts without loading pandas and scipy.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+_EXPORTS = {
+    "record_points": "records", "record_points_by_run": "records", "record_mask": "records",
+    "metric_bins": "records", "ema": "records", "running_frontier": "records",
+    "FitGrid": "fits", "SigmoidFit": "fits", "sigmoid_reward": "fits", "fit_sigmoid": "fits",
+    "fit_curves": "fits", "predict": "fits",
+    "compute_grid": "frontier", "frontier": "frontier", "frontier_fixed_bp": "frontier",
+    "frontier_fixed_batch": "frontier", "frontier_joint": "frontier",
+    "LawGrid": "nstar", "NStarLaw": "nstar", "running_average": "nstar", "n_star_sigmoid": "nstar",
+    "fit_n_star_law": "nstar", "fit_n_star_laws": "nstar", "n_star_laws": "nstar",
+    "bootstrap_fits": "nstar", "bootstrap_law_intervals": "nstar",
+    "metric_optima": "studies", "sensitivity": "studies", "interference_histograms": "studies",
+    "extrapolation_check": "studies", "value_at_compute": "studies",
+    "check_evals": "tables", "check_train": "tables",
+    "read_evals": "io", "read_train": "io", "parse_verl_jsonl": "io",
+    "run_analysis": "pipeline", "write_analysis": "pipeline",
+    "synthetic_evals": "synthetic", "synthetic_params": "synthetic",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

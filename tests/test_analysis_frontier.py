@@ -1,0 +1,107 @@
+"""Frontiers: the upper envelope of fitted curves, n*(C), and the three studies."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from isocompute.analysis.fits import fit_curves, sigmoid_reward
+from isocompute.analysis.frontier import (compute_grid, frontier, frontier_fixed_batch, frontier_fixed_bp,
+                                          frontier_joint)
+from isocompute.analysis.nstar import law_points, n_star_laws
+from isocompute.analysis.synthetic import synthetic_evals
+
+
+def _fits(rows):
+    cols = ["B_p", "n", "R0", "A", "B", "C_mid", "status", "compute_min", "compute_max"]
+    return pd.DataFrame(rows, columns=cols)
+
+
+# Two crossing curves: n=8 rises early to 0.6, n=64 rises late to 0.8.
+CROSSING = _fits([
+    [32, 8, 0.3, 0.6, 2.0, 1e3, "ok", 10, 1e6],
+    [32, 64, 0.3, 0.8, 2.0, 1e4, "ok", 10, 1e6],
+])
+
+
+def test_compute_grid_is_log_spaced_over_the_positive_range():
+    g = compute_grid([0, 10, 1000], points=3)
+    assert g.tolist() == pytest.approx([10, 100, 1000])
+
+
+def test_envelope_switches_to_the_larger_n_where_its_curve_is_higher():
+    grid = np.geomspace(10, 1e6, 50)
+    f = frontier(CROSSING, grid)
+    r8 = sigmoid_reward(grid, 0.3, 0.6, 2.0, 1e3)
+    r64 = sigmoid_reward(grid, 0.3, 0.8, 2.0, 1e4)
+    assert np.allclose(f["reward"], np.maximum(r8, r64))
+    assert f["n_star"].tolist() == np.where(r64 > r8, 64, 8).tolist()
+    assert f["n_star"].iloc[0] == 8 and f["n_star"].iloc[-1] == 64
+    assert (np.diff(f["n_star"]) >= 0).all()
+
+
+def test_ties_go_to_the_smaller_n_and_unusable_fits_are_ignored():
+    same = _fits([[32, 64, 0.3, 0.7, 1.0, 1e3, "ok", 1, 1e5], [32, 8, 0.3, 0.7, 1.0, 1e3, "ok", 1, 1e5],
+                  [32, 16, 0.3, 0.99, 1.0, 1e3, "too_few_points", 1, 1e5]])
+    f = frontier(same, [1e2, 1e4])
+    assert f["n_star"].tolist() == [8, 8]
+
+
+def test_flat_fits_take_part_at_r0():
+    rows = _fits([[32, 8, 0.5, 0.5, np.nan, np.nan, "flat", 1, 1e5], [32, 16, 0.3, 0.7, 1.0, 1e4, "ok", 1, 1e5]])
+    f = frontier(rows, [1e2, 1e6])
+    assert f["n_star"].tolist() == [8, 16]
+    assert f["reward"].iloc[0] == pytest.approx(0.5)
+
+
+def test_without_extrapolation_curves_stop_at_their_largest_compute():
+    short = CROSSING.assign(compute_max=[1e6, 1e4])   # n=64 stopped early
+    g = [1e5, 1e6]
+    assert frontier(short, g)["n_star"].tolist() == [64, 64]
+    assert frontier(short, g, extrapolate=False)["n_star"].tolist() == [8, 8]
+    assert frontier(short.assign(compute_max=[1e3, 1e3]), g, extrapolate=False)["n_star"].isna().all()
+
+
+def test_fixed_bp_fixed_batch_and_joint_studies():
+    fits = _fits([
+        [32, 8, 0.3, 0.6, 2.0, 1e3, "ok", 256, 1e6],
+        [32, 64, 0.3, 0.8, 2.0, 1e4, "ok", 2048, 1e6],
+        [64, 4, 0.3, 0.6, 2.0, 1e3, "ok", 256, 1e6],     # B = 256 with (32, 8)
+        [64, 32, 0.3, 0.7, 2.0, 1e4, "ok", 2048, 1e6],   # B = 2048 with (32, 64)
+    ])
+    q1 = frontier_fixed_bp(fits, grid_points=10)
+    assert q1.columns.tolist() == ["B_p", "compute", "n_star", "reward"]
+    assert sorted(q1["B_p"].unique()) == [32, 64] and len(q1) == 20
+    assert q1["compute"].min() == pytest.approx(256) and q1["compute"].max() == pytest.approx(1e6)
+    q2 = frontier_fixed_batch(fits, grid_points=10)
+    assert q2.columns.tolist() == ["B", "M", "compute", "n_star", "B_p_star", "reward"]
+    assert sorted(q2["B"].unique()) == [256, 2048]
+    assert np.allclose(q2["compute"], q2["B"] * q2["M"])
+    assert np.allclose(q2["B_p_star"] * q2["n_star"], q2["B"])
+    b256 = q2[q2["B"] == 256]
+    assert b256["M"].min() == pytest.approx(1.0) and b256["M"].max() == pytest.approx(1e6 / 256)
+    q3 = frontier_joint(fits, grid_points=10)
+    assert q3.columns.tolist() == ["compute", "n_star", "B_p_star", "reward"]
+    assert q3["n_star"].iloc[-1] == 64 and q3["B_p_star"].iloc[-1] == 32
+
+
+@pytest.fixture(scope="module")
+def synthetic_q1():
+    evals = synthetic_evals(B_ps=(32, 64), ns=(8, 16, 32, 64, 128, 256), points=120)
+    fits = fit_curves(evals)
+    return evals, fits, frontier_fixed_bp(fits)
+
+
+def test_synthetic_grid_n_star_grows_with_compute_and_saturates(synthetic_q1):
+    _, fits, q1 = synthetic_q1
+    assert (fits["status"] == "ok").all()
+    for B_p, f in q1.groupby("B_p"):
+        n_star = f["n_star"].to_numpy()
+        assert n_star[0] == 8
+        assert n_star[-1] == 64                     # the synthetic asymptote peaks at n_sat = 64
+        smooth = law_points(f)["log2_n_star_avg"].to_numpy()
+        assert np.corrcoef(np.log10(f["compute"]), smooth)[0, 1] > 0.8
+    laws = n_star_laws(q1)
+    assert (laws["status"] == "ok").all()
+    assert (laws["U"] > laws["L"]).all()
+    assert laws["U"].to_numpy() == pytest.approx(6.0, abs=0.6)      # log2 64
+    assert laws["L"].to_numpy() == pytest.approx(3.0, abs=0.3)      # log2 8

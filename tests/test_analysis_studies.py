@@ -1,0 +1,96 @@
+"""Metric optima, sensitivity, interference histograms, extrapolation check."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from isocompute.analysis.studies import (common_compute, extrapolation_check, interference_histograms,
+                                         metric_optima, sensitivity, value_at_compute)
+from isocompute.analysis.synthetic import synthetic_evals, synthetic_params
+
+
+def _evals():
+    # B_p = 2: n = 1 runs to compute 8, n = 2 to compute 16; B_p = 4, n = 1 to 16.
+    rows = [
+        # B_p, n, step, avg, best, worst
+        (2, 1, 0, 0.30, 0.50, 0.10), (2, 1, 2, 0.40, 0.70, 0.20), (2, 1, 4, 0.45, 0.80, 0.15),
+        (2, 2, 0, 0.30, 0.50, 0.10), (2, 2, 1, 0.35, 0.60, 0.20), (2, 2, 2, 0.50, 0.65, 0.30),
+        (2, 2, 4, 0.60, 0.90, 0.40),
+        (4, 1, 0, 0.30, 0.50, 0.10), (4, 1, 1, 0.42, 0.75, 0.12), (4, 1, 2, 0.38, 0.60, 0.11),
+        (4, 1, 4, 0.50, 0.85, 0.25),
+    ]
+    df = pd.DataFrame(rows, columns=["B_p", "n", "step", "avg@4", "best@4", "worst@4"])
+    df["compute"] = df["B_p"] * df["n"] * df["step"]
+    return df
+
+
+def test_value_at_compute_and_common_compute():
+    run = _evals().query("B_p == 4")
+    assert value_at_compute(run, "avg@4", 8) == pytest.approx(0.42)           # running max up to C = 8
+    assert value_at_compute(run, "avg@4", 8, how="last") == pytest.approx(0.38)
+    assert np.isnan(value_at_compute(run.query("step > 0"), "avg@4", 1))
+    assert common_compute(_evals().query("B_p == 2")) == 8
+
+
+def test_metric_optima_at_largest_common_compute():
+    opt = metric_optima(_evals())
+    b2 = opt[opt["B_p"] == 2].set_index("metric")
+    # at C = 8: n=1 best@4 max(0.5, 0.7, 0.8) = 0.8 vs n=2 max(0.5, 0.6, 0.65) = 0.65
+    assert b2.loc["best@4", "n_opt"] == 1 and b2.loc["best@4", "value"] == pytest.approx(0.8)
+    # worst@4: n=1 max 0.2 vs n=2 max 0.3
+    assert b2.loc["worst@4", "n_opt"] == 2 and b2.loc["worst@4", "compute"] == 8
+    assert metric_optima(_evals().drop(columns="worst@4"))["metric"].unique().tolist() == ["best@4"]
+
+
+def test_sensitivity_ranges():
+    sens = sensitivity(_evals()).set_index(["varied", "fixed_value"])
+    # across n at B_p = 2, C = 8: n=1 -> 0.45, n=2 -> 0.5
+    assert sens.loc[("n", 2), "range"] == pytest.approx(0.05)
+    # across B_p at n = 1, C = 8: B_p=2 -> 0.45, B_p=4 -> 0.42
+    assert sens.loc[("B_p", 1), "range"] == pytest.approx(0.03)
+    assert sens.loc[("B_p", 1), "compute"] == 8
+    assert ("n", 4) not in sens.index                    # a single n: no range
+    fixed = sensitivity(_evals(), compute=4).set_index(["varied", "fixed_value"])
+    assert fixed.loc[("n", 2), "range"] == pytest.approx(0.05)   # 0.4 vs 0.35
+
+
+def test_interference_histograms_at_matched_compute():
+    rows = []
+    # n = 1 reaches compute 8, n = 2 reaches 16; matched compute is 8.
+    for n, steps in ((1, [2, 4]), (2, [1, 2, 4])):
+        for step in steps:
+            for pid in range(4):
+                rows.append((2, n, step, 2 * n * step, pid, min(1.0, 0.1 * pid * step / n)))
+    train = pd.DataFrame(rows, columns=["B_p", "n", "step", "compute", "problem_id", "pass_rate"])
+    hist = interference_histograms(train, bins=2)
+    n1 = hist[hist["n"] == 1]
+    assert n1["step"].tolist() == [4, 4] and n1["compute"].tolist() == [8, 8]
+    # n=1 at step 4: pass rates 0, 0.4, 0.8, 1.0 -> [0, 0.5): 2, [0.5, 1]: 2
+    assert n1["count"].tolist() == [2, 2]
+    n2 = hist[hist["n"] == 2]
+    # n=2 at step 2 (compute 8): pass rates 0, 0.1, 0.2, 0.3 -> all in the low bin
+    assert n2["step"].tolist() == [2, 2] and n2["count"].tolist() == [4, 0]
+    assert n2["fraction"].tolist() == [1.0, 0.0]
+
+
+def test_interference_uses_each_problems_latest_rate():
+    # problems sampled in different steps (batch-only logging)
+    train = pd.DataFrame({"B_p": 1, "n": 4, "step": [1, 2, 3], "compute": [4, 8, 12],
+                          "problem_id": ["a", "b", "a"], "pass_rate": [0.0, 1.0, 0.75]})
+    hist = interference_histograms(train, bins=4)
+    assert hist["count"].tolist() == [0, 0, 0, 2]       # a: 0.75 (latest), b: 1.0
+
+
+def test_extrapolation_check_on_noise_free_curves():
+    evals = synthetic_evals(B_ps=(32,), ns=(8, 16, 32), points=120)
+    out = extrapolation_check(evals, fraction=0.5)
+    row = out.iloc[0]
+    assert row["compute"] == evals["compute"].max()
+    assert row["fit_max_compute"] == pytest.approx(0.5 * row["compute"])
+    assert row["n_runs_fitted"] == 3
+    assert row["abs_error"] < 0.02
+    assert row["predicted_n_star"] == row["observed_n_star"] == 32
+    best = max(synthetic_params(32, n)["A"] for n in (8, 16, 32))
+    assert row["observed_reward"] == pytest.approx(best, abs=0.02)
+    with pytest.raises(ValueError):
+        extrapolation_check(evals, fraction=0)
