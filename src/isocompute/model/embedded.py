@@ -93,6 +93,15 @@ def encode_corpus(tokenizer, corpus: pd.DataFrame) -> tuple[torch.Tensor, torch.
     return ids, labels
 
 
+def pretrain_lr(step: int, steps: int, peak: float, warmup: int, floor: float = 0.1) -> float:
+    """Linear warm-up, then cosine decay to `floor * peak`: a settled model at the
+    end of a short budget, rather than one caught mid-way in noisy updates."""
+    if step < warmup:
+        return peak * (step + 1) / warmup
+    progress = (step - warmup) / max(1, steps - warmup)
+    return peak * (floor + (1 - floor) * 0.5 * (1 + np.cos(np.pi * progress)))
+
+
 def pretrain(model, ids: torch.Tensor, labels: torch.Tensor, *, steps: int,
              batch_size: int, lr: float, seed: int, progress=None) -> dict:
     """Next-token pretraining on the answer tokens for a fixed number of steps."""
@@ -109,7 +118,7 @@ def pretrain(model, ids: torch.Tensor, labels: torch.Tensor, *, steps: int,
         x, y = x[:, :width], y[:, :width]
         attn = (x != model.config.pad_token_id).long()
         for group in opt.param_groups:
-            group["lr"] = lr * min(1.0, (step + 1) / warmup)
+            group["lr"] = pretrain_lr(step, steps, lr, warmup)
         loss = model(input_ids=x, attention_mask=attn, labels=y).loss
         opt.zero_grad(set_to_none=True)
         loss.backward()
