@@ -1,0 +1,23 @@
+# Scoring: a run's raw validation dumps -> its evaluation table (avg/best/worst@k,
+# unbiased pass@k/worst@k, compute, tokens). Re-grades with the project grader;
+# eval.k and the grader version are params here only, so they never re-train.
+
+
+rule score:
+    input:
+        marker=f"{RESULTS}/runs/{{split}}/bp{{B_p}}_n{{n}}/run.json",
+    output:
+        f"{RESULTS}/runs/{{split}}/bp{{B_p}}_n{{n}}/evals.parquet",
+    params:
+        cfg=params_json("eval"),
+        grader=grader_version(),
+        run_dir=run_dir_of,
+    log:
+        f"{RESULTS}/logs/score/{{split}}/bp{{B_p}}_n{{n}}.log",
+    resources:
+        **cpu_resources(),
+    conda:
+        ANALYSIS_ENV
+    shell:
+        "isocompute score --params {params.cfg:q} --split {wildcards.split} --bp {wildcards.B_p}"
+        " --n {wildcards.n} --run-dir {params.run_dir} --out {output} > {log} 2>&1"

@@ -1,0 +1,63 @@
+"""The (B_p, n) sweep of METHODS section 4: which training runs the config asks for.
+
+A pure function of the config, called by rules/common.smk to enumerate the
+training jobs and by anyone who wants the same list outside Snakemake.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from isocompute.errors import ConfigError
+
+
+@dataclass(frozen=True, order=True)
+class Cell:
+    """One training run: B_p problems x n rollouts per step for M_max steps on one split."""
+    split: str
+    B_p: int
+    n: int
+    M_max: int
+    C_max: int
+
+    @property
+    def rollouts_per_step(self) -> int:
+        return self.B_p * self.n
+
+    @property
+    def name(self) -> str:
+        return f"bp{self.B_p}_n{self.n}"
+
+
+def grid_cells(config: dict) -> list[Cell]:
+    """Every cell of every split's grid with B_p * n <= B_max, M_max = C_max // (B_p * n).
+
+    Sorted by split (in splits.names order), then B_p, then n. A grid entry for
+    a split the config does not build is a config error; cells that cannot
+    take a single step within C_max are left out.
+    """
+    splits = list(config["splits"]["names"])
+    cells = []
+    for split, spec in config.get("grid", {}).items():
+        if split not in splits:
+            raise ConfigError(f"config key 'grid.{split}': split {split!r} is not built "
+                              f"(splits.names is {splits})")
+        for B_p in sorted(set(spec["B_p"])):
+            for n in sorted(set(spec["n"])):
+                B = B_p * n
+                if B > spec["B_max"] or spec["C_max"] < B:
+                    continue
+                cells.append(Cell(split, B_p, n, spec["C_max"] // B, spec["C_max"]))
+    return sorted(cells, key=lambda c: (splits.index(c.split), c.B_p, c.n))
+
+
+def find_cell(cells: list[Cell], split: str, B_p: int, n: int) -> Cell:
+    for cell in cells:
+        if (cell.split, cell.B_p, cell.n) == (split, int(B_p), int(n)):
+            return cell
+    raise ConfigError(f"no grid cell {split}/bp{B_p}_n{n} in the config's grid")
+
+
+def evaluation_steps(M_max: int, K: int) -> list[int]:
+    """Steps with a validation point (and a checkpoint): 0, every K-th, and the last."""
+    return sorted(set(range(0, M_max + 1, K)) | {M_max})

@@ -1,0 +1,400 @@
+"""The local GRPO backend: PyTorch + transformers on the CPU or one GPU.
+
+One readable loop, nanoGPT style: each step samples n rollouts for each of B_p
+problems, grades them with the project grader, computes group-normalised
+advantages and takes exactly one optimiser step. Every K steps (and at step 0
+and the last step) it samples the validation set and dumps the raw generations
+in verl's format; `run.py` owns the files, checkpoints and resumption.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import random
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from isocompute.grading import grade_many
+from isocompute.sampling import LocalSampler, SamplingParams
+from isocompute.train import grpo
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Problems:
+    """One split file, tokenised: prompt ids, the dump's decoded input, answers, ids."""
+    prompt_ids: list[list[int]]
+    inputs: list[str]
+    ground_truths: list[str]
+    problem_ids: list[str]
+
+    @classmethod
+    def from_frame(cls, df, tokenizer) -> "Problems":
+        from isocompute.data.schema import ground_truths, problem_ids
+        from isocompute.model.io import render_prompts
+
+        ids = render_prompts(tokenizer, df["prompt"])
+        # verl dumps the prompt decoded without special tokens; so do we.
+        inputs = tokenizer.batch_decode(ids, skip_special_tokens=True)
+        return cls(ids, inputs, list(ground_truths(df)), [str(p) for p in problem_ids(df)])
+
+    def __len__(self) -> int:
+        return len(self.prompt_ids)
+
+
+def derived_seed(*parts: int) -> int:
+    return int(np.random.SeedSequence([int(p) for p in parts]).generate_state(1)[0])
+
+
+def problems_for_step(step: int, B_p: int, num_problems: int, seed: int) -> np.ndarray:
+    """Indices of the B_p problems of update `step` (1-based).
+
+    Like verl's shuffled dataloader with drop_last: each epoch is a seeded
+    permutation cut into num_problems // B_p batches, so no problem repeats
+    within a step. A pure function of the step, so a resumed run draws what an
+    uninterrupted one would, and runs with different B_p share one order.
+    """
+    if B_p > num_problems:
+        raise ValueError(f"B_p = {B_p} exceeds the {num_problems} training problems of the split")
+    steps_per_epoch = num_problems // B_p
+    epoch, offset = divmod(step - 1, steps_per_epoch)
+    order = np.random.default_rng([seed, epoch]).permutation(num_problems)
+    return order[offset * B_p:(offset + 1) * B_p]
+
+
+def pack_prompts(prompts: list[list[int]], pad_id: int, device):
+    """Left-padded prompts [G, P]: input_ids, attention_mask, position_ids."""
+    P = max(len(p) for p in prompts)
+    ids = torch.full((len(prompts), P), pad_id, dtype=torch.long)
+    attn = torch.zeros((len(prompts), P), dtype=torch.long)
+    for i, p in enumerate(prompts):
+        ids[i, P - len(p):] = torch.tensor(p, dtype=torch.long)
+        attn[i, P - len(p):] = 1
+    pos = (attn.cumsum(-1) - 1).clamp(min=0)
+    return ids.to(device), attn.to(device), pos.to(device)
+
+
+def pack_responses(completions: list[list[int]], pad_id: int, device):
+    """Right-padded completions [B, R] and their mask (1 on generated tokens, EOS included)."""
+    from torch.nn.utils.rnn import pad_sequence
+
+    rows = [torch.tensor(c if c else [pad_id], dtype=torch.long) for c in completions]
+    ids = pad_sequence(rows, batch_first=True, padding_value=pad_id)
+    lengths = torch.tensor([len(c) for c in completions])
+    mask = (torch.arange(ids.shape[1])[None, :] < lengths[:, None]).long()
+    return ids.to(device), mask.to(device)
+
+
+def response_logits(model, prompts, row_group: torch.Tensor, responses: torch.Tensor,
+                    response_mask: torch.Tensor) -> torch.Tensor:
+    """Logits predicting each response token, [B, R, V], for rows that share G prompts.
+
+    Each distinct prompt is run once and its KV cache fanned out to its rows
+    (row_group[b] = the prompt of row b), so n rollouts of a problem do not
+    pay n times for the prompt; gradients flow back through the shared cache.
+    """
+    from transformers import DynamicCache
+
+    p_ids, p_attn, p_pos = prompts
+    cache = DynamicCache()
+    out = model(input_ids=p_ids, attention_mask=p_attn, position_ids=p_pos, past_key_values=cache, use_cache=True,
+                logits_to_keep=1)
+    first = out.logits[row_group, -1:]  # the prompt's last position predicts response token 0
+    R = responses.shape[1]
+    if R == 1:
+        return first.float()
+    cache.batch_select_indices(row_group)
+    attn = torch.cat([p_attn[row_group], response_mask[:, :R - 1]], dim=-1)
+    pos = p_pos[row_group, -1:] + 1 + torch.arange(R - 1, device=responses.device)
+    rest = model(input_ids=responses[:, :R - 1], attention_mask=attn, position_ids=pos, past_key_values=cache,
+                 use_cache=True).logits
+    return torch.cat([first, rest], dim=1).float()
+
+
+def evaluate(model, tokenizer, val: Problems, samples: int, params: SamplingParams, seed: int,
+             step: int, batch_size: int) -> list[dict]:
+    """`samples` completions per validation problem as verl dump records (+ problem_id, sample, n_tokens).
+
+    The sampling generator is seeded from (seed, step) alone, so an
+    evaluation does not depend on the training RNG stream or on resumption.
+    """
+    device = next(model.parameters()).device
+    generator = torch.Generator(device=device).manual_seed(derived_seed(seed, 1, step))
+    was_training = model.training
+    model.eval()
+    sampler = LocalSampler(model, tokenizer, batch_size=batch_size)
+    completions = sampler.sample(val.prompt_ids, samples, params, generator=generator)
+    model.train(was_training)
+    flat = [c for group in completions for c in group]
+    texts = tokenizer.batch_decode(flat, skip_special_tokens=True)
+    gts = [gt for gt in val.ground_truths for _ in range(samples)]
+    scores = grade_many(texts, gts)
+    records = []
+    for i, (text, tokens, gt, score) in enumerate(zip(texts, flat, gts, scores)):
+        p = i // samples
+        records.append({"input": val.inputs[p], "output": text, "gts": gt, "score": float(score), "step": step,
+                        "problem_id": val.problem_ids[p], "sample": i % samples, "n_tokens": len(tokens)})
+    return records
+
+
+class LocalGRPO:
+    """State of one local GRPO run: policy, frozen base (when regularised), optimiser, RNGs."""
+
+    def __init__(self, cfg: dict, cell, model, tokenizer, train: Problems, val: Problems):
+        t = cfg["train"]
+        self.cfg, self.cell, self.tokenizer = cfg, cell, tokenizer
+        self.train_set, self.val_set = train, val
+        self.model = model
+        self.device = next(model.parameters()).device
+        self.params = SamplingParams.from_config(cfg)
+        self.batch_size = cfg["sampling"]["batch_size"]
+        self.seed = cfg["seed"]
+        self.regularized = cell.split in t["regularized_splits"]
+        self.weights = grpo.LossWeights(
+            clip_ratio=t["clip_ratio"], loss_agg_mode=t["loss_agg_mode"], kl_type=t["kl_type"],
+            kl_coef=t["kl_coef"] if self.regularized else 0.0,
+            entropy_coef=t["entropy_coef"] if self.regularized else 0.0)
+        # The KL anchor is the frozen base model; only regularised splits pay for its forward pass.
+        self.ref_model = None
+        if self.regularized and t["kl_coef"] > 0:
+            self.ref_model = copy.deepcopy(model).eval().requires_grad_(False)
+        decoupled = t["decoupled_baseline"]
+        self.n_train = decoupled["n_train"] if decoupled["enabled"] else None
+        self.lr = grpo.scaled_lr(t["lr_base"], cell.B_p * cell.n, t["B_ref"], t["lr_scaling"])
+        self.optimizer = torch.optim.AdamW(model.parameters(), lr=self.lr, weight_decay=t["weight_decay"])
+        self.generator = torch.Generator(device=self.device).manual_seed(derived_seed(self.seed, 0))
+        self.row_rng = np.random.default_rng(derived_seed(self.seed, 2))
+        self.sampler = LocalSampler(model, tokenizer, batch_size=self.batch_size)
+        random.seed(self.seed)
+        np.random.seed(derived_seed(self.seed, 3) % 2**32)
+        torch.manual_seed(self.seed)
+
+    # --- one step -------------------------------------------------------------
+
+    def step(self, step: int) -> tuple[dict, list[dict]]:
+        """One GRPO step: sample, score, advantages, one update. Returns (metrics, per-problem pass rates)."""
+        B_p, n = self.cell.B_p, self.cell.n
+        t0 = time.perf_counter()
+        rows = problems_for_step(step, B_p, len(self.train_set), self.seed)
+        prompts = [self.train_set.prompt_ids[i] for i in rows]
+        self.model.eval()
+        groups = self.sampler.sample(prompts, n, self.params, generator=self.generator)
+        completions = [c for g in groups for c in g]
+        t1 = time.perf_counter()
+
+        texts = self.tokenizer.batch_decode(completions, skip_special_tokens=True)
+        gts = [self.train_set.ground_truths[i] for i in rows for _ in range(n)]
+        rewards = np.asarray(grade_many(texts, gts), dtype=np.float32)
+        group_index = np.repeat(np.arange(B_p), n)
+        t2 = time.perf_counter()
+
+        metrics = self.update(step, prompts, completions, rewards, group_index)
+        t3 = time.perf_counter()
+
+        lengths = np.array([len(c) for c in completions])
+        per_group = rewards.reshape(B_p, n).mean(1)
+        tokens = int(lengths.sum())
+        metrics.update({
+            "critic/score/mean": float(rewards.mean()),
+            "batch/solve_none": float((per_group == 0).mean()),
+            "batch/solve_all": float((per_group == 1).mean()),
+            "response_length/mean": float(lengths.mean()),
+            "response_length/max": int(lengths.max()),
+            "response_length/clip_ratio": float((lengths >= self.params.max_new_tokens).mean()),
+            "perf/tokens_generated": tokens,
+            "perf/rollouts_per_s": B_p * n / (t3 - t0),
+            "perf/tokens_per_s": tokens / (t3 - t0),
+            "timing_s/gen": t1 - t0, "timing_s/reward": t2 - t1, "timing_s/update": t3 - t2,
+            "timing_s/step": t3 - t0,
+        })
+        pass_rates = [{"step": step, "problem_id": self.train_set.problem_ids[i], "pass_rate": float(r),
+                       "B_p": B_p, "n": n, "compute": step * B_p * n} for i, r in zip(rows, per_group)]
+        return metrics, pass_rates
+
+    def update(self, step: int, prompts, completions, rewards: np.ndarray, group_index: np.ndarray) -> dict:
+        """Exactly one AdamW step on the GRPO objective of this batch (row b answers prompts[group_index[b]])."""
+        t = self.cfg["train"]
+        pad = self.tokenizer.pad_token_id
+        prompt_batch = pack_prompts(prompts, pad, self.device)
+        responses, mask = pack_responses(completions, pad, self.device)
+        advantages = grpo.grpo_advantages(torch.as_tensor(rewards, device=self.device), mask, group_index,
+                                          norm_by_std=t["norm_adv_by_std"])
+        keep = np.arange(len(rewards))
+        if self.n_train is not None:  # baseline from all n, gradient from n_train of them
+            keep = grpo.decoupled_rows(group_index, self.n_train, self.row_rng)
+        if t["zero_variance_filter"]:
+            keep = np.intersect1d(keep, grpo.nonconstant_group_rows(rewards, group_index))
+        lr = grpo.warmup_lr(self.lr, step, t["warmup_steps"])
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+        metrics = {"actor/lr": lr, "actor/rows_in_loss": int(len(keep))}
+        self.optimizer.zero_grad(set_to_none=True)
+        if len(keep) == 0:
+            # Every group filtered out: no gradient. The step still counts (its rollouts were spent).
+            metrics.update({"actor/grad_norm": 0.0, "actor/skipped": 1})
+            return metrics
+        sel = torch.as_tensor(keep, device=self.device)
+        row_group = torch.as_tensor(group_index, device=self.device)[sel]
+        responses, mask, advantages = responses[sel], mask[sel], advantages[sel]
+        ref_log_prob = None
+        if self.ref_model is not None:
+            with torch.no_grad():
+                ref_logits = response_logits(self.ref_model, prompt_batch, row_group, responses, mask)
+                ref_log_prob = grpo.token_log_probs(ref_logits, responses)
+        self.model.train()
+        logits = response_logits(self.model, prompt_batch, row_group, responses, mask)
+        loss, loss_metrics = grpo.grpo_objective(logits, responses, mask, advantages, self.weights, ref_log_prob)
+        loss.backward()
+        grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), t["grad_clip"])
+        self.optimizer.step()
+        self.model.eval()
+        metrics.update(loss_metrics)
+        metrics.update({"actor/loss": loss.item(), "actor/grad_norm": float(grad_norm), "actor/skipped": 0})
+        return metrics
+
+    def evaluate(self, step: int) -> list[dict]:
+        return evaluate(self.model, self.tokenizer, self.val_set, self.cfg["eval"]["samples"], self.params,
+                        self.seed, step, self.batch_size)
+
+    # --- checkpoint state -----------------------------------------------------
+
+    def state_dict(self) -> dict:
+        state = {
+            "model": self.model.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "sampling_generator": self.generator.get_state(),
+            "row_rng": self.row_rng.bit_generator.state,
+            "torch_rng": torch.get_rng_state(),
+            "python_rng": random.getstate(),
+            "numpy_rng": np.random.get_state(),
+        }
+        if torch.cuda.is_available():
+            state["cuda_rng"] = torch.cuda.get_rng_state_all()
+        return state
+
+    def load_state_dict(self, state: dict) -> None:
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.generator.set_state(state["sampling_generator"])
+        self.row_rng.bit_generator.state = state["row_rng"]
+        torch.set_rng_state(state["torch_rng"])
+        random.setstate(state["python_rng"])
+        np.random.set_state(state["numpy_rng"])
+        if "cuda_rng" in state and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all(state["cuda_rng"])
+
+
+# --- the run loop -------------------------------------------------------------------
+
+def train_local(cfg: dict, cell, paths, on_step_end=None, progress_factory=None) -> dict:
+    """Train one cell to M_max steps, resuming from the run's checkpoint when it matches.
+
+    Order within a step: update, evaluation (if due), metrics and pass-rate
+    records, checkpoint (if due). `on_step_end(step)` runs after the records
+    and before the checkpoint (tests use it to kill a run at its worst moment).
+    """
+    from isocompute.data.schema import read_problems
+    from isocompute.errors import InputError
+    from isocompute.model.io import load_policy, pick_device
+    from isocompute.train import run as files
+
+    K, M_max = cfg["train"]["eval_interval"], cell.M_max
+    identity = files.training_identity(cfg, cell, paths)
+    run_hash = files.config_hash(identity)
+    device = pick_device(cfg["train"]["device"])
+    model, tokenizer = load_policy(paths.model, device=device)
+    train = Problems.from_frame(read_problems(paths.train_file), tokenizer)
+    val = Problems.from_frame(read_problems(paths.val_file), tokenizer)
+    trainer = LocalGRPO(cfg, cell, model, tokenizer, train, val)
+    if cell.B_p > len(train):
+        raise InputError(f"{paths.train_file}: {len(train)} training problems, fewer than B_p = {cell.B_p}")
+    log.info("cell %s bp%d_n%d: B = %d, M_max = %d, K = %d, lr = %.3g, regularised = %s, device = %s, "
+             "%d train / %d val", cell.split, cell.B_p, cell.n, cell.B_p * cell.n, M_max, K, trainer.lr,
+             trainer.regularized, device, len(train), len(val))
+
+    Path(paths.run_dir).mkdir(parents=True, exist_ok=True)
+    state = files.load_resumable(paths.checkpoint, run_hash, M_max)
+    if state is None:
+        step, wall_before, tokens_total = 0, 0.0, 0
+        files.reset_logs(paths, None)
+    else:
+        trainer.load_state_dict(state)
+        step, wall_before, tokens_total = state["step"], state["wall_s"], state["tokens_cumulative"]
+        files.reset_logs(paths, step)
+        log.info("resuming from checkpoint at step %d", step)
+    session_start = time.perf_counter()
+
+    def wall() -> float:
+        return wall_before + time.perf_counter() - session_start
+
+    def checkpoint(at: int) -> None:
+        files.save_checkpoint(paths.checkpoint, {
+            **trainer.state_dict(), "step": at, "config_hash": run_hash, "identity": identity,
+            "wall_s": wall(), "tokens_cumulative": tokens_total})
+
+    def run_eval(at: int) -> dict:
+        t = time.perf_counter()
+        records = trainer.evaluate(at)
+        files.write_generations(paths.generations, at, records)
+        scores = np.array([r["score"] for r in records])
+        return {"val/score/mean": float(scores.mean()), "timing_s/eval": time.perf_counter() - t}
+
+    if state is None:
+        # Step 0: the base model's evaluation point.
+        metrics = {**run_eval(0), "perf/tokens_generated_cumulative": 0, "time/wall_s": wall()}
+        files.append_jsonl(paths.metrics, [{"step": 0, "data": metrics}])
+        log.info("step 0: val score %.3f", metrics["val/score/mean"])
+        checkpoint(0)
+
+    bar = (progress_factory or _null_progress)(total=M_max, initial=step, unit="step",
+                                               desc=f"{cell.split} bp{cell.B_p}_n{cell.n}")
+    reward_ema = None
+    while step < M_max:
+        step += 1
+        metrics, pass_rates = trainer.step(step)
+        tokens_total += metrics["perf/tokens_generated"]
+        if step % K == 0 or step == M_max:
+            metrics.update(run_eval(step))
+        metrics.update({"perf/tokens_generated_cumulative": tokens_total, "time/wall_s": wall(),
+                        "training/compute_rollouts": step * cell.B_p * cell.n})
+        files.append_jsonl(paths.metrics, [{"step": step, "data": metrics}])
+        files.append_jsonl(paths.pass_rates, pass_rates)
+        if on_step_end is not None:
+            on_step_end(step)
+        if step % K == 0 or step == M_max:
+            checkpoint(step)
+        r = metrics["critic/score/mean"]
+        reward_ema = r if reward_ema is None else 0.9 * reward_ema + 0.1 * r
+        bar.update(1)
+        bar.set_postfix(reward=f"{reward_ema:.3f}", rollouts_s=f"{metrics['perf/rollouts_per_s']:.0f}",
+                        refresh=False)
+        if "val/score/mean" in metrics:
+            log.info("step %d: val score %.3f, train reward %.3f, %.0f rollouts/s", step,
+                     metrics["val/score/mean"], reward_ema, metrics["perf/rollouts_per_s"])
+    bar.close()
+    if state is not None and state["step"] == M_max:
+        log.info("run already complete at step %d", M_max)
+    return {"steps": step, "config_hash": run_hash, "wall_s": wall(), "tokens_cumulative": tokens_total,
+            "resumed_from": None if state is None else state["step"],
+            "eval_steps": files.generation_steps(paths.generations), "lr": trainer.lr,
+            "regularized": trainer.regularized}
+
+
+class _null_progress:
+    def __init__(self, **kw):
+        pass
+
+    def update(self, *a):
+        pass
+
+    def set_postfix(self, **kw):
+        pass
+
+    def close(self):
+        pass

@@ -1,0 +1,79 @@
+"""End to end: a tiny (B_p, n) grid trained and scored through snakemake on top
+of the real data stages, and a changed eval.k re-scoring without re-training."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pandas as pd
+import pytest
+
+from conftest import REPO, TINY_CONFIG, run_snakemake, write_config
+
+pytestmark = pytest.mark.slow
+
+TINY_GRID = {
+    **TINY_CONFIG,
+    "grid": {"easy": {"B_p": [2], "n": [2, 4], "B_max": 8, "C_max": 24}},
+    "train": {"eval_interval": 2, "lr_base": 1e-3, "B_ref": 8, "warmup_steps": 2},
+    "eval": {"k": 4, "samples": 4},
+}
+RUNS = {"bp2_n2": 6, "bp2_n4": 3}  # run -> M_max = 24 // (B_p * n)
+TARGETS = [f"results/tiny/runs/easy/{run}/{f}" for run in RUNS for f in ("run.json", "evals.parquet")]
+# Only this config (schema defaults for the rest): without --replace-workflow-config,
+# snakemake would merge in config/config.yaml's embedded grid.
+CONFIG_ONLY = ("--replace-workflow-config",)
+
+
+@pytest.fixture(scope="module")
+def tiny_grid(tmp_path_factory):
+    work = tmp_path_factory.mktemp("grid")
+    shutil.copytree(REPO / "config", work / "config")
+    shutil.copytree(REPO / "workflow", work / "workflow")
+    cfg = write_config(work, TINY_GRID)
+    run_snakemake(work, "--cores", "2", *TARGETS, *CONFIG_ONLY, "--configfile", str(cfg))
+    return work, cfg
+
+
+def test_grid_runs_and_scores_every_cell(tiny_grid):
+    work, _ = tiny_grid
+    runs = work / "results" / "tiny" / "runs" / "easy"
+    assert sorted(p.name for p in runs.iterdir()) == sorted(RUNS)
+    for run, M_max in RUNS.items():
+        B_p, n = 2, int(run.split("_n")[1])
+        marker = json.loads((runs / run / "run.json").read_text())
+        assert (marker["B_p"], marker["n"], marker["M_max"], marker["backend"]) == (B_p, n, M_max, "local")
+        assert marker["versions"]["torch"] and marker["config"]["train"]["eval_interval"] == 2
+        evals = pd.read_parquet(runs / run / "evals.parquet")
+        assert list(evals.columns[:7]) == ["split", "run", "B_p", "n", "step", "compute", "tokens"]
+        for col in ("avg@4", "best@4", "worst@4", "pass@1", "pass@4_unbiased", "worst@4_unbiased"):
+            assert evals[col].between(0, 1).all(), col
+        expected_steps = sorted(set(range(0, M_max + 1, 2)) | {M_max})
+        assert evals["step"].tolist() == expected_steps
+        assert (evals["compute"] == B_p * n * evals["step"]).all()
+        assert evals["tokens"].iloc[0] == 0 and evals["tokens"].is_monotonic_increasing
+        assert (evals["worst@4"] <= evals["avg@4"]).all() and (evals["avg@4"] <= evals["best@4"]).all()
+        assert (evals["split"] == "easy").all() and (evals["run"] == run).all()
+        metrics = [json.loads(line) for line in (runs / run / "metrics.jsonl").read_text().splitlines()]
+        assert [m["step"] for m in metrics] == list(range(M_max + 1))
+        for key in ("critic/score/mean", "actor/entropy", "actor/kl_loss", "actor/grad_norm", "actor/lr",
+                    "response_length/mean", "perf/tokens_generated", "perf/tokens_generated_cumulative",
+                    "perf/rollouts_per_s", "time/wall_s"):
+            assert key in metrics[-1]["data"], key
+        rates = pd.read_json(runs / run / "train_pass_rates.jsonl", lines=True)
+        assert len(rates) == M_max * B_p and rates["pass_rate"].between(0, 1).all()
+        assert (runs / run / "grades_cache.json").is_file()
+        assert (work / "results" / "tiny" / "logs" / "train" / "easy" / f"{run}.log").is_file()
+
+
+def test_changed_k_rescores_without_retraining(tiny_grid):
+    work, _ = tiny_grid
+    cfg = write_config(work, {**TINY_GRID, "eval": {"k": 2, "samples": 4}})
+    proc = run_snakemake(work, "-n", *TARGETS, *CONFIG_ONLY, "--configfile", str(cfg))
+    jobs = proc.stdout + proc.stderr
+    assert "rule score:" in jobs or "score" in jobs.split("Job stats")[-1]
+    assert "rule train:" not in jobs and "rule difficulty:" not in jobs
+    run_snakemake(work, "--cores", "2", *TARGETS, *CONFIG_ONLY, "--configfile", str(cfg))
+    evals = pd.read_parquet(work / "results" / "tiny" / "runs" / "easy" / "bp2_n2" / "evals.parquet")
+    assert {"avg@2", "best@2", "worst@2", "pass@2_unbiased"} <= set(evals.columns)
