@@ -6,7 +6,12 @@ from snakemake.utils import min_version, validate
 min_version("9.0")
 
 
-configfile: "config/config.yaml"
+# The embedded default, unless a study config is given with --configfile: that
+# one then stands alone (schema defaults fill the rest) instead of being merged
+# key by key into the embedded default. Cluster jobs get the same --configfile.
+if not workflow.overwrite_configfiles:
+
+    configfile: "config/config.yaml"
 
 
 include: "rules/common.smk"
@@ -19,6 +24,10 @@ report: "workflow/report/workflow.rst"
 
 
 include: "rules/data.smk"
+include: "rules/train.smk"
+include: "rules/evaluate.smk"
+include: "rules/analyze.smk"
+include: "rules/figures.smk"
 
 
 rule all:

@@ -82,3 +82,12 @@ def test_bootstrap_intervals_bracket_the_estimate_and_are_reproducible(noisy):
     assert again.equals(out)
     other = bootstrap_law_intervals(bootstrap_fits(evals, n_boot=40, seed=8), fits, laws)
     assert not other.equals(out)
+
+
+def test_law_fit_of_an_empty_frontier_is_a_status_not_an_error():
+    import numpy as np
+
+    from isocompute.analysis.nstar import fit_n_star_law
+
+    law = fit_n_star_law(np.array([]), np.array([]))
+    assert law.status == "too_few_points"

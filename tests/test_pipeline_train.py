@@ -1,5 +1,6 @@
-"""End to end: a tiny (B_p, n) grid trained and scored through snakemake on top
-of the real data stages, and a changed eval.k re-scoring without re-training."""
+"""End to end: the whole tiny study through snakemake (data stages, a 2-cell
+(B_p, n) grid trained and scored, analysis tables and figures); a changed
+analysis parameter re-runs only analysis, a changed eval.k only scoring."""
 
 from __future__ import annotations
 
@@ -20,10 +21,6 @@ TINY_GRID = {
     "eval": {"k": 4, "samples": 4},
 }
 RUNS = {"bp2_n2": 6, "bp2_n4": 3}  # run -> M_max = 24 // (B_p * n)
-TARGETS = [f"results/tiny/runs/easy/{run}/{f}" for run in RUNS for f in ("run.json", "evals.parquet")]
-# Only this config (schema defaults for the rest): without --replace-workflow-config,
-# snakemake would merge in config/config.yaml's embedded grid.
-CONFIG_ONLY = ("--replace-workflow-config",)
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +29,7 @@ def tiny_grid(tmp_path_factory):
     shutil.copytree(REPO / "config", work / "config")
     shutil.copytree(REPO / "workflow", work / "workflow")
     cfg = write_config(work, TINY_GRID)
-    run_snakemake(work, "--cores", "2", *TARGETS, *CONFIG_ONLY, "--configfile", str(cfg))
+    run_snakemake(work, "--cores", "2", "--configfile", str(cfg))
     return work, cfg
 
 
@@ -67,13 +64,43 @@ def test_grid_runs_and_scores_every_cell(tiny_grid):
         assert (work / "results" / "tiny" / "logs" / "train" / "easy" / f"{run}.log").is_file()
 
 
+def job_counts(output: str) -> dict[str, int]:
+    """Rule -> job count from the 'Job stats' table of a snakemake (dry) run."""
+    counts, table = {}, output.split("Job stats:")[-1].splitlines()
+    for line in table[3:]:
+        parts = line.split()
+        if len(parts) != 2 or parts[0] == "total":
+            break
+        counts[parts[0]] = int(parts[1])
+    return counts
+
+
+def test_analysis_tables_figures_and_partial_rerun(tiny_grid):
+    work, cfg = tiny_grid
+    res = work / "results" / "tiny" / "analysis" / "easy"
+    evals = pd.read_parquet(res / "evals.parquet")
+    assert sorted(evals["run"].unique()) == sorted(RUNS)
+    records = pd.read_csv(res / "tables" / "records.csv")
+    assert {"B_p", "n", "step", "compute", "avg@4", "bin"} <= set(records.columns)
+    assert (records.groupby("n")["step"].min() == 0).all()  # a curve's first point is a record
+    fits = pd.read_csv(res / "tables" / "fits.csv")
+    assert sorted(fits["n"]) == [2, 4] and {"R0", "A", "B", "C_mid", "sse", "status"} <= set(fits.columns)
+    for table in ("frontier.csv", "n_star_fit.csv", "extrapolation.csv", "interference.csv"):
+        assert (res / "tables" / table).is_file(), table
+    assert (res / "figures" / "fig11_interference.png").is_file()
+    # Analysis parameters are rule params: a new bin width re-runs analysis and figures only.
+    proc = run_snakemake(work, "-n", "--configfile", str(write_config(work, {**TINY_GRID, "analysis": {"bin_width": 0.02}})))
+    assert set(job_counts(proc.stdout + proc.stderr)) == {"analyze", "figures", "all"}
+    write_config(work, TINY_GRID)
+
+
 def test_changed_k_rescores_without_retraining(tiny_grid):
     work, _ = tiny_grid
     cfg = write_config(work, {**TINY_GRID, "eval": {"k": 2, "samples": 4}})
-    proc = run_snakemake(work, "-n", *TARGETS, *CONFIG_ONLY, "--configfile", str(cfg))
+    proc = run_snakemake(work, "-n", "--configfile", str(cfg))
     jobs = proc.stdout + proc.stderr
     assert "rule score:" in jobs or "score" in jobs.split("Job stats")[-1]
     assert "rule train:" not in jobs and "rule difficulty:" not in jobs
-    run_snakemake(work, "--cores", "2", *TARGETS, *CONFIG_ONLY, "--configfile", str(cfg))
+    run_snakemake(work, "--cores", "2", "--configfile", str(cfg))
     evals = pd.read_parquet(work / "results" / "tiny" / "runs" / "easy" / "bp2_n2" / "evals.parquet")
     assert {"avg@2", "best@2", "worst@2", "pass@2_unbiased"} <= set(evals.columns)

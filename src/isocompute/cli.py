@@ -18,7 +18,9 @@ from isocompute.errors import ConfigError, InputError
 # so that partial installs still give a working CLI.
 SUBCOMMAND_MODULES = [
     "isocompute.stages",
+    "isocompute.train_stages",
     "isocompute.analysis.cli",
+    "isocompute.analysis.study_cli",
     "isocompute.cluster.cli",
 ]
 

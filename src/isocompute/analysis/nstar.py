@@ -106,6 +106,9 @@ def fit_n_star_laws(x, Y, *, grid: LawGrid = LawGrid(), min_points: int = 4) -> 
     x = np.asarray(x, dtype=float)
     Y = np.atleast_2d(np.asarray(Y, dtype=float))
     R, G = Y.shape
+    if G == 0:  # an empty frontier (e.g. every curve degenerate): nothing to fit
+        out = {name: np.full(R, np.nan) for name in ("L", "U", "k", "c0", "rmse")}
+        return {**out, "n_points": np.zeros(R, dtype=int), "status": np.full(R, "too_few_points", dtype=object)}
     W = np.isfinite(Y) & np.isfinite(x)[None, :]
     Y0 = np.where(W, Y, 0.0)
     Wf = W.astype(float)

@@ -1,0 +1,61 @@
+"""Gathering a split's runs into the study tables the analysis reads: the
+evaluation points of every run, and the per-step training pass rates (for
+the interference figure). The only I/O is in `read_run_tables`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from isocompute.errors import InputError
+
+
+def read_run_tables(run_dir: Path | str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(evals, train pass rates) of one run directory."""
+    run_dir = Path(run_dir)
+    evals_path, marker = run_dir / "evals.parquet", run_dir / "run.json"
+    for path in (evals_path, marker):
+        if not path.is_file():
+            raise InputError(f"{path}: missing; the run has not finished or was not scored")
+    evals = pd.read_parquet(evals_path)
+    meta = json.loads(marker.read_text())
+    rates_path = run_dir / "train_pass_rates.jsonl"
+    rates = pd.read_json(rates_path, lines=True) if rates_path.is_file() and rates_path.stat().st_size else pd.DataFrame(
+        columns=["step", "problem_id", "pass_rate"])
+    B_p, n = int(meta["B_p"]), int(meta["n"])
+    rates = rates.assign(B_p=B_p, n=n, compute=rates["step"].astype("int64") * B_p * n)
+    return evals, rates
+
+
+def collect_runs(run_dirs) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Concatenate runs, ordered by (B_p, n, step)."""
+    evals, rates = zip(*(read_run_tables(d) for d in run_dirs)) if run_dirs else ((), ())
+    if not evals:
+        raise InputError("no runs to collect")
+    all_evals = pd.concat(evals, ignore_index=True).sort_values(["B_p", "n", "step"], kind="stable")
+    all_rates = pd.concat(rates, ignore_index=True)
+    if len(all_rates):
+        all_rates = all_rates.sort_values(["B_p", "n", "step", "problem_id"], kind="stable")
+    return all_evals.reset_index(drop=True), all_rates.reset_index(drop=True)
+
+
+def load_analysis(out_dir: Path | str, evals: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """The tables written by `write_analysis`, read back for plotting."""
+    from isocompute.analysis.pipeline import TABLE_FILES
+
+    out_dir = Path(out_dir)
+    results: dict[str, pd.DataFrame] = {"evals": evals}
+    for key, name in TABLE_FILES.items():
+        path = out_dir / name
+        if path.is_file():
+            try:
+                results[key] = pd.read_csv(path)
+            except pd.errors.EmptyDataError:
+                results[key] = pd.DataFrame()
+    params = out_dir / "params.json"
+    if params.is_file():
+        p = json.loads(params.read_text())
+        results["params"] = pd.DataFrame({"name": list(p), "value": [json.dumps(v) for v in p.values()]})
+    return results
