@@ -8,6 +8,10 @@ rule pool:
         cfg=params_json("pool"),
     log:
         f"{RESULTS}/logs/pool.log",
+    resources:
+        **cpu_resources(),
+    conda:
+        ANALYSIS_ENV
     shell:
         "isocompute pool --params {params.cfg:q} --out {output} > {log} 2>&1"
 
@@ -20,10 +24,14 @@ rule base_model:
     params:
         cfg=params_json("pool", "base_model"),
     threads: config["base_model"]["pretrain_threads"]
+    resources:
+        **cpu_resources(),
     log:
         f"{RESULTS}/logs/base_model.log",
     benchmark:
         f"{RESULTS}/benchmarks/base_model.tsv"
+    conda:
+        GPU_ENV
     shell:
         "isocompute base-model --params {params.cfg:q} --pool {input.pool} --out {output} > {log} 2>&1"
 
@@ -35,15 +43,17 @@ rule difficulty:
     output:
         f"{RESULTS}/data/difficulty.parquet",
     params:
-        cfg=params_json("sampling", "difficulty"),
+        cfg=sampler_params_json("sampling", "difficulty"),
         model=base_model_path(),
-    threads: workflow.cores
+    threads: sampling_threads()
     resources:
-        gpu=1 if config["sampling"]["backend"] == "vllm" else 0,
+        **sampling_resources(),
     log:
         f"{RESULTS}/logs/difficulty.log",
     benchmark:
         f"{RESULTS}/benchmarks/difficulty.tsv"
+    conda:
+        GPU_ENV
     shell:
         "isocompute difficulty --params {params.cfg:q} --pool {input.pool} --model {params.model}"
         " --threads {threads} --out {output} > {log} 2>&1"
@@ -61,6 +71,10 @@ rule splits:
         out_dir=f"{RESULTS}/splits",
     log:
         f"{RESULTS}/logs/splits.log",
+    resources:
+        **cpu_resources(),
+    conda:
+        ANALYSIS_ENV
     shell:
         "isocompute splits --params {params.cfg:q} --pool {input.pool} --difficulty {input.difficulty}"
         " --out-dir {params.out_dir} > {log} 2>&1"
@@ -81,6 +95,8 @@ rule fig_difficulty:
         stem=f"{RESULTS}/figures/fig2_difficulty",
     log:
         f"{RESULTS}/logs/fig_difficulty.log",
+    conda:
+        ANALYSIS_ENV
     shell:
         "isocompute fig-difficulty --params {params.cfg:q} --difficulty {input.difficulty}"
         " --splits-dir {params.splits_dir} --out-stem {params.stem} > {log} 2>&1"

@@ -1,0 +1,92 @@
+"""Cluster tools that work outside Snakemake:
+
+  isocompute plan CONFIG                                  runs, rollouts and GPU-hours of a study
+  isocompute verl-command CONFIG --split S --bp B --n N   the exact verl command the train rule runs
+  isocompute verl-merge --run-dir DIR --out DIR           a run's checkpoint as a Hugging Face model
+
+Paths follow the layout of rules/common.smk, relative to the directory the
+command runs in (the repository root, like Snakemake).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def results_dir(cfg: dict) -> Path:
+    return Path("results") / cfg["experiment"]
+
+
+def base_model_path(cfg: dict) -> str:
+    """The base model the rules train from (rules/common.smk: base_model_path)."""
+    if cfg["base_model"]["source"] == "embedded":
+        return str(results_dir(cfg) / "model" / "base")
+    return cfg["base_model"]["path"]
+
+
+def run_paths(cfg: dict, cell):
+    """The RunPaths the train rule passes for a cell (results/{exp}/runs/{split}/bp{B_p}_n{n})."""
+    from isocompute.train.run import RunPaths
+
+    res = results_dir(cfg)
+    return RunPaths(res / "runs" / cell.split / cell.name, res / "splits" / cell.split / "train.parquet",
+                    res / "splits" / cell.split / "val.parquet", base_model_path(cfg))
+
+
+def cmd_plan(args) -> int:
+    from isocompute.cluster.plan import format_plan
+    from isocompute.config import load_config
+
+    print(format_plan(load_config(args.config)))
+    return 0
+
+
+def cmd_verl_command(args) -> int:
+    from isocompute.cluster.verl_backend import verl_command
+    from isocompute.config import load_config
+    from isocompute.grid import find_cell, grid_cells
+
+    cfg = load_config(args.config)
+    cell = find_cell(grid_cells(cfg), args.split, args.bp, args.n)
+    print(verl_command(cfg, cell, run_paths(cfg, cell)).shell())
+    return 0
+
+
+def cmd_verl_merge(args) -> int:
+    import shlex
+
+    from isocompute.cluster.checkpoints import actor_checkpoint_dir, convert_checkpoint, merge_command
+
+    if args.print_only:
+        print(shlex.join(merge_command(actor_checkpoint_dir(args.run_dir, args.step), args.out)))
+        return 0
+    out = convert_checkpoint(args.run_dir, args.out, step=args.step)
+    print(out)
+    return 0
+
+
+def register(sub) -> None:
+    p = sub.add_parser("plan", help="Training runs per split, rollouts and estimated GPU-hours of a config.",
+                       description="Training runs per split, total rollouts and an estimate of GPU-hours "
+                                   "(throughput assumptions: config section cluster.throughput).")
+    p.add_argument("config", help="config YAML, e.g. config/paper/qwen25_7b.yaml")
+    p.set_defaults(func=cmd_plan)
+
+    p = sub.add_parser("verl-command", help="Print the verl training command of one grid cell.",
+                       description="Print the exact command line the train rule runs for one grid cell "
+                                   "with train.backend verl, in the run folder's current state.")
+    p.add_argument("config")
+    p.add_argument("--split", required=True)
+    p.add_argument("--bp", type=int, required=True, help="B_p, problems per step")
+    p.add_argument("--n", type=int, required=True, help="rollouts per problem")
+    p.set_defaults(func=cmd_verl_command)
+
+    p = sub.add_parser("verl-merge", help="Convert a verl run's FSDP checkpoint to a Hugging Face model.",
+                       description="Merge checkpoints/global_step_<step>/actor of a run with "
+                                   "`python -m verl.model_merger merge --backend fsdp` into OUT.")
+    p.add_argument("--run-dir", required=True, help="results/<experiment>/runs/<split>/bp<B_p>_n<n>")
+    p.add_argument("--out", required=True, help="target Hugging Face model directory")
+    p.add_argument("--step", type=int, default=None, help="checkpoint step (default: the latest)")
+    p.add_argument("--print-only", action="store_true", help="print the merge command instead of running it")
+    p.set_defaults(func=cmd_verl_merge)
+

@@ -1,0 +1,35 @@
+"""verl's reward function for the cluster backend: the project's one grader
+(`isocompute.grading.grade`) behind verl's custom-reward signature.
+
+verl 0.9 loads this file by path (`reward.custom_reward_function.path/name`)
+and calls it once per rollout from its reward workers. The returned dict's
+extra keys travel into verl's validation dumps (`validation_data_dir`), which is
+how each dumped sample carries its `problem_id`; verl's validation metrics skip
+string-valued keys, and `acc` makes verl report `val-core/<source>/acc/mean@k`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from isocompute.grading import grade
+
+# Per-comparison bound of the grader (seconds). A rollout batch of 65k
+# completions must not stall on one pathological answer.
+GRADE_TIMEOUT_S = 2.0
+
+
+def compute_score(data_source: str, solution_str: str, ground_truth: Any, extra_info: dict | None = None,
+                  **kwargs) -> dict:
+    """{'score': 1.0 or 0.0, 'acc': the same, 'problem_id': extra_info's id (or '')}.
+
+    The 0/1 outcome reward of METHODS section 3. `data_source` is unused: every
+    split of the study is graded the same way. `kwargs` takes whatever else a
+    verl reward manager passes (reward-model addresses, tokenizers).
+    """
+    correct = grade(solution_str or "", str(ground_truth), timeout_s=GRADE_TIMEOUT_S)
+    score = 1.0 if correct else 0.0
+    problem_id = ""
+    if isinstance(extra_info, dict) and extra_info.get("problem_id") is not None:
+        problem_id = str(extra_info["problem_id"])
+    return {"score": score, "acc": score, "problem_id": problem_id}

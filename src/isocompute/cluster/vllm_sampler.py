@@ -1,0 +1,113 @@
+"""The sampler interface of `isocompute.sampling` over a vLLM engine, for the
+GPU stages (difficulty estimation of a real pool with sampling.backend vllm).
+
+Same contract as `LocalSampler`: `.sample(prompt_ids, n, params, seed=...)`
+returns, per prompt, n completions as token ids (EOS included when emitted);
+`.decode` turns one group into text; `.tokenizer` renders chat prompts.
+Prompts are submitted in chunks of `sampling.batch_size` sequences, so the
+progress bar moves and a chunked caller (the difficulty stage writes one file
+per chunk of problems) loses at most one chunk on a crash. Each prompt gets its
+own seed, derived from (seed, position), so results do not depend on chunking.
+vLLM is imported lazily: the CPU install never needs it.
+"""
+
+from __future__ import annotations
+
+from isocompute.errors import InputError
+from isocompute.sampling import SamplingParams
+
+_SEED_MODULUS = 2**31 - 1
+
+
+def import_vllm():
+    try:
+        import vllm
+    except ImportError as exc:
+        raise InputError(
+            "config key 'sampling.backend': 'vllm' needs the vllm package, which is not installed here "
+            f"({exc}); run the GPU rules in the envs/verl.yaml environment (snakemake --sdm conda) or "
+            "set sampling.backend: local") from None
+    return vllm
+
+
+def engine_kwargs(model_path: str, cfg: dict) -> dict:
+    """Arguments of `vllm.LLM` from the config (cluster.vllm)."""
+    v = cfg["cluster"]["vllm"]
+    kwargs = {
+        "model": str(model_path),
+        "tensor_parallel_size": int(v["tensor_parallel_size"]),
+        "gpu_memory_utilization": float(v["gpu_memory_utilization"]),
+        "dtype": v["dtype"],
+        "enforce_eager": bool(v["enforce_eager"]),
+        "seed": int(cfg["seed"]),
+    }
+    if v["max_model_len"] is not None:
+        kwargs["max_model_len"] = int(v["max_model_len"])
+    return kwargs
+
+
+def prompt_seed(seed: int, index: int) -> int:
+    """A per-prompt seed, distinct across prompts and reproducible for (seed, index)."""
+    return (int(seed) * 1_000_003 + int(index) * 7919 + 1) % _SEED_MODULUS
+
+
+def sampling_kwargs(params: SamplingParams, n: int, seed: int | None) -> dict:
+    """Arguments of `vllm.SamplingParams` for n completions of one prompt."""
+    kwargs = {
+        "n": int(n),
+        "temperature": float(params.temperature),
+        "top_p": float(params.top_p),
+        "max_tokens": int(params.max_new_tokens),
+        # Whatever the model's generation_config says, sample from the plain
+        # tempered distribution like the local sampler and verl's rollouts.
+        "top_k": -1,
+        "min_p": 0.0,
+        "repetition_penalty": 1.0,
+        "skip_special_tokens": True,
+    }
+    if seed is not None:
+        kwargs["seed"] = int(seed)
+    return kwargs
+
+
+class VLLMSampler:
+    """Batched sampling with a vLLM engine on one node's GPUs."""
+
+    def __init__(self, model_path: str, cfg: dict, *, engine=None, tokenizer=None):
+        self.model_path = str(model_path)
+        self.batch_size = int(cfg["sampling"]["batch_size"])
+        self._vllm = import_vllm()
+        if tokenizer is None:
+            from transformers import AutoTokenizer
+
+            tokenizer = AutoTokenizer.from_pretrained(self.model_path)
+            if tokenizer.pad_token_id is None:
+                tokenizer.pad_token = tokenizer.eos_token
+        self.tokenizer = tokenizer
+        self.engine = engine if engine is not None else self._vllm.LLM(**engine_kwargs(self.model_path, cfg))
+
+    def sample(self, prompt_ids, n, params, seed=None, generator=None, progress=None):
+        """For each prompt, n completions as token ids; `generator` is accepted for interface
+        compatibility and ignored (vLLM seeds per request)."""
+        base_seed = 0 if seed is None else int(seed)
+        per_call = max(1, self.batch_size // max(1, n))
+        results: list[list[list[int]]] = []
+        for start in range(0, len(prompt_ids), per_call):
+            chunk = prompt_ids[start:start + per_call]
+            prompts = [{"prompt_token_ids": list(map(int, ids))} for ids in chunk]
+            sp = [self._vllm.SamplingParams(**sampling_kwargs(params, n, prompt_seed(base_seed, start + i)))
+                  for i in range(len(chunk))]
+            outputs = self.engine.generate(prompts, sp, use_tqdm=False)
+            if len(outputs) != len(chunk):
+                raise RuntimeError(f"vLLM returned {len(outputs)} results for {len(chunk)} prompts")
+            for out in outputs:
+                group = [list(c.token_ids) for c in out.outputs]
+                if len(group) != n:
+                    raise RuntimeError(f"vLLM returned {len(group)} completions for a prompt, expected n = {n}")
+                results.append(group)
+            if progress is not None:
+                progress.update(len(chunk))
+        return results
+
+    def decode(self, completions: list[list[int]]) -> list[str]:
+        return self.tokenizer.batch_decode(completions, skip_special_tokens=True)

@@ -1,0 +1,150 @@
+"""A real SLURM run: a one-node cluster on localhost (Debian's slurm-wlm and
+munge, started by tests/slurm/cluster.py) runs a tiny study to completion with
+`snakemake --profile slurm` -- data stages, a two-cell training grid (local
+backend on the CPU) and scoring -- as SLURM jobs, with the repository's profile.
+
+Needs root (the daemons) and the packages, which .ci/run installs; the fixture
+installs them itself when it can and skips with the reason when it cannot.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from conftest import REPO, TINY_CONFIG, VENV_BIN
+
+sys.path.insert(0, str(Path(__file__).parent / "slurm"))
+from cluster import LocalSlurm, ensure_installed  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+# What the test changes in the repository's profile: a cluster without
+# accounting has no sacct/sacctmgr answers (status from squeue, no account),
+# two CPUs run two jobs, and the first status check comes early.
+TEST_PROFILE = {
+    "slurm-status-command": "squeue",
+    "slurm-no-account": True,
+    "slurm-init-seconds-before-status-checks": 2,
+    "slurm-keep-successful-logs": True,
+    "jobs": 2,
+    "latency-wait": 10,
+    "retries": 1,
+}
+
+SLURM_STUDY = {
+    **TINY_CONFIG,
+    "experiment": "slurm",
+    "grid": {"easy": {"B_p": [2], "n": [2, 4], "B_max": 8, "C_max": 16}},
+    "train": {"backend": "local", "device": "cpu", "eval_interval": 2},
+    "eval": {"k": 4, "samples": 4},
+    "cluster": {"cpu": {"threads": 1, "mem_mb": 1000, "runtime": 20}, "max_runtime": 30},
+}
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster(tmp_path_factory):
+    if os.geteuid() != 0:
+        pytest.skip("a local SLURM cluster needs root (slurmctld/slurmd run as root here)")
+    reason = ensure_installed()
+    if reason:
+        pytest.skip(reason)
+    cluster = LocalSlurm(tmp_path_factory.mktemp("slurm"), cpus=os.cpu_count() or 2)
+    try:
+        cluster.start()
+    except RuntimeError as exc:
+        logs = cluster.logs()
+        cluster.stop()
+        pytest.fail(f"could not start the local SLURM cluster: {exc}\n{logs}")
+    yield cluster
+    cluster.stop()
+
+
+def study_dir(tmp_path: Path) -> Path:
+    """A copy of the workflow (as at the repository root) with the test's profile as ./slurm."""
+    for name in ("Snakefile", "rules", "config", "workflow", "envs"):
+        src = REPO / name
+        (shutil.copytree if src.is_dir() else shutil.copyfile)(src, tmp_path / name)
+    profile = yaml.safe_load((REPO / "slurm" / "config.yaml").read_text())
+    profile.update(TEST_PROFILE)
+    (tmp_path / "slurm").mkdir()
+    (tmp_path / "slurm" / "config.yaml").write_text(yaml.safe_dump(profile, sort_keys=False))
+    (tmp_path / "config" / "slurm_study.yaml").write_text(yaml.safe_dump(SLURM_STUDY, sort_keys=False))
+    return tmp_path
+
+
+# The stages this test is about; the analysis and figures are other tests' business.
+TARGETS = ["results/slurm/figures/fig2_difficulty.png",
+           *(f"results/slurm/runs/easy/bp2_n{n}/evals.parquet" for n in (2, 4))]
+
+
+def run_snakemake_bounded(cmd, cwd, env, timeout):
+    """Run Snakemake; past `timeout`, interrupt it (it cancels its SLURM jobs) and raise TimeoutExpired."""
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            stdin=subprocess.DEVNULL)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGINT)
+        try:
+            out, err = proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, err = proc.communicate()
+        raise subprocess.TimeoutExpired(cmd, timeout, output=out, stderr=err) from None
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
+def test_tiny_study_runs_to_completion_under_slurm(slurm_cluster, tmp_path):
+    work = study_dir(tmp_path)
+    env = {**os.environ, **slurm_cluster.env}
+    env["PATH"] = f"{VENV_BIN}{os.pathsep}{env['PATH']}"
+    env.pop("SLURM_JOB_ID", None)
+    # The study's config replaces config/config.yaml (the embedded study, with its own grid
+    # and recipe) in Snakemake and in every job: the evaluation steps below show which won.
+    cmd = [str(VENV_BIN / "snakemake"), *TARGETS, "--profile", "slurm", "--configfile", "config/slurm_study.yaml"]
+    logs = work / ".snakemake" / "slurm_logs"
+    try:
+        proc = run_snakemake_bounded(cmd, work, env, timeout=600)
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(f"snakemake --profile slurm did not finish in {exc.timeout} s:\n{(exc.stdout or '')[-3000:]}\n"
+                    f"{(exc.stderr or '')[-3000:]}\n{slurm_cluster.queue()}\n{slurm_cluster.logs(1500)}")
+    if proc.returncode != 0:
+        job_logs = "\n".join(f"--- {p}\n{p.read_text()[-1500:]}" for p in
+                             sorted(logs.rglob("*.log")) + sorted((work / "results").rglob("logs/**/*.log")))
+        pytest.fail(f"snakemake --profile slurm failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n"
+                    f"{proc.stderr[-6000:]}\n{job_logs[-6000:]}\n{slurm_cluster.logs(1500)}")
+
+    res = work / "results" / "slurm"
+    for split in ("easy", "hard"):
+        assert (res / "splits" / split / "train.parquet").is_file()
+    assert (res / "figures" / "fig2_difficulty.png").is_file()
+    for n in (2, 4):
+        run = res / "runs" / "easy" / f"bp2_n{n}"
+        marker = json.loads((run / "run.json").read_text())
+        assert marker["backend"] == "local"
+        # Trained with the study's recipe only: the schema's lr_base, not config/config.yaml's.
+        assert marker["config"]["train"]["lr_base"] == 1e-6
+        table = pd.read_parquet(run / "evals.parquet")
+        assert list(table["step"]) == [0, 2, 4][: len(table)] and table["step"].max() == 16 // (2 * n)
+
+    # The work went through SLURM: one job log per submitted job, none for the local rules.
+    submitted = {p.name for p in logs.iterdir()} if logs.is_dir() else set()
+    assert {"rule_base_model", "rule_difficulty", "rule_splits", "rule_train", "rule_score"} <= submitted, submitted
+    assert not {"rule_pool", "rule_fig_difficulty", "rule_all"} & submitted
+    ctld = (slurm_cluster.root / "log" / "slurmctld.log").read_text()
+    assert ctld.count("WEXITSTATUS 0") >= 7  # base_model, difficulty, splits, 2 x train, 2 x score
+
+    # A second invocation finds nothing to do (and submits nothing).
+    again = subprocess.run([*cmd, "-n"], cwd=work, env=env, capture_output=True, text=True,
+                           stdin=subprocess.DEVNULL, timeout=300)
+    assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
