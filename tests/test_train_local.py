@@ -63,7 +63,8 @@ def metric_rows(paths: RunPaths, drop=("timing_s/", "perf/rollouts_per_s", "perf
 def test_grouped_prompt_forward_equals_a_plain_forward(tiny_model_and_splits):
     from isocompute.model.io import load_policy, render_prompts
     from isocompute.data.schema import read_problems
-    from isocompute.train.local import pack_prompts, pack_responses, response_logits
+    from isocompute.sampling import pack_prompts
+    from isocompute.train.local import pack_responses, response_logits
 
     model, tok = load_policy(tiny_model_and_splits / "model")
     prompts = render_prompts(tok, read_problems(tiny_model_and_splits / "train.parquet")["prompt"][:3])

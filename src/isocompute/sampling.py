@@ -44,6 +44,18 @@ def sample_next(logits: torch.Tensor, params: SamplingParams, generator: torch.G
     return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
 
 
+def pack_prompts(prompts: Sequence[Sequence[int]], pad_id: int, device):
+    """Left-padded prompts [G, P]: input_ids, attention_mask, position_ids."""
+    P = max(len(p) for p in prompts)
+    ids = torch.full((len(prompts), P), pad_id, dtype=torch.long)
+    attn = torch.zeros((len(prompts), P), dtype=torch.long)
+    for i, p in enumerate(prompts):
+        ids[i, P - len(p):] = torch.tensor(p, dtype=torch.long)
+        attn[i, P - len(p):] = 1
+    pos = (attn.cumsum(-1) - 1).clamp(min=0)
+    return ids.to(device), attn.to(device), pos.to(device)
+
+
 @torch.no_grad()
 def sample_group(model, prompt_ids: Sequence[Sequence[int]], n: int, params: SamplingParams,
                  eos_id: int, pad_id: int, generator: torch.Generator) -> list[list[list[int]]]:
@@ -51,14 +63,7 @@ def sample_group(model, prompt_ids: Sequence[Sequence[int]], n: int, params: Sam
     from transformers import DynamicCache
 
     device = next(model.parameters()).device
-    width = max(len(p) for p in prompt_ids)
-    ids = torch.full((len(prompt_ids), width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(prompt_ids), width), dtype=torch.long)
-    for i, p in enumerate(prompt_ids):
-        ids[i, width - len(p):] = torch.tensor(p, dtype=torch.long)
-        mask[i, width - len(p):] = 1
-    ids, mask = ids.to(device), mask.to(device)
-    pos = (mask.cumsum(-1) - 1).clamp(min=0)
+    ids, mask, pos = pack_prompts(prompt_ids, pad_id, device)
     cache = DynamicCache()
     out = model(input_ids=ids, attention_mask=mask, position_ids=pos, past_key_values=cache, use_cache=True)
     # Prefill once per prompt, then fan the cache out to n rollouts each.

@@ -189,12 +189,17 @@ def cmd_fig_difficulty(args) -> int:
     return 0
 
 
+def add_stage_parser(sub, name: str, func, help_: str):
+    """A pipeline-stage subcommand: takes --params, logs to stderr."""
+    p = sub.add_parser(name, help=help_, description=help_)
+    p.add_argument("--params", required=True, help="JSON of the config sections this stage reads")
+    p.set_defaults(func=lambda a: (setup_logging(), func(a))[1])
+    return p
+
+
 def register(sub) -> None:
     def add(name, func, help_):
-        p = sub.add_parser(name, help=help_, description=help_)
-        p.add_argument("--params", required=True, help="JSON of the config sections this stage reads")
-        p.set_defaults(func=lambda a: (setup_logging(), func(a))[1])
-        return p
+        return add_stage_parser(sub, name, func, help_)
 
     p = add("pool", cmd_pool, "Build the problem pool (embedded or a real dataset) as verl-schema parquet.")
     p.add_argument("--out", required=True)

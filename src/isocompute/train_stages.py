@@ -13,7 +13,8 @@ import time
 from pathlib import Path
 
 from isocompute.errors import InputError
-from isocompute.stages import config_from_params, progress, provenance, set_threads, setup_logging, write_json_atomic
+from isocompute.stages import (add_stage_parser, config_from_params, progress, provenance, set_threads,
+                               write_json_atomic)
 
 log = logging.getLogger("isocompute")
 
@@ -115,10 +116,7 @@ def cmd_score(args) -> int:
 
 def register(sub) -> None:
     def add(name, func, help_):
-        p = sub.add_parser(name, help=help_, description=help_)
-        p.add_argument("--params", required=True, help="JSON of the config sections this stage reads")
-        p.set_defaults(func=lambda a: (setup_logging(), func(a))[1])
-        return p
+        return add_stage_parser(sub, name, func, help_)
 
     p = add("train", cmd_train, "Train one (B_p, n) grid cell with GRPO (local or verl backend), resumably.")
     p.add_argument("--split", required=True)

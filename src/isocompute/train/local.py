@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from isocompute.grading import grade_many
-from isocompute.sampling import LocalSampler, SamplingParams
+from isocompute.sampling import LocalSampler, SamplingParams, pack_prompts
 from isocompute.train import grpo
 
 log = logging.getLogger(__name__)
@@ -66,18 +66,6 @@ def problems_for_step(step: int, B_p: int, num_problems: int, seed: int) -> np.n
     epoch, offset = divmod(step - 1, steps_per_epoch)
     order = np.random.default_rng([seed, epoch]).permutation(num_problems)
     return order[offset * B_p:(offset + 1) * B_p]
-
-
-def pack_prompts(prompts: list[list[int]], pad_id: int, device):
-    """Left-padded prompts [G, P]: input_ids, attention_mask, position_ids."""
-    P = max(len(p) for p in prompts)
-    ids = torch.full((len(prompts), P), pad_id, dtype=torch.long)
-    attn = torch.zeros((len(prompts), P), dtype=torch.long)
-    for i, p in enumerate(prompts):
-        ids[i, P - len(p):] = torch.tensor(p, dtype=torch.long)
-        attn[i, P - len(p):] = 1
-    pos = (attn.cumsum(-1) - 1).clamp(min=0)
-    return ids.to(device), attn.to(device), pos.to(device)
 
 
 def pack_responses(completions: list[list[int]], pad_id: int, device):
