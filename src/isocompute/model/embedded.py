@@ -93,17 +93,19 @@ def encode_corpus(tokenizer, corpus: pd.DataFrame) -> tuple[torch.Tensor, torch.
     return ids, labels
 
 
-def pretrain_lr(step: int, steps: int, peak: float, warmup: int, floor: float = 0.1) -> float:
-    """Linear warm-up, then cosine decay to `floor * peak`: a settled model at the
-    end of a short budget, rather than one caught mid-way in noisy updates."""
+def pretrain_lr(step: int, steps: int, peak: float, warmup: int, schedule: str = "constant",
+                floor: float = 0.1) -> float:
+    """Linear warm-up, then constant or cosine decay to `floor * peak`."""
     if step < warmup:
         return peak * (step + 1) / warmup
+    if schedule == "constant":
+        return peak
     progress = (step - warmup) / max(1, steps - warmup)
     return peak * (floor + (1 - floor) * 0.5 * (1 + np.cos(np.pi * progress)))
 
 
 def pretrain(model, ids: torch.Tensor, labels: torch.Tensor, *, steps: int,
-             batch_size: int, lr: float, seed: int, progress=None) -> dict:
+             batch_size: int, lr: float, seed: int, schedule: str = "constant", progress=None) -> dict:
     """Next-token pretraining on the answer tokens for a fixed number of steps."""
     g = torch.Generator().manual_seed(seed)
     opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.98), weight_decay=0.01)
@@ -118,7 +120,7 @@ def pretrain(model, ids: torch.Tensor, labels: torch.Tensor, *, steps: int,
         x, y = x[:, :width], y[:, :width]
         attn = (x != model.config.pad_token_id).long()
         for group in opt.param_groups:
-            group["lr"] = pretrain_lr(step, steps, lr, warmup)
+            group["lr"] = pretrain_lr(step, steps, lr, warmup, schedule)
         loss = model(input_ids=x, attention_mask=attn, labels=y).loss
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -164,7 +166,8 @@ def build_embedded_base_model(cfg: dict, pool: pd.DataFrame, out_dir: Path, prog
     log.info("embedded model: %d parameters, corpus %d examples, %d tokens wide", n_params, len(ids), ids.shape[1])
     bar = progress_factory(total=m["pretrain_steps"], desc="pretrain") if progress_factory else None
     stats = pretrain(model, ids, labels, steps=m["pretrain_steps"],
-                     batch_size=m["pretrain_batch_size"], lr=m["pretrain_lr"], seed=cfg["seed"], progress=bar)
+                     batch_size=m["pretrain_batch_size"], lr=m["pretrain_lr"], seed=cfg["seed"],
+                     schedule=m["pretrain_lr_schedule"], progress=bar)
     if bar is not None:
         bar.close()
     meta = {"parameters": n_params, "corpus_examples": len(corpus),
