@@ -43,12 +43,16 @@ def run_snakemake(workdir: Path, *args: str, check: bool = True, env_extra: dict
     return proc
 
 
+def make_study_dir(path: Path) -> Path:
+    """A scratch study directory with the repo's config/ and workflow/ (for the report)."""
+    shutil.copytree(REPO / "config", path / "config")
+    shutil.copytree(REPO / "workflow", path / "workflow")
+    return path
+
+
 @pytest.fixture
 def workdir(tmp_path: Path) -> Path:
-    """A scratch study directory with the repo's config/ and workflow/ (for the report)."""
-    shutil.copytree(REPO / "config", tmp_path / "config")
-    shutil.copytree(REPO / "workflow", tmp_path / "workflow")
-    return tmp_path
+    return make_study_dir(tmp_path)
 
 
 def write_config(workdir: Path, config: dict) -> Path:

@@ -11,7 +11,7 @@ import pytest
 from isocompute.data.schema import COLUMNS, problem_ids
 from isocompute.model.io import load_policy
 
-from conftest import TINY_CONFIG, run_snakemake, write_config
+from conftest import TINY_CONFIG, make_study_dir, run_snakemake, write_config
 
 pytestmark = pytest.mark.slow
 
@@ -20,12 +20,7 @@ DATA_TARGETS = ["results/tiny/splits/easy/train.parquet", "results/tiny/figures/
 
 @pytest.fixture(scope="module")
 def tiny_study(tmp_path_factory):
-    from conftest import REPO
-    import shutil
-
-    work = tmp_path_factory.mktemp("study")
-    shutil.copytree(REPO / "config", work / "config")
-    shutil.copytree(REPO / "workflow", work / "workflow")
+    work = make_study_dir(tmp_path_factory.mktemp("study"))
     cfg = write_config(work, TINY_CONFIG)
     run_snakemake(work, "--cores", "2", *DATA_TARGETS, "--configfile", str(cfg))
     return work, cfg

@@ -5,12 +5,11 @@ analysis parameter re-runs only analysis, a changed eval.k only scoring."""
 from __future__ import annotations
 
 import json
-import shutil
 
 import pandas as pd
 import pytest
 
-from conftest import REPO, TINY_CONFIG, run_snakemake, write_config
+from conftest import TINY_CONFIG, make_study_dir, run_snakemake, write_config
 
 pytestmark = pytest.mark.slow
 
@@ -25,9 +24,7 @@ RUNS = {"bp2_n2": 6, "bp2_n4": 3}  # run -> M_max = 24 // (B_p * n)
 
 @pytest.fixture(scope="module")
 def tiny_grid(tmp_path_factory):
-    work = tmp_path_factory.mktemp("grid")
-    shutil.copytree(REPO / "config", work / "config")
-    shutil.copytree(REPO / "workflow", work / "workflow")
+    work = make_study_dir(tmp_path_factory.mktemp("grid"))
     cfg = write_config(work, TINY_GRID)
     run_snakemake(work, "--cores", "2", "--configfile", str(cfg))
     return work, cfg
