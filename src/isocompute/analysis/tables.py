@@ -47,6 +47,17 @@ def _integer(df, col, what, minimum):
     return s.astype(np.int64)
 
 
+def _check_run_columns(df: pd.DataFrame, what: str) -> None:
+    """B_p, n (positive integers), step (non-negative integer), compute (>= 0), in place."""
+    for col in ("B_p", "n"):
+        df[col] = _integer(df, col, what, minimum=1)
+    df["step"] = _integer(df, "step", what, minimum=0)
+    df["compute"] = _numeric(df, "compute", what)
+    if (df["compute"] < 0).any():
+        i = int(np.flatnonzero((df["compute"] < 0).to_numpy())[0])
+        raise InputError(f"{what}: column 'compute' has a negative value {df['compute'].iloc[i]!r} in row {i}")
+
+
 def check_evals(evals: pd.DataFrame, metric: str = "avg@4", *, split: str | None = None,
                 what: str = "evaluation table") -> pd.DataFrame:
     """Validate an evaluation table and return a clean, sorted copy.
@@ -71,13 +82,7 @@ def check_evals(evals: pd.DataFrame, metric: str = "avg@4", *, split: str | None
         raise InputError(f"{what}: --split {split!r} given but the table has no column 'split'")
     if df.empty:
         raise InputError(f"{what}: no rows")
-    for col in ("B_p", "n"):
-        df[col] = _integer(df, col, what, minimum=1)
-    df["step"] = _integer(df, "step", what, minimum=0)
-    df["compute"] = _numeric(df, "compute", what)
-    if (df["compute"] < 0).any():
-        i = int(np.flatnonzero((df["compute"] < 0).to_numpy())[0])
-        raise InputError(f"{what}: column 'compute' has a negative value {df['compute'].iloc[i]!r} in row {i}")
+    _check_run_columns(df, what)
     expected = (df["B_p"] * df["n"] * df["step"]).astype(float)
     off = ~np.isclose(df["compute"], expected, rtol=1e-6, atol=1e-9)
     if off.any():
@@ -111,12 +116,7 @@ def check_train(train: pd.DataFrame, what: str = "training table") -> pd.DataFra
     df = train.copy()
     if df.empty:
         raise InputError(f"{what}: no rows")
-    for col in ("B_p", "n"):
-        df[col] = _integer(df, col, what, minimum=1)
-    df["step"] = _integer(df, "step", what, minimum=0)
-    df["compute"] = _numeric(df, "compute", what)
-    if (df["compute"] < 0).any():
-        raise InputError(f"{what}: column 'compute' has a negative value")
+    _check_run_columns(df, what)
     if "problem_id" not in df.columns:
         raise InputError(f"{what}: missing column 'problem_id'")
     if df["problem_id"].isna().any():
