@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Snakemake runs this once, inside the new environment, after creating it:
+# Snakemake runs this once, inside a new environment (each envs/*.yaml has a
+# <name>.post-deploy.sh beside it; the others link here), after creating it:
 # install the isocompute package from this checkout (editable, without
 # dependencies, which the environment file pins). Snakemake runs it from the
 # directory it was started in -- the repository root, as docs/cluster.md says;
