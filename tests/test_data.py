@@ -50,6 +50,35 @@ def test_too_many_problems_for_a_family_is_a_config_error():
         build_pool(check_config({"pool": {"n_problems": 500, "families": fam}}))
 
 
+def test_corpus_avoids_the_pool_and_does_not_depend_on_it():
+    """The pretraining corpus never contains a pool problem; its draws come from a
+    stream of their own, so a larger pool only removes draws, and a small family's
+    whole expression space (minus the pool) is covered."""
+    from isocompute.data.pool import Family
+    from isocompute.model.embedded import build_corpus
+
+    cfg = small_cfg()
+    fams = [Family.from_config(f) for f in cfg["pool"]["families"]]
+    pools = {n: build_pool(check_config({"pool": {"n_problems": n}})) for n in (500, 2000)}
+    corpora = {}
+    for n, pool in pools.items():
+        exclude = set(pool["extra_info"].map(lambda e: e["expression"]))
+        corpus = build_corpus(fams, 20000, 0, exclude, "")
+        assert len(corpus) == 20000
+        assert not set(corpus["problem"]) & set(pool["prompt"].map(lambda p: p[0]["content"]))
+        correct = (corpus["target"] == corpus["truth"]).groupby(corpus["family"]).mean()
+        for f in fams:  # targets are right with about the family's corpus accuracy
+            assert abs(correct[f.name] - f.corpus_accuracy) < 0.05
+        corpora[n] = corpus
+    # The 500-problem corpus minus the extra pool problems is a prefix-preserving
+    # subset of the same stream: every problem the 2000-problem corpus has, the
+    # 500-problem one drew too (family by family, draws are in stream order).
+    small = set(corpora[500]["problem"])
+    assert len(set(corpora[2000]["problem"]) - small) < 0.05 * len(small)
+    add = corpora[500][corpora[500]["family"] == "add_small"]["problem"]
+    assert add.nunique() > 2000  # 4,000 draws of 1-2 digit sums: distinct ones, not a few hundred repeated
+
+
 def test_loader_maps_local_jsonl_and_parquet(tmp_path):
     rows = [{"problem": "What is 1/2 + 1/4?", "answer": "\\frac{3}{4}", "data_source": "math__toy"},
             {"problem": "Solve x+1=3.", "answer": "2", "data_source": "math__toy"},

@@ -50,6 +50,9 @@ def test_data_stages_produce_splits_and_figure(tiny_study):
     # Provenance: config and versions recorded beside results.
     prov = json.loads((res / "splits" / "splits.json").read_text())
     assert prov["config"]["seed"] == 0 and prov["versions"]["torch"]
+    # Only the sections the stage read (with their defaults), not unrelated defaults.
+    assert sorted(prov["config"]) == ["seed", "splits"]
+    assert prov["config"]["splits"]["val_size"] == 4
     assert (res / "logs" / "difficulty.log").is_file()
 
 

@@ -27,13 +27,24 @@ def setup_logging() -> None:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
 
+class StageConfig(dict):
+    """A full config whose `given` names the sections the rule passed; only those
+    are the run's settings (the rest are schema defaults the stage never reads)."""
+
+    given: tuple[str, ...] = ()
+
+
 def config_from_params(text: str) -> dict:
     """A full config from the JSON sections a rule passed (the rest defaulted)."""
     try:
         partial = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(f"--params: not valid JSON ({exc})") from exc
-    return check_config(partial)
+    if not isinstance(partial, dict):
+        raise InputError(f"--params: expected a JSON object of config sections, got {type(partial).__name__}")
+    cfg = StageConfig(check_config(partial))
+    cfg.given = tuple(sorted(partial))
+    return cfg
 
 
 def progress(**kw):
@@ -64,7 +75,10 @@ def write_json_atomic(obj, path: Path) -> None:
 
 
 def provenance(cfg: dict, **extra) -> dict:
-    return {"config": cfg, "versions": versions(), "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **extra}
+    """Config (only the sections the stage was given), versions and time of a result."""
+    given = getattr(cfg, "given", ()) or tuple(cfg)
+    return {"config": {k: cfg[k] for k in given}, "versions": versions(),
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **extra}
 
 
 def set_threads(n: int) -> None:

@@ -18,7 +18,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from isocompute.data.pool import Family, draw_unique, evaluate, problem_text
+from isocompute.data.pool import Family, draw_expression, evaluate, problem_text
+from isocompute.errors import ConfigError
 from isocompute.model.tokenizer import build_char_tokenizer
 
 log = logging.getLogger(__name__)
@@ -57,21 +58,35 @@ def near_miss(answer: int, rng: np.random.Generator) -> int:
 
 def build_corpus(families: list[Family], size: int, seed: int, exclude: set[str],
                  instruction: str) -> pd.DataFrame:
-    """Pretraining examples (prompt text, target answer), none of them a pool problem."""
+    """Pretraining examples (prompt text, target answer), none of them a pool problem.
+
+    Expressions are drawn i.i.d. (with repeats) from each family's own seeded
+    stream, and draws that are pool problems are skipped. The stream does not
+    depend on the pool, so the corpus of a small family covers its whole
+    expression space (each expression seen with fresh noisy targets) and
+    changing the pool's size changes the corpus only by the skipped draws.
+    """
     rows = []
     per_family = [size // len(families) + (i < size % len(families)) for i in range(len(families))]
     for fam_i, (fam, count) in enumerate(zip(families, per_family)):
-        rng = np.random.default_rng([seed, 3, fam_i])
-        try:
-            exprs = draw_unique(fam, count, rng, exclude=exclude, max_tries_factor=5)
-        except Exception:
-            # Small families cannot give `count` distinct problems: repeat the distinct ones.
-            exprs = draw_unique(fam, min(count, 200), rng, exclude=exclude, max_tries_factor=50)
-            exprs = [exprs[i % len(exprs)] for i in range(count)]
-        for expr in exprs:
+        rng = np.random.default_rng([seed, 3, fam_i])          # expressions
+        target_rng = np.random.default_rng([seed, 4, fam_i])   # noisy targets, one per draw
+        kept, tries = 0, 0
+        while kept < count:
+            tries += 1
+            if tries > 20 * count + 1000:
+                raise ConfigError(
+                    f"config key 'pool.families' ({fam.name}): almost every problem of this family is in "
+                    f"the pool, so the pretraining corpus cannot avoid it; widen digits/operands or lower "
+                    f"pool.n_problems")
+            expr = draw_expression(fam, rng)
             truth = evaluate(expr)
-            target = truth if rng.random() < fam.corpus_accuracy else near_miss(truth, rng)
+            # Drawn for skipped expressions too, so both streams stay pool-independent.
+            target = truth if target_rng.random() < fam.corpus_accuracy else near_miss(truth, target_rng)
+            if expr in exclude:
+                continue
             rows.append((fam.name, f"{problem_text(expr)} {instruction}".strip(), target, truth))
+            kept += 1
     df = pd.DataFrame(rows, columns=["family", "problem", "target", "truth"])
     return df.sample(frac=1.0, random_state=seed).reset_index(drop=True)
 
