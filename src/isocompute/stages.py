@@ -42,8 +42,9 @@ def config_from_params(text: str) -> dict:
         raise InputError(f"--params: not valid JSON ({exc})") from exc
     if not isinstance(partial, dict):
         raise InputError(f"--params: expected a JSON object of config sections, got {type(partial).__name__}")
+    given = tuple(sorted(partial))  # before check_config fills the defaulted sections in
     cfg = StageConfig(check_config(partial))
-    cfg.given = tuple(sorted(partial))
+    cfg.given = given
     return cfg
 
 
