@@ -22,9 +22,12 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m pip install -q -c constraints.txt -e ".[test]"
 	@touch $(STAMP)
 
+# Rules call the `isocompute` console script: the venv's bin goes first on PATH,
+# so `make run` works without activating the venv.
+run: export PATH := $(abspath $(VENV))/bin:$(PATH)
 run: $(STAMP)
-	$(VENV)/bin/snakemake --cores $(CORES) $(SNAKEMAKE_ARGS)
-	$(VENV)/bin/snakemake --cores 1 --report results/report.html $(SNAKEMAKE_ARGS)
+	snakemake --cores $(CORES) $(SNAKEMAKE_ARGS)
+	snakemake --cores 1 --report results/report.html $(SNAKEMAKE_ARGS)
 
 test: $(STAMP)
 	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
