@@ -70,9 +70,9 @@ def test_corpus_avoids_the_pool_and_does_not_depend_on_it():
         for f in fams:  # targets are right with about the family's corpus accuracy
             assert abs(correct[f.name] - f.corpus_accuracy) < 0.05
         corpora[n] = corpus
-    # The 500-problem corpus minus the extra pool problems is a prefix-preserving
-    # subset of the same stream: every problem the 2000-problem corpus has, the
-    # 500-problem one drew too (family by family, draws are in stream order).
+    # Both corpora come from the same streams; the 2000-problem pool skips a few more
+    # draws, which are made up at the streams' ends. So all but a few of its
+    # problems are ones the 500-problem corpus drew too.
     small = set(corpora[500]["problem"])
     assert len(set(corpora[2000]["problem"]) - small) < 0.05 * len(small)
     add = corpora[500][corpora[500]["family"] == "add_small"]["problem"]

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from isocompute.errors import InputError
+from isocompute.run_files import RunFiles
 from isocompute.stages import (add_stage_parser, config_from_params, progress, provenance, set_threads,
                                write_json_atomic)
 
@@ -82,7 +83,8 @@ def cmd_score(args) -> int:
 
     cfg = config_from_params(args.params)
     run_dir = Path(args.run_dir)
-    gens = read_generations(run_dir / "generations")
+    files = RunFiles(run_dir)
+    gens = read_generations(files.generations)
     key = gens["problem_id"] if "problem_id" in gens.columns else None
     if key is None or key.isna().any():
         if "input" not in gens.columns:
@@ -98,7 +100,7 @@ def cmd_score(args) -> int:
         cache.save(cache_path)
     samples = gens.assign(problem=key.astype(str), correct=correct)
     keep = [c for c in ("step", "problem", "correct", "sample", "n_tokens") if c in samples.columns]
-    tokens = cumulative_tokens(read_metrics(run_dir / "metrics.jsonl"), args.bp * args.n)
+    tokens = cumulative_tokens(read_metrics(files.metrics), args.bp * args.n)
     k = cfg["eval"]["k"]
     table = eval_table(samples[keep], k, B_p=args.bp, n=args.n, tokens=tokens, split=args.split,
                        run=f"bp{args.bp}_n{args.n}")

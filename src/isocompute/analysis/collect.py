@@ -10,18 +10,19 @@ from pathlib import Path
 import pandas as pd
 
 from isocompute.errors import InputError
+from isocompute.run_files import RunFiles
 
 
 def read_run_tables(run_dir: Path | str) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(evals, train pass rates) of one run directory."""
-    run_dir = Path(run_dir)
-    evals_path, marker = run_dir / "evals.parquet", run_dir / "run.json"
+    files = RunFiles(Path(run_dir))
+    evals_path, marker = files.evals, files.marker
     for path in (evals_path, marker):
         if not path.is_file():
             raise InputError(f"{path}: missing; the run has not finished or was not scored")
     evals = pd.read_parquet(evals_path)
     meta = json.loads(marker.read_text())
-    rates_path = run_dir / "train_pass_rates.jsonl"
+    rates_path = files.pass_rates
     rates = pd.read_json(rates_path, lines=True) if rates_path.is_file() and rates_path.stat().st_size else pd.DataFrame(
         columns=["step", "problem_id", "pass_rate"])
     B_p, n = int(meta["B_p"]), int(meta["n"])

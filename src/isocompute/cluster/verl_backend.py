@@ -5,6 +5,7 @@ files as the local backend so that scoring and analysis are shared.
     run_dir/generations/{step}.jsonl   verl's validation_data_dir dumps (+ sample, n_tokens)
     run_dir/metrics.jsonl              verl's file logger, merged across resumed sessions
     run_dir/train_pass_rates.jsonl     per step and problem, from verl's rollout dumps
+    (these three as `isocompute.run_files` lays them out), and verl's own:
     run_dir/checkpoints/               verl's FSDP checkpoints (resume_mode=auto)
     run_dir/verl/                      this session's command, verl's log, Hydra's record
 
@@ -30,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from isocompute.errors import ConfigError, InputError
+from isocompute.run_files import RunFiles
 
 log = logging.getLogger(__name__)
 
@@ -66,17 +68,8 @@ def evaluation_steps(max_steps: int, interval: int) -> list[int]:
 # --- paths ---------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class VerlRunFiles:
-    """Absolute paths of one run's verl-side files."""
-    run_dir: Path
-
-    @property
-    def generations(self) -> Path:
-        return self.run_dir / "generations"
-
-    @property
-    def metrics(self) -> Path:
-        return self.run_dir / "metrics.jsonl"
+class VerlRunFiles(RunFiles):
+    """Absolute paths of one run's files: the shared ones and verl's own."""
 
     @property
     def checkpoints(self) -> Path:
@@ -94,10 +87,6 @@ class VerlRunFiles:
     @property
     def session_log(self) -> Path:
         return self.session_dir / "main_ppo.log"
-
-    @property
-    def pass_rates(self) -> Path:
-        return self.run_dir / "train_pass_rates.jsonl"
 
     @property
     def rollouts(self) -> Path:

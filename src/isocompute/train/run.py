@@ -1,12 +1,8 @@
 """A training run's files and the backend seam.
 
-Run directory (results/{exp}/runs/{split}/bp{B_p}_n{n}/):
-  generations/{step}.jsonl   validation samples, verl's validation_data_dir dump format
-                             (input, output, gts, score, step) + problem_id, sample, n_tokens
-  metrics.jsonl              per step, verl's file-logger envelope {"step": N, "data": {...}}
-  train_pass_rates.jsonl     per step and training problem: {"step", "problem_id", "pass_rate"}
+Run directory: the shared files of `isocompute.run_files`, plus the local
+backend's
   checkpoint/state.pt        latest checkpoint (model, optimiser, RNG states, step, config hash)
-  run.json                   completion marker, written last (the Snakemake output)
 
 A restarted run resumes from its checkpoint and first truncates every log
 beyond the checkpoint step, so its records equal an uninterrupted run's.
@@ -26,36 +22,21 @@ from pathlib import Path
 import torch
 
 from isocompute.errors import InputError
+from isocompute.run_files import RunFiles
 
 log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
-class RunPaths:
-    run_dir: Path
+class RunPaths(RunFiles):
+    """A run's files and its inputs."""
     train_file: Path
     val_file: Path
     model: str
 
     @property
-    def generations(self) -> Path:
-        return Path(self.run_dir) / "generations"
-
-    @property
-    def metrics(self) -> Path:
-        return Path(self.run_dir) / "metrics.jsonl"
-
-    @property
-    def pass_rates(self) -> Path:
-        return Path(self.run_dir) / "train_pass_rates.jsonl"
-
-    @property
     def checkpoint(self) -> Path:
         return Path(self.run_dir) / "checkpoint" / "state.pt"
-
-    @property
-    def marker(self) -> Path:
-        return Path(self.run_dir) / "run.json"
 
 
 # --- what identifies a run's training ------------------------------------------
