@@ -53,7 +53,7 @@ def run_local(args) -> dict:
     from isocompute.data.schema import read_problems
     from isocompute.grid import Cell
     from isocompute.model.io import load_policy
-    from isocompute.train.local import LocalGRPO, Problems
+    from isocompute.train.backends.local import LocalGRPO, Problems
 
     cfg = check_config({
         "seed": 0, "splits": {"names": ["easy", "hard"]},

@@ -31,7 +31,7 @@ from isocompute.config import check_config, load_config
 from isocompute.errors import ConfigError, InputError
 from isocompute.grid import Cell, grid_cells
 from isocompute.sampling import SamplingParams
-from isocompute.train.run import RunPaths
+from isocompute.layout import RunPaths
 
 PAPER = sorted((REPO / "config" / "paper").glob("*.yaml"))
 

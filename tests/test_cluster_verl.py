@@ -21,7 +21,7 @@ import yaml
 from conftest import REPO
 from isocompute.config import load_config
 from isocompute.grid import find_cell, grid_cells
-from isocompute.cluster.cli import run_paths
+from isocompute.layout import run_paths
 from isocompute.cluster.verl_backend import verl_command
 
 MAIN = REPO / "config" / "paper" / "qwen25_7b.yaml"

@@ -10,21 +10,21 @@ import torch
 
 from isocompute.errors import ConfigError
 from isocompute.grid import grid_cells
-from isocompute.train import grpo
+from isocompute.train import grpo, recipe
 
 
 def test_lr_scaling_hand_values():
-    assert grpo.scaled_lr(1e-4, 256, 64, "sqrt") == pytest.approx(2e-4)
-    assert grpo.scaled_lr(1e-4, 256, 64, "linear") == pytest.approx(4e-4)
-    assert grpo.scaled_lr(1e-4, 256, 64, "constant") == pytest.approx(1e-4)
-    assert grpo.scaled_lr(1e-6, 8192, 1024, "sqrt") == pytest.approx(1e-6 * math.sqrt(8))
+    assert recipe.scaled_lr(1e-4, 256, 64, "sqrt") == pytest.approx(2e-4)
+    assert recipe.scaled_lr(1e-4, 256, 64, "linear") == pytest.approx(4e-4)
+    assert recipe.scaled_lr(1e-4, 256, 64, "constant") == pytest.approx(1e-4)
+    assert recipe.scaled_lr(1e-6, 8192, 1024, "sqrt") == pytest.approx(1e-6 * math.sqrt(8))
     with pytest.raises(ValueError):
-        grpo.scaled_lr(1e-4, 8, 8, "cubic")
+        recipe.scaled_lr(1e-4, 8, 8, "cubic")
 
 
 def test_warmup_is_linear_from_the_first_update_then_constant():
-    assert [grpo.warmup_lr(1.0, s, 4) for s in (1, 2, 3, 4, 5, 100)] == [0.25, 0.5, 0.75, 1.0, 1.0, 1.0]
-    assert grpo.warmup_lr(2.0, 1, 0) == 2.0
+    assert [recipe.warmup_lr(1.0, s, 4) for s in (1, 2, 3, 4, 5, 100)] == [0.25, 0.5, 0.75, 1.0, 1.0, 1.0]
+    assert recipe.warmup_lr(2.0, 1, 0) == 2.0
 
 
 def test_grpo_advantages_hand_values():

@@ -14,7 +14,8 @@ import torch
 
 from isocompute.config import check_config
 from isocompute.grid import Cell
-from isocompute.train.run import RunPaths, train_run
+from isocompute.layout import RunPaths
+from isocompute.train.backends import train_run
 
 from conftest import TINY_CONFIG
 
@@ -64,7 +65,7 @@ def test_grouped_prompt_forward_equals_a_plain_forward(tiny_model_and_splits):
     from isocompute.model.io import load_policy, render_prompts
     from isocompute.data.schema import read_problems
     from isocompute.sampling import pack_prompts
-    from isocompute.train.local import pack_responses, response_logits
+    from isocompute.train.backends.local import pack_responses, response_logits
 
     model, tok = load_policy(tiny_model_and_splits / "model")
     prompts = render_prompts(tok, read_problems(tiny_model_and_splits / "train.parquet")["prompt"][:3])

@@ -57,7 +57,3 @@ def find_cell(cells: list[Cell], split: str, B_p: int, n: int) -> Cell:
             return cell
     raise ConfigError(f"no grid cell {split}/bp{B_p}_n{n} in the config's grid")
 
-
-def evaluation_steps(M_max: int, K: int) -> list[int]:
-    """Steps with a validation point (and a checkpoint): 0, every K-th, and the last."""
-    return sorted(set(range(0, M_max + 1, K)) | {M_max})

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from isocompute.errors import InputError
-from isocompute.run_files import RunFiles
+from isocompute.layout import RunFiles
 from isocompute.stages import (add_stage_parser, config_from_params, progress, provenance, set_threads,
                                write_json_atomic)
 
@@ -22,7 +22,8 @@ log = logging.getLogger("isocompute")
 
 def cmd_train(args) -> int:
     from isocompute.grid import Cell
-    from isocompute.train.run import RunPaths, train_run
+    from isocompute.layout import RunPaths
+    from isocompute.train.backends import train_run
 
     cfg = config_from_params(args.params)
     set_threads(args.threads)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from isocompute.errors import InputError
-from isocompute.run_files import RunFiles
+from isocompute.layout import RunFiles
 
 
 def read_run_tables(run_dir: Path | str) -> tuple[pd.DataFrame, pd.DataFrame]:

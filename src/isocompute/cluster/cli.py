@@ -4,33 +4,13 @@
   isocompute verl-command CONFIG --split S --bp B --n N   the exact verl command the train rule runs
   isocompute verl-merge --run-dir DIR --out DIR           a run's checkpoint as a Hugging Face model
 
-Paths follow the layout of rules/common.smk, relative to the directory the
-command runs in (the repository root, like Snakemake).
+Paths follow `isocompute.layout`, relative to the directory the command runs in
+(the repository root, like Snakemake).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-
-
-def results_dir(cfg: dict) -> Path:
-    return Path("results") / cfg["experiment"]
-
-
-def base_model_path(cfg: dict) -> str:
-    """The base model the rules train from (rules/common.smk: base_model_path)."""
-    if cfg["base_model"]["source"] == "embedded":
-        return str(results_dir(cfg) / "model" / "base")
-    return cfg["base_model"]["path"]
-
-
-def run_paths(cfg: dict, cell):
-    """The RunPaths the train rule passes for a cell (results/{exp}/runs/{split}/bp{B_p}_n{n})."""
-    from isocompute.train.run import RunPaths
-
-    res = results_dir(cfg)
-    return RunPaths(res / "runs" / cell.split / cell.name, res / "splits" / cell.split / "train.parquet",
-                    res / "splits" / cell.split / "val.parquet", base_model_path(cfg))
 
 
 def cmd_plan(args) -> int:
@@ -45,6 +25,7 @@ def cmd_verl_command(args) -> int:
     from isocompute.cluster.verl_backend import verl_command
     from isocompute.config import load_config
     from isocompute.grid import find_cell, grid_cells
+    from isocompute.layout import run_paths
 
     cfg = load_config(args.config)
     cell = find_cell(grid_cells(cfg), args.split, args.bp, args.n)

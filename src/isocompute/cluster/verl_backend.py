@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from isocompute.errors import ConfigError, InputError
-from isocompute.run_files import RunFiles
+from isocompute.layout import RunFiles
 
 log = logging.getLogger(__name__)
 
@@ -582,13 +582,11 @@ def _problem_lookup(train_file: Path, model: str):
 
 def run_identity(cfg: dict, cell, paths) -> dict:
     """What a run's checkpoints depend on (the recipe, the data, the model, the engine); not M_max."""
-    from isocompute.train.run import training_identity
+    from isocompute.train.identity import training_identity
 
-    ident = training_identity(cfg, cell, paths)
-    ident["backend"] = "verl"
-    ident["verl"] = {k: v for k, v in cfg["cluster"]["verl"].items() if k != "max_checkpoints"}
-    ident["gpus"] = cfg["cluster"]["train"]["gpus"]
-    return ident
+    return training_identity(cfg, cell, paths, backend="verl",
+                             verl={k: v for k, v in cfg["cluster"]["verl"].items() if k != "max_checkpoints"},
+                             gpus=cfg["cluster"]["train"]["gpus"])
 
 
 def check_split_size(train_file: Path, B_p: int) -> int:
@@ -601,7 +599,7 @@ def check_split_size(train_file: Path, B_p: int) -> int:
     return rows
 
 
-def run_verl(cfg: dict, cell, paths) -> dict:
+def run_verl(cfg: dict, cell, paths, **hooks) -> dict:
     """Train one cell with verl to M_max steps, resuming from the last checkpoint.
 
     Returns the run summary that the train stage writes into run.json.

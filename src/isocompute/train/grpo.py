@@ -3,9 +3,9 @@
 Shapes: B rollouts (rows), R response tokens, V vocabulary. Advantages, the
 clipped policy loss, the KL estimator, entropy and loss aggregation are verl's
 own `core_algos` functions, so the local backend and the verl backend optimise
-the same objective; this module only adds what verl leaves to its trainer
-(learning-rate scaling, warm-up, row selection for the decoupled baseline and
-the zero-variance filter) in the same shape.
+the same objective; this module only adds what verl leaves to its trainer (row
+selection for the decoupled baseline and the zero-variance filter) in the same
+shape. Learning rate and warm-up are the recipe's (`train.recipe`).
 """
 
 from __future__ import annotations
@@ -17,28 +17,6 @@ import torch
 from omegaconf import OmegaConf
 from verl.trainer.ppo import core_algos
 from verl.utils import torch_functional as verl_F
-
-LR_EXPONENTS = {"sqrt": 0.5, "linear": 1.0, "constant": 0.0}
-
-
-# --- learning rate --------------------------------------------------------------
-
-def scaled_lr(lr_base: float, rollouts_per_step: int, B_ref: int, scaling: str) -> float:
-    """lr = lr_base * (B / B_ref)^p, p = 1/2 (sqrt), 1 (linear) or 0 (constant)."""
-    if scaling not in LR_EXPONENTS:
-        raise ValueError(f"lr scaling must be one of {sorted(LR_EXPONENTS)}, got {scaling!r}")
-    return lr_base * (rollouts_per_step / B_ref) ** LR_EXPONENTS[scaling]
-
-
-def warmup_lr(lr: float, step: int, warmup_steps: int) -> float:
-    """Learning rate of update `step` (1-based): linear over the first warm-up updates, then constant.
-
-    Update 1 already moves (lr / warmup_steps): unlike a schedule indexed from
-    0, no step of the compute budget is spent at lr = 0.
-    """
-    if warmup_steps <= 0:
-        return lr
-    return lr * min(1.0, step / warmup_steps)
 
 
 # --- advantages -------------------------------------------------------------------

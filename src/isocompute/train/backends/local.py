@@ -4,7 +4,9 @@ One readable loop, nanoGPT style: each step samples n rollouts for each of B_p
 problems, grades them with the project grader, computes group-normalised
 advantages and takes exactly one optimiser step. Every K steps (and at step 0
 and the last step) it samples the validation set and dumps the raw generations
-in verl's format; `run.py` owns the files, checkpoints and resumption.
+in verl's format. Its recipe comes from `train.recipe`, its identity from
+`train.identity`, its logs and checkpoint from `train.run_logs` and
+`train.checkpoint`.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ import torch
 from isocompute.grading import grade_many
 from isocompute.sampling import LocalSampler, SamplingParams, pack_prompts
 from isocompute.train import grpo
+from isocompute.train.backends import register_backend
+from isocompute.train.recipe import cell_recipe
 
 log = logging.getLogger(__name__)
 
@@ -143,18 +147,18 @@ class LocalGRPO:
         self.params = SamplingParams.from_config(cfg)
         self.batch_size = cfg["sampling"]["batch_size"]
         self.seed = cfg["seed"]
-        self.regularized = cell.split in t["regularized_splits"]
+        self.recipe = recipe = cell_recipe(cfg, cell)
+        self.regularized = recipe.regularized
         self.weights = grpo.LossWeights(
             clip_ratio=t["clip_ratio"], loss_agg_mode=t["loss_agg_mode"], kl_type=t["kl_type"],
-            kl_coef=t["kl_coef"] if self.regularized else 0.0,
-            entropy_coef=t["entropy_coef"] if self.regularized else 0.0)
+            kl_coef=recipe.kl_coef, entropy_coef=recipe.entropy_coef)
         # The KL anchor is the frozen base model; only regularised splits pay for its forward pass.
         self.ref_model = None
-        if self.regularized and t["kl_coef"] > 0:
+        if recipe.kl_coef > 0:
             self.ref_model = copy.deepcopy(model).eval().requires_grad_(False)
         decoupled = t["decoupled_baseline"]
         self.n_train = decoupled["n_train"] if decoupled["enabled"] else None
-        self.lr = grpo.scaled_lr(t["lr_base"], cell.B_p * cell.n, t["B_ref"], t["lr_scaling"])
+        self.lr = recipe.lr
         self.optimizer = torch.optim.AdamW(model.parameters(), lr=self.lr, weight_decay=t["weight_decay"])
         self.generator = torch.Generator(device=self.device).manual_seed(derived_seed(self.seed, 0))
         self.row_rng = np.random.default_rng(derived_seed(self.seed, 2))
@@ -218,7 +222,7 @@ class LocalGRPO:
             keep = grpo.decoupled_rows(group_index, self.n_train, self.row_rng)
         if t["zero_variance_filter"]:
             keep = np.intersect1d(keep, grpo.nonconstant_group_rows(rewards, group_index))
-        lr = grpo.warmup_lr(self.lr, step, t["warmup_steps"])
+        lr = self.recipe.lr_at(step)
         for group in self.optimizer.param_groups:
             group["lr"] = lr
         metrics = {"actor/lr": lr, "actor/rows_in_loss": int(len(keep))}
@@ -280,6 +284,7 @@ class LocalGRPO:
 
 # --- the run loop -------------------------------------------------------------------
 
+@register_backend("local")
 def train_local(cfg: dict, cell, paths, on_step_end=None, progress_factory=None) -> dict:
     """Train one cell to M_max steps, resuming from the run's checkpoint when it matches.
 
@@ -290,11 +295,14 @@ def train_local(cfg: dict, cell, paths, on_step_end=None, progress_factory=None)
     from isocompute.data.schema import read_problems
     from isocompute.errors import InputError
     from isocompute.model.io import load_policy, pick_device
-    from isocompute.train import run as files
+    from isocompute.train import checkpoint as ckpt
+    from isocompute.train import run_logs as files
+    from isocompute.train.identity import config_hash, training_identity
 
-    K, M_max = cfg["train"]["eval_interval"], cell.M_max
-    identity = files.training_identity(cfg, cell, paths)
-    run_hash = files.config_hash(identity)
+    M_max = cell.M_max
+    identity = training_identity(cfg, cell, paths)
+    run_hash = config_hash(identity)
+    checkpoint_file = ckpt.checkpoint_path(paths.run_dir)
     device = pick_device(cfg["train"]["device"])
     model, tokenizer = load_policy(paths.model, device=device)
     train = Problems.from_frame(read_problems(paths.train_file), tokenizer)
@@ -302,12 +310,13 @@ def train_local(cfg: dict, cell, paths, on_step_end=None, progress_factory=None)
     trainer = LocalGRPO(cfg, cell, model, tokenizer, train, val)
     if cell.B_p > len(train):
         raise InputError(f"{paths.train_file}: {len(train)} training problems, fewer than B_p = {cell.B_p}")
-    log.info("cell %s bp%d_n%d: B = %d, M_max = %d, K = %d, lr = %.3g, regularised = %s, device = %s, "
-             "%d train / %d val", cell.split, cell.B_p, cell.n, cell.B_p * cell.n, M_max, K, trainer.lr,
+    log.info("cell %s bp%d_n%d: B = %d, M_max = %d, %d evaluations, lr = %.3g, regularised = %s, device = %s, "
+             "%d train / %d val", cell.split, cell.B_p, cell.n, cell.B_p * cell.n, M_max,
+             len(trainer.recipe.eval_steps), trainer.lr,
              trainer.regularized, device, len(train), len(val))
 
     Path(paths.run_dir).mkdir(parents=True, exist_ok=True)
-    state = files.load_resumable(paths.checkpoint, run_hash, M_max)
+    state = ckpt.load_resumable(checkpoint_file, run_hash, M_max)
     if state is None:
         step, wall_before, tokens_total = 0, 0.0, 0
         files.reset_logs(paths, None)
@@ -322,7 +331,7 @@ def train_local(cfg: dict, cell, paths, on_step_end=None, progress_factory=None)
         return wall_before + time.perf_counter() - session_start
 
     def checkpoint(at: int) -> None:
-        files.save_checkpoint(paths.checkpoint, {
+        ckpt.save_checkpoint(checkpoint_file, {
             **trainer.state_dict(), "step": at, "config_hash": run_hash, "identity": identity,
             "wall_s": wall(), "tokens_cumulative": tokens_total})
 
@@ -347,7 +356,7 @@ def train_local(cfg: dict, cell, paths, on_step_end=None, progress_factory=None)
         step += 1
         metrics, pass_rates = trainer.step(step)
         tokens_total += metrics["perf/tokens_generated"]
-        if step % K == 0 or step == M_max:
+        if trainer.recipe.evaluates_at(step):
             metrics.update(run_eval(step))
         metrics.update({"perf/tokens_generated_cumulative": tokens_total, "time/wall_s": wall(),
                         "training/compute_rollouts": step * cell.B_p * cell.n})
@@ -355,7 +364,7 @@ def train_local(cfg: dict, cell, paths, on_step_end=None, progress_factory=None)
         files.append_jsonl(paths.pass_rates, pass_rates)
         if on_step_end is not None:
             on_step_end(step)
-        if step % K == 0 or step == M_max:
+        if trainer.recipe.evaluates_at(step):
             checkpoint(step)
         r = metrics["critic/score/mean"]
         reward_ema = r if reward_ema is None else 0.9 * reward_ema + 0.1 * r

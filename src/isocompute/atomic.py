@@ -1,0 +1,95 @@
+"""Atomic writes: every output of the pipeline appears whole or not at all.
+
+A file is written beside its target under a hidden temporary name and renamed
+into place; a folder is built beside its target and swapped in only once
+complete. On any error the temporary is removed and the old output (if any) is
+left as it was. Readers (Snakemake, a resumed run, a user) never see half a file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterable, Iterator
+
+
+@contextmanager
+def atomic_path(path: Path | str) -> Iterator[Path]:
+    """Yield a temporary path beside `path`; on success it replaces `path`.
+
+    The temporary keeps the target's suffix, so writers that pick a format
+    from the name (parquet, savefig) still do.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=f".tmp{path.suffix}", dir=path.parent)
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def write_text(path: Path | str, text: str) -> Path:
+    with atomic_path(path) as tmp:
+        tmp.write_text(text)
+    return Path(path)
+
+
+def write_json(path: Path | str, obj) -> Path:
+    """Indented, key-sorted JSON (provenance files, summaries)."""
+    return write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=str))
+
+
+def write_jsonl(path: Path | str, records: Iterable[dict]) -> Path:
+    """One JSON object per line (verl's dump and logger format)."""
+    with atomic_path(path) as tmp, open(tmp, "w") as fh:
+        for rec in records:
+            fh.write(json.dumps(rec, ensure_ascii=False, default=str) + "\n")
+    return Path(path)
+
+
+def write_parquet(path: Path | str, df) -> Path:
+    with atomic_path(path) as tmp:
+        df.to_parquet(tmp, index=False)
+    return Path(path)
+
+
+@contextmanager
+def atomic_dir(path: Path | str) -> Iterator[Path]:
+    """Yield an empty temporary folder beside `path`; on success it takes `path`'s place.
+
+    An existing `path` is moved aside only once the new folder is complete, and
+    put back if the swap fails.
+    """
+    path = Path(path).resolve()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp-", dir=path.parent))
+    try:
+        yield tmp
+        _swap_in(tmp, path)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def _swap_in(src: Path, dst: Path) -> None:
+    if not dst.exists():
+        os.replace(src, dst)
+        return
+    old = Path(tempfile.mkdtemp(prefix=f".{dst.name}.old-", dir=dst.parent))
+    os.rmdir(old)
+    os.replace(dst, old)
+    try:
+        os.replace(src, dst)
+    except BaseException:
+        os.replace(old, dst)
+        raise
+    shutil.rmtree(old, ignore_errors=True)

@@ -1,0 +1,157 @@
+"""The results layout: every path the pipeline writes or reads, in one place.
+
+    results/{experiment}/
+      data/pool.parquet, data/difficulty.parquet          problem pool, avg@16 counts
+      model/base/                                         the embedded base model (HF directory)
+      splits/{split}/{train,val}.parquet, splits/splits.json
+      figures/fig2_difficulty.{png,pdf,counts.csv}
+      runs/{split}/bp{B_p}_n{n}/                          one training run (RunFiles below)
+      analysis/{split}/{evals,train_pass_rates}.parquet, tables/, figures/
+      logs/..., benchmarks/...                            one per rule and job
+
+rules/common.smk, the CLI and both backends build paths only through this
+module. Paths are strings relative to the working directory (the repository
+root, like Snakemake), so Snakemake wildcards such as "{split}" pass through.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+RESULTS_ROOT = "results"
+SPLIT_PARTS = ("train", "val")
+
+
+@dataclass(frozen=True)
+class RunFiles:
+    """The files of one run directory that both backends write and that scoring and analysis read:
+
+      generations/{step}.jsonl   validation samples, verl's validation_data_dir dump format
+                                 (input, output, gts, score, step) + problem_id, sample, n_tokens
+      metrics.jsonl              per step, verl's file-logger envelope {"step": N, "data": {...}}
+      train_pass_rates.jsonl     per step and training problem: {"step", "problem_id", "pass_rate"}
+      run.json                   completion marker, written last (the train rule's output)
+      evals.parquet              the evaluation table (the score rule's output)
+    """
+    run_dir: Path
+
+    @property
+    def generations(self) -> Path:
+        return Path(self.run_dir) / "generations"
+
+    @property
+    def metrics(self) -> Path:
+        return Path(self.run_dir) / "metrics.jsonl"
+
+    @property
+    def pass_rates(self) -> Path:
+        return Path(self.run_dir) / "train_pass_rates.jsonl"
+
+    @property
+    def marker(self) -> Path:
+        return Path(self.run_dir) / "run.json"
+
+    @property
+    def evals(self) -> Path:
+        return Path(self.run_dir) / "evals.parquet"
+
+
+@dataclass(frozen=True)
+class RunPaths(RunFiles):
+    """A run's files and its inputs: what a training backend is handed."""
+    train_file: Path
+    val_file: Path
+    model: str
+
+
+@dataclass(frozen=True)
+class StudyLayout:
+    """The paths of one experiment's results."""
+    experiment: str
+    root: str = RESULTS_ROOT
+
+    @property
+    def results(self) -> str:
+        return f"{self.root}/{self.experiment}"
+
+    # --- data stages ---------------------------------------------------------
+    @property
+    def pool(self) -> str:
+        return f"{self.results}/data/pool.parquet"
+
+    @property
+    def difficulty(self) -> str:
+        return f"{self.results}/data/difficulty.parquet"
+
+    @property
+    def embedded_model(self) -> str:
+        return f"{self.results}/model/base"
+
+    @property
+    def splits_dir(self) -> str:
+        return f"{self.results}/splits"
+
+    def split_file(self, split: str, part: str) -> str:
+        return f"{self.splits_dir}/{split}/{part}.parquet"
+
+    def split_files(self, split: str) -> dict[str, str]:
+        return {part: self.split_file(split, part) for part in SPLIT_PARTS}
+
+    @property
+    def splits_summary(self) -> str:
+        return f"{self.splits_dir}/splits.json"
+
+    @property
+    def fig_difficulty_stem(self) -> str:
+        return f"{self.results}/figures/fig2_difficulty"
+
+    # --- training and scoring --------------------------------------------------
+    def run_dir(self, split, B_p, n) -> str:
+        """results/{experiment}/runs/{split}/bp{B_p}_n{n}: one training run's directory."""
+        return f"{self.results}/runs/{split}/bp{B_p}_n{n}"
+
+    def run_files(self, split, B_p, n) -> RunFiles:
+        return RunFiles(Path(self.run_dir(split, B_p, n)))
+
+    # --- analysis ----------------------------------------------------------------
+    def analysis_dir(self, split) -> str:
+        return f"{self.results}/analysis/{split}"
+
+    def analysis_evals(self, split) -> str:
+        return f"{self.analysis_dir(split)}/evals.parquet"
+
+    def analysis_train(self, split) -> str:
+        return f"{self.analysis_dir(split)}/train_pass_rates.parquet"
+
+    def analysis_tables(self, split) -> str:
+        return f"{self.analysis_dir(split)}/tables"
+
+    def analysis_figures(self, split) -> str:
+        return f"{self.analysis_dir(split)}/figures"
+
+    # --- logs and benchmarks, one per rule (and job) ------------------------------
+    def log(self, name: str) -> str:
+        return f"{self.results}/logs/{name}.log"
+
+    def benchmark(self, name: str) -> str:
+        return f"{self.results}/benchmarks/{name}.tsv"
+
+
+def study_layout(cfg: dict, root: str = RESULTS_ROOT) -> StudyLayout:
+    return StudyLayout(cfg["experiment"], root)
+
+
+def base_model_path(cfg: dict, root: str = RESULTS_ROOT) -> str:
+    """The model runs train from: the pipeline-built embedded model, or base_model.path."""
+    if cfg["base_model"]["source"] == "embedded":
+        return study_layout(cfg, root).embedded_model
+    return cfg["base_model"]["path"]
+
+
+def run_paths(cfg: dict, cell, root: str = RESULTS_ROOT) -> RunPaths:
+    """The RunPaths the train rule passes for a cell."""
+    layout = study_layout(cfg, root)
+    files = layout.split_files(cell.split)
+    return RunPaths(Path(layout.run_dir(cell.split, cell.B_p, cell.n)), Path(files["train"]), Path(files["val"]),
+                    base_model_path(cfg, root))

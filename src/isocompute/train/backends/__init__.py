@@ -1,0 +1,55 @@
+"""Training backends, registered by name behind one interface.
+
+A backend is a function `(cfg, cell, paths: RunPaths, **hooks) -> summary` that
+trains one grid cell to M_max steps, resuming from the run's own checkpoint,
+and writes the shared run files of `isocompute.layout.RunFiles`. It reads its
+recipe from `isocompute.train.recipe` and its identity from
+`isocompute.train.identity`. Backends live in this package, one module (or
+sub-package) per name; `train_run` imports only the configured one, so the
+verl backend needs no torch on a login node and the local one no verl engine.
+
+To add a backend: a module `isocompute.train.backends.<name>` whose entry
+point is decorated with `@register_backend("<name>")`, and `<name>` in the
+schema's `train.backend` enum.
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+from typing import Callable
+
+from isocompute.errors import ConfigError
+
+_BACKENDS: dict[str, Callable] = {}
+
+
+def register_backend(name: str):
+    def decorate(fn: Callable) -> Callable:
+        _BACKENDS[name] = fn
+        return fn
+    return decorate
+
+
+def get_backend(name: str) -> Callable:
+    """The entry point of backend `name`, importing its module on first use."""
+    if name not in _BACKENDS:
+        try:
+            importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{__name__}.{name}":
+                raise
+        if name not in _BACKENDS:
+            raise ConfigError(f"config key 'train.backend': unknown backend {name!r}")
+    return _BACKENDS[name]
+
+
+def train_run(cfg: dict, cell, paths, **hooks) -> dict:
+    """Train one grid cell with the configured backend; returns the run summary (run.json)."""
+    backend = cfg["train"]["backend"]
+    entry = get_backend(backend)
+    start = time.perf_counter()
+    paths.marker.unlink(missing_ok=True)
+    summary = entry(cfg, cell, paths, **hooks)
+    return {"backend": backend, "split": cell.split, "B_p": cell.B_p, "n": cell.n, "M_max": cell.M_max,
+            "session_wall_s": time.perf_counter() - start, **(summary or {})}

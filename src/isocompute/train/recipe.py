@@ -1,0 +1,68 @@
+"""The training recipe of one grid cell (METHODS section 3) as plain numbers.
+
+The one place that derives a cell's learning rate, warm-up, regularisation and
+evaluation schedule from the config. Both backends (local, verl) and
+`isocompute plan` read a `Recipe`; none of them derives these values itself.
+Pure: no torch, no I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+LR_EXPONENTS = {"sqrt": 0.5, "linear": 1.0, "constant": 0.0}
+
+
+def scaled_lr(lr_base: float, rollouts_per_step: int, B_ref: int, scaling: str) -> float:
+    """lr = lr_base * (B / B_ref)^p, p = 1/2 (sqrt), 1 (linear) or 0 (constant)."""
+    if scaling not in LR_EXPONENTS:
+        raise ValueError(f"lr scaling must be one of {sorted(LR_EXPONENTS)}, got {scaling!r}")
+    return float(lr_base) * (rollouts_per_step / float(B_ref)) ** LR_EXPONENTS[scaling]
+
+
+def warmup_lr(lr: float, step: int, warmup_steps: int) -> float:
+    """Learning rate of update `step` (1-based): linear over the first warm-up updates, then constant.
+
+    Update 1 already moves (lr / warmup_steps): unlike a schedule indexed from
+    0, no step of the compute budget is spent at lr = 0.
+    """
+    if warmup_steps <= 0:
+        return lr
+    return lr * min(1.0, step / warmup_steps)
+
+
+def evaluation_steps(M_max: int, K: int) -> tuple[int, ...]:
+    """Steps with a validation point (and a checkpoint): 0, every K-th, and the last."""
+    return tuple(sorted(set(range(0, M_max + 1, K)) | {M_max}))
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """What one grid cell trains with, beyond (B_p, n, M_max) themselves."""
+    lr: float                      # peak learning rate, after B-scaling
+    warmup_steps: int
+    regularized: bool              # KL to the base model + entropy bonus (Easy), or neither
+    kl_coef: float                 # 0.0 on unregularised splits
+    entropy_coef: float            # 0.0 on unregularised splits
+    eval_steps: tuple[int, ...]    # validation (and checkpoint) steps, 0 and M_max included
+
+    def lr_at(self, step: int) -> float:
+        """The learning rate of update `step` (1-based), warm-up included."""
+        return warmup_lr(self.lr, step, self.warmup_steps)
+
+    def evaluates_at(self, step: int) -> bool:
+        return step in self.eval_steps
+
+
+def cell_recipe(cfg: dict, cell) -> Recipe:
+    """The recipe of `cell` (a grid.Cell) under config `cfg` (checked, defaults filled)."""
+    t = cfg["train"]
+    regularized = cell.split in t["regularized_splits"]
+    return Recipe(
+        lr=scaled_lr(t["lr_base"], cell.B_p * cell.n, t["B_ref"], t["lr_scaling"]),
+        warmup_steps=int(t["warmup_steps"]),
+        regularized=regularized,
+        kl_coef=float(t["kl_coef"]) if regularized else 0.0,
+        entropy_coef=float(t["entropy_coef"]) if regularized else 0.0,
+        eval_steps=evaluation_steps(cell.M_max, int(t["eval_interval"])),
+    )

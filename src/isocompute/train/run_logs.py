@@ -1,0 +1,86 @@
+"""A run's JSONL logs (metrics, training pass rates) and validation dumps, which
+a resumed run cuts back to its checkpoint step so that its records equal an
+uninterrupted run's. Shared by both backends; no torch.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+from pathlib import Path
+
+from isocompute import atomic
+from isocompute.layout import RunFiles
+
+log = logging.getLogger(__name__)
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    """Records of a JSONL file; a torn line (a killed writer) is dropped."""
+    if not Path(path).is_file():
+        return []
+    out = []
+    for line in Path(path).read_text().splitlines():
+        if not line.strip():
+            continue
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return out
+
+
+def append_jsonl(path: Path, records) -> None:
+    """Append records and fsync: a log line, once written, survives a kill."""
+    with open(path, "a") as fh:
+        for rec in records:
+            fh.write(json.dumps(rec, ensure_ascii=False, default=str) + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def truncate_jsonl(path: Path, last_step: int) -> int:
+    """Keep the records of steps <= last_step (and drop a torn last line). Returns records dropped."""
+    if not path.exists():
+        return 0
+    kept, dropped = [], 0
+    for line in path.read_text().splitlines():
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            dropped += 1
+            continue
+        if int(rec["step"]) <= last_step:
+            kept.append(line)
+        else:
+            dropped += 1
+    atomic.write_text(path, "".join(f"{line}\n" for line in kept))
+    return dropped
+
+
+def write_generations(directory: Path, step: int, records: list[dict]) -> Path:
+    """One validation dump, written whole or not at all."""
+    return atomic.write_jsonl(Path(directory) / f"{step}.jsonl", records)
+
+
+def generation_steps(directory: Path) -> list[int]:
+    if not Path(directory).is_dir():
+        return []
+    return sorted(int(p.stem) for p in Path(directory).glob("*.jsonl") if p.stem.isdigit())
+
+
+def reset_logs(files: RunFiles, last_step: int | None) -> None:
+    """Cut every log back to `last_step` (None: a fresh start, remove them)."""
+    if last_step is None:
+        shutil.rmtree(files.generations, ignore_errors=True)
+        for p in (files.metrics, files.pass_rates):
+            p.unlink(missing_ok=True)
+        return
+    for step in generation_steps(files.generations):
+        if step > last_step:
+            (files.generations / f"{step}.jsonl").unlink()
+    dropped = truncate_jsonl(files.metrics, last_step) + truncate_jsonl(files.pass_rates, last_step)
+    if dropped:
+        log.info("resume: dropped %d log records beyond step %d", dropped, last_step)
