@@ -1,7 +1,7 @@
 # isocompute: compute-optimal scaling of LLM RL (IsoCompute Playbook).
 # This file is the table of contents; stages live in rules/, logic in src/.
 
-from snakemake.utils import min_version, validate
+from snakemake.utils import min_version
 
 min_version("9.0")
 
@@ -14,10 +14,8 @@ if not workflow.overwrite_configfiles:
     configfile: "config/config.yaml"
 
 
+# Validates the config against the schema (filling defaults) before any job.
 include: "rules/common.smk"
-
-
-validate(config, "config/schema.yaml")
 
 
 report: "workflow/report/workflow.rst"

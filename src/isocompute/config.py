@@ -1,32 +1,48 @@
-"""Config loading and validation against config/schema.yaml.
+"""Config loading and validation against the schema (`isocompute/schema.yaml`,
+shipped with the package; `config/schema.yaml` links to it).
 
-The Snakefile calls `check_config` before any job is scheduled, so that a bad
-key or type stops the run with one line naming the key and what was expected.
+`check_config` is the one validation: rules/common.smk calls it before any job
+is scheduled, every stage calls it on the sections it was given, and it fills
+the schema's defaults in the same pass, so a bad key or type stops the run with
+one line naming the key and what was expected.
 """
 
 from __future__ import annotations
 
 import copy
+import functools
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 import yaml
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-SCHEMA_PATH = REPO_ROOT / "config" / "schema.yaml"
+from isocompute.errors import ConfigError
+
+SCHEMA_RESOURCE = "schema.yaml"
 
 
-class ConfigError(ValueError):
-    """A config value a user wrote is wrong; the message names the key."""
+@functools.lru_cache(maxsize=None)
+def _packaged_schema() -> str:
+    return resources.files("isocompute").joinpath(SCHEMA_RESOURCE).read_text()
 
 
-def load_schema(path: Path | str = SCHEMA_PATH) -> dict:
+def load_schema(path: Path | str | None = None) -> dict:
+    """The config schema: the packaged one, or the file at `path`."""
+    if path is None:
+        return yaml.safe_load(_packaged_schema())
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"config schema not found at {path}")
     with open(path) as fh:
         return yaml.safe_load(fh)
+
+
+def schema_defaults(section: str) -> dict:
+    """The schema's default of every key of a top-level section (e.g. 'analysis')."""
+    props = load_schema()["properties"][section]["properties"]
+    return {key: copy.deepcopy(sub["default"]) for key, sub in props.items() if "default" in sub}
 
 
 def _key_path(parts) -> str:
@@ -54,25 +70,26 @@ def _describe(error: jsonschema.ValidationError) -> str:
         sym = {"minimum": ">=", "maximum": "<=", "exclusiveMinimum": ">",
                "exclusiveMaximum": "<"}[v]
         return f"config key '{where}': expected a value {sym} {error.validator_value}, got {error.instance!r}"
-    if v == "required":
-        return f"config key '{where}': {error.message}"
     return f"config key '{where}': {error.message}"
 
 
-def _fill_defaults(instance: Any, schema: dict, root: dict) -> None:
-    """Fill schema defaults in place, recursing into objects and arrays."""
-    if "$ref" in schema:
-        ref = schema["$ref"].split("/")[-1]
-        schema = {**root["$defs"][ref], **{k: v for k, v in schema.items() if k != "$ref"}}
-    if isinstance(instance, dict):
-        for key, sub in schema.get("properties", {}).items():
-            if key not in instance and "default" in sub:
-                instance[key] = copy.deepcopy(sub["default"])
-            if key in instance:
-                _fill_defaults(instance[key], sub, root)
-    elif isinstance(instance, list) and isinstance(schema.get("items"), dict):
-        for item in instance:
-            _fill_defaults(item, schema["items"], root)
+def _filling_defaults(validator_class):
+    """The validator class, extended to fill each object's schema defaults as it
+    validates it (jsonschema's documented recipe), so that defaults are
+    themselves validated and filled recursively in one pass."""
+    validate_properties = validator_class.VALIDATORS["properties"]
+
+    def properties(validator, props, instance, schema):
+        if validator.is_type(instance, "object"):
+            for key, sub in props.items():
+                if key not in instance and "default" in sub:
+                    instance[key] = copy.deepcopy(sub["default"])
+        yield from validate_properties(validator, props, instance, schema)
+
+    return jsonschema.validators.extend(validator_class, {"properties": properties})
+
+
+_Validator = _filling_defaults(jsonschema.Draft202012Validator)
 
 
 def check_config(config: dict, schema: dict | None = None) -> dict:
@@ -83,13 +100,8 @@ def check_config(config: dict, schema: dict | None = None) -> dict:
     schema = schema or load_schema()
     if not isinstance(config, dict):
         raise ConfigError(f"config: expected a mapping, got {type(config).__name__}")
-    validator = jsonschema.Draft202012Validator(schema)
-    errors = sorted(validator.iter_errors(config), key=lambda e: (len(e.absolute_path), str(e.absolute_path)))
-    if errors:
-        raise ConfigError(_describe(errors[0]))
-    _fill_defaults(config, schema, schema)
-    # Defaults can themselves be checked (e.g. a default list of families).
-    errors = list(validator.iter_errors(config))
+    errors = sorted(_Validator(schema).iter_errors(config),
+                    key=lambda e: (len(e.absolute_path), str(e.absolute_path)))
     if errors:
         raise ConfigError(_describe(errors[0]))
     _check_semantics(config)

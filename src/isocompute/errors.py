@@ -1,6 +1,8 @@
 """Errors a user can cause; the CLI prints them as one line, no traceback."""
 
-from isocompute.config import ConfigError
+
+class ConfigError(ValueError):
+    """A config value a user wrote is wrong; the message names the key."""
 
 
 class InputError(ValueError):
