@@ -29,6 +29,6 @@ include: "rules/figures.smk"
 
 
 rule all:
+    default_target: True
     input:
         all_targets(),
-    default_target: True

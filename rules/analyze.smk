@@ -7,32 +7,32 @@ rule collect:
     input:
         split_eval_tables,
     output:
-        evals=f"{RESULTS}/analysis/{{split}}/evals.parquet",
-        train=f"{RESULTS}/analysis/{{split}}/train_pass_rates.parquet",
-    params:
-        runs=split_run_dirs,
+        evals=LAYOUT.analysis_evals("{split}"),
+        train=LAYOUT.analysis_train("{split}"),
     log:
-        f"{RESULTS}/logs/analysis/{{split}}/collect.log",
+        LAYOUT.log("analysis/{split}/collect"),
     conda:
         ANALYSIS_ENV
+    params:
+        runs=split_run_dirs,
     shell:
         "isocompute collect {params.runs} --out-evals {output.evals} --out-train {output.train} > {log} 2>&1"
 
 
 rule analyze:
     input:
-        evals=f"{RESULTS}/analysis/{{split}}/evals.parquet",
-        train=f"{RESULTS}/analysis/{{split}}/train_pass_rates.parquet",
+        evals=LAYOUT.analysis_evals("{split}"),
+        train=LAYOUT.analysis_train("{split}"),
     output:
-        directory(f"{RESULTS}/analysis/{{split}}/tables"),
-    params:
-        flags=analysis_flags(),
+        directory(LAYOUT.analysis_tables("{split}")),
     log:
-        f"{RESULTS}/logs/analysis/{{split}}/analyze.log",
+        LAYOUT.log("analysis/{split}/analyze"),
     benchmark:
-        f"{RESULTS}/benchmarks/analysis/{{split}}/analyze.tsv"
+        LAYOUT.benchmark("analysis/{split}/analyze")
     conda:
         ANALYSIS_ENV
+    params:
+        cfg=analysis_params_json(),
     shell:
-        "isocompute analyze {input.evals} --train-table {input.train} {params.flags} --no-figures"
+        "isocompute analyze {input.evals} --train-table {input.train} --params {params.cfg:q} --no-figures"
         " --out {output} > {log} 2>&1"

@@ -1,10 +1,15 @@
 # Config checking, paths, wildcard constraints and the named input functions
-# every stage uses. No grid or path logic lives inside rules.
+# every stage uses. No grid or path logic lives inside rules: every path comes
+# from isocompute.layout, every grid cell from isocompute.grid.
 
 import json
+import os
 import sys
 
-from isocompute.config import ConfigError, check_config
+from isocompute.config import check_config
+from isocompute.errors import ConfigError
+from isocompute.layout import base_model_path as configured_base_model
+from isocompute.layout import study_layout
 
 try:
     check_config(config)
@@ -13,8 +18,7 @@ except ConfigError as _err:
     sys.stderr.write(f"isocompute config error: {_err}\n")
     sys.exit(1)
 
-EXP = config["experiment"]
-RESULTS = f"results/{EXP}"
+LAYOUT = study_layout(config)
 SPLITS = list(config["splits"]["names"])
 
 
@@ -31,18 +35,36 @@ def params_json(*sections):
 def base_model_input():
     """The embedded model directory when the pipeline builds it; nothing for a given path."""
     if config["base_model"]["source"] == "embedded":
-        return f"{RESULTS}/model/base"
+        return LAYOUT.embedded_model
     return []
 
 
 def base_model_path():
-    if config["base_model"]["source"] == "embedded":
-        return f"{RESULTS}/model/base"
-    return config["base_model"]["path"]
+    return configured_base_model(config)
+
+
+def model_arg(wildcards, input):
+    """The base model a job reads: its input directory when the pipeline builds it, else base_model.path."""
+    return input.model if input.model else config["base_model"]["path"]
+
+
+def output_stem(wildcards, output):
+    """A figure's path without its extension (the stage writes .png, .pdf, .counts.csv beside it)."""
+    return os.path.splitext(output.png)[0]
+
+
+def output_parent(wildcards, output):
+    """The folder holding a rule's summary output (the splits stage writes every split below it)."""
+    return os.path.dirname(output.summary)
+
+
+def splits_dir_of(wildcards, input):
+    """The folder of the split files (input.splits: .../splits/{split}/{part}.parquet)."""
+    return os.path.dirname(os.path.dirname(input.splits[0]))
 
 
 def split_files(split):
-    return {part: f"{RESULTS}/splits/{split}/{part}.parquet" for part in ("train", "val")}
+    return LAYOUT.split_files(split)
 
 
 def all_split_files():
@@ -50,7 +72,7 @@ def all_split_files():
 
 
 def data_targets():
-    return all_split_files() + [f"{RESULTS}/figures/fig2_difficulty.png"]
+    return all_split_files() + [f"{LAYOUT.fig_difficulty_stem}.png"]
 
 
 def all_targets():
@@ -75,8 +97,13 @@ wildcard_constraints:
 
 
 def run_dir(split, B_p, n):
-    """results/{experiment}/runs/{split}/bp{B_p}_n{n}: one training run's directory."""
-    return f"{RESULTS}/runs/{split}/bp{B_p}_n{n}"
+    return LAYOUT.run_dir(split, B_p, n)
+
+
+# A run's files with the cell as wildcards: the train and score rules' outputs.
+RUN_MARKER = str(LAYOUT.run_files("{split}", "{B_p}", "{n}").marker)
+RUN_EVALS = str(LAYOUT.run_files("{split}", "{B_p}", "{n}").evals)
+CELL_NAME = "{split}/bp{B_p}_n{n}"
 
 
 def cell_of(wildcards):
@@ -119,11 +146,11 @@ def grader_version():
 
 
 def run_markers():
-    return [f"{run_dir(c.split, c.B_p, c.n)}/run.json" for c in CELLS]
+    return [str(LAYOUT.run_files(c.split, c.B_p, c.n).marker) for c in CELLS]
 
 
 def eval_tables():
-    return [f"{run_dir(c.split, c.B_p, c.n)}/evals.parquet" for c in CELLS]
+    return [str(LAYOUT.run_files(c.split, c.B_p, c.n).evals) for c in CELLS]
 
 
 def train_targets():
@@ -175,7 +202,8 @@ def cpu_resources():
 
 def sampling_threads():
     """Every core of a local run; cluster.cpu.threads for a cluster job, where Snakemake has no
-    --cores and the job itself (remote mode) would otherwise see all of its node's cores."""
+    --cores and the job itself (remote mode) would otherwise see all of its node's cores.
+    """
     from snakemake.exceptions import WorkflowError
 
     if workflow.remote_exec:
@@ -207,29 +235,29 @@ def split_run_dirs(wildcards):
 
 
 def split_eval_tables(wildcards):
-    return [f"{d}/evals.parquet" for d in split_run_dirs(wildcards)]
+    return [
+        str(LAYOUT.run_files(c.split, c.B_p, c.n).evals)
+        for c in CELLS
+        if c.split == wildcards.split
+    ]
 
 
-def analysis_dir(split):
-    return f"{RESULTS}/analysis/{split}"
-
-
-def analysis_flags():
-    """`isocompute analyze` options from config['analysis'] (rule params, so a change
-    re-runs only the analysis and figure jobs)."""
-    a = config["analysis"]
-    metric = a["metric"] or f"avg@{config['eval']['k']}"
-    flags = [f"--metric {metric}", f"--bin-width {a['bin_width']}", f"--grid-points {a['grid_points']}",
-             f"--window {a['window']}", f"--bootstrap {a['bootstrap']}", f"--seed {config['seed']}",
-             f"--ci {a['ci']}", f"--extrapolate-fraction {a['extrapolate_fraction']}"]
-    if a["ema_alpha"] is not None:
-        flags.append(f"--ema {a['ema_alpha']}")
-    if a["min_compute"] is not None:
-        flags.append(f"--min-compute {a['min_compute']}")
-    if a["observed_range"]:
-        flags.append("--observed-range")
-    return " ".join(flags)
+def analysis_params_json():
+    """What `isocompute analyze` reads: the analysis section, and eval.k for its default metric
+    (rule params, so a change re-runs only the analysis and figure jobs)."""
+    return json.dumps(
+        {
+            "seed": config["seed"],
+            "analysis": config["analysis"],
+            "eval": {"k": config["eval"]["k"]},
+        },
+        sort_keys=True,
+    )
 
 
 def analysis_targets():
-    return [f"{analysis_dir(s)}/{leaf}" for s in analysis_splits() for leaf in ("tables", "figures")]
+    return [
+        path
+        for s in analysis_splits()
+        for path in (LAYOUT.analysis_tables(s), LAYOUT.analysis_figures(s))
+    ]

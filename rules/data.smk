@@ -3,57 +3,57 @@
 
 rule pool:
     output:
-        f"{RESULTS}/data/pool.parquet",
-    params:
-        cfg=params_json("pool"),
+        LAYOUT.pool,
     log:
-        f"{RESULTS}/logs/pool.log",
-    resources:
-        **cpu_resources(),
+        LAYOUT.log("pool"),
     conda:
         ANALYSIS_ENV
+    resources:
+        **cpu_resources(),
+    params:
+        cfg=params_json("pool"),
     shell:
         "isocompute pool --params {params.cfg:q} --out {output} > {log} 2>&1"
 
 
 rule base_model:
     input:
-        pool=f"{RESULTS}/data/pool.parquet",
+        pool=LAYOUT.pool,
     output:
-        directory(f"{RESULTS}/model/base"),
-    params:
-        cfg=params_json("pool", "base_model"),
+        directory(LAYOUT.embedded_model),
+    log:
+        LAYOUT.log("base_model"),
+    benchmark:
+        LAYOUT.benchmark("base_model")
+    conda:
+        GPU_ENV
     threads: config["base_model"]["pretrain_threads"]
     resources:
         **cpu_resources(),
-    log:
-        f"{RESULTS}/logs/base_model.log",
-    benchmark:
-        f"{RESULTS}/benchmarks/base_model.tsv"
-    conda:
-        GPU_ENV
+    params:
+        cfg=params_json("pool", "base_model"),
     shell:
         "isocompute base-model --params {params.cfg:q} --pool {input.pool} --out {output} > {log} 2>&1"
 
 
 rule difficulty:
     input:
-        pool=f"{RESULTS}/data/pool.parquet",
+        pool=LAYOUT.pool,
         model=base_model_input(),
     output:
-        f"{RESULTS}/data/difficulty.parquet",
-    params:
-        cfg=sampler_params_json("sampling", "difficulty"),
-        model=base_model_path(),
+        LAYOUT.difficulty,
+    log:
+        LAYOUT.log("difficulty"),
+    benchmark:
+        LAYOUT.benchmark("difficulty")
+    conda:
+        GPU_ENV
     threads: sampling_threads()
     resources:
         **sampling_resources(),
-    log:
-        f"{RESULTS}/logs/difficulty.log",
-    benchmark:
-        f"{RESULTS}/benchmarks/difficulty.tsv"
-    conda:
-        GPU_ENV
+    params:
+        cfg=sampler_params_json("sampling", "difficulty"),
+        model=model_arg,
     shell:
         "isocompute difficulty --params {params.cfg:q} --pool {input.pool} --model {params.model}"
         " --threads {threads} --out {output} > {log} 2>&1"
@@ -61,20 +61,20 @@ rule difficulty:
 
 rule splits:
     input:
-        pool=f"{RESULTS}/data/pool.parquet",
-        difficulty=f"{RESULTS}/data/difficulty.parquet",
+        pool=LAYOUT.pool,
+        difficulty=LAYOUT.difficulty,
     output:
         all_split_files(),
-        summary=f"{RESULTS}/splits/splits.json",
-    params:
-        cfg=params_json("splits"),
-        out_dir=f"{RESULTS}/splits",
+        summary=LAYOUT.splits_summary,
     log:
-        f"{RESULTS}/logs/splits.log",
-    resources:
-        **cpu_resources(),
+        LAYOUT.log("splits"),
     conda:
         ANALYSIS_ENV
+    resources:
+        **cpu_resources(),
+    params:
+        cfg=params_json("splits"),
+        out_dir=output_parent,
     shell:
         "isocompute splits --params {params.cfg:q} --pool {input.pool} --difficulty {input.difficulty}"
         " --out-dir {params.out_dir} > {log} 2>&1"
@@ -82,21 +82,25 @@ rule splits:
 
 rule fig_difficulty:
     input:
-        difficulty=f"{RESULTS}/data/difficulty.parquet",
+        difficulty=LAYOUT.difficulty,
         splits=all_split_files(),
     output:
-        png=report(f"{RESULTS}/figures/fig2_difficulty.png", caption="../workflow/report/fig2.rst",
-                   category="Data", subcategory="Difficulty"),
-        pdf=f"{RESULTS}/figures/fig2_difficulty.pdf",
-        counts=f"{RESULTS}/figures/fig2_difficulty.counts.csv",
-    params:
-        cfg=params_json("splits", "difficulty"),
-        splits_dir=f"{RESULTS}/splits",
-        stem=f"{RESULTS}/figures/fig2_difficulty",
+        png=report(
+            f"{LAYOUT.fig_difficulty_stem}.png",
+            caption="../workflow/report/fig2.rst",
+            category="Data",
+            subcategory="Difficulty",
+        ),
+        pdf=f"{LAYOUT.fig_difficulty_stem}.pdf",
+        counts=f"{LAYOUT.fig_difficulty_stem}.counts.csv",
     log:
-        f"{RESULTS}/logs/fig_difficulty.log",
+        LAYOUT.log("fig_difficulty"),
     conda:
         ANALYSIS_ENV
+    params:
+        cfg=params_json("splits", "difficulty"),
+        splits_dir=splits_dir_of,
+        stem=output_stem,
     shell:
         "isocompute fig-difficulty --params {params.cfg:q} --difficulty {input.difficulty}"
         " --splits-dir {params.splits_dir} --out-stem {params.stem} > {log} 2>&1"

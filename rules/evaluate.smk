@@ -5,19 +5,19 @@
 
 rule score:
     input:
-        marker=f"{RESULTS}/runs/{{split}}/bp{{B_p}}_n{{n}}/run.json",
+        marker=RUN_MARKER,
     output:
-        f"{RESULTS}/runs/{{split}}/bp{{B_p}}_n{{n}}/evals.parquet",
+        RUN_EVALS,
+    log:
+        LAYOUT.log(f"score/{CELL_NAME}"),
+    conda:
+        ANALYSIS_ENV
+    resources:
+        **cpu_resources(),
     params:
         cfg=params_json("eval"),
         grader=grader_version(),
         run_dir=run_dir_of,
-    log:
-        f"{RESULTS}/logs/score/{{split}}/bp{{B_p}}_n{{n}}.log",
-    resources:
-        **cpu_resources(),
-    conda:
-        ANALYSIS_ENV
     shell:
         "isocompute score --params {params.cfg:q} --split {wildcards.split} --bp {wildcards.B_p}"
         " --n {wildcards.n} --run-dir {params.run_dir} --out {output} > {log} 2>&1"

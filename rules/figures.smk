@@ -4,18 +4,18 @@
 
 rule figures:
     input:
-        evals=f"{RESULTS}/analysis/{{split}}/evals.parquet",
-        tables=f"{RESULTS}/analysis/{{split}}/tables",
+        evals=LAYOUT.analysis_evals("{split}"),
+        tables=LAYOUT.analysis_tables("{split}"),
     output:
         report(
-            directory(f"{RESULTS}/analysis/{{split}}/figures"),
+            directory(LAYOUT.analysis_figures("{split}")),
             patterns=["{name}.png"],
             caption="../workflow/report/figures.rst",
             category="Analysis",
             subcategory="{split}",
         ),
     log:
-        f"{RESULTS}/logs/analysis/{{split}}/figures.log",
+        LAYOUT.log("analysis/{split}/figures"),
     conda:
         ANALYSIS_ENV
     shell:

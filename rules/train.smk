@@ -7,21 +7,21 @@ rule train:
     input:
         unpack(train_inputs),
     output:
-        f"{RESULTS}/runs/{{split}}/bp{{B_p}}_n{{n}}/run.json",
-    params:
-        cfg=train_params_json(),
-        model=base_model_path(),
-        run_dir=run_dir_of,
-        max_steps=max_steps_of,
+        RUN_MARKER,
+    log:
+        LAYOUT.log(f"train/{CELL_NAME}"),
+    benchmark:
+        LAYOUT.benchmark(f"train/{CELL_NAME}")
+    conda:
+        GPU_ENV
     threads: config["threads_per_job"]
     resources:
         **train_resources(),
-    conda:
-        GPU_ENV
-    log:
-        f"{RESULTS}/logs/train/{{split}}/bp{{B_p}}_n{{n}}.log",
-    benchmark:
-        f"{RESULTS}/benchmarks/train/{{split}}/bp{{B_p}}_n{{n}}.tsv"
+    params:
+        cfg=train_params_json(),
+        model=model_arg,
+        run_dir=run_dir_of,
+        max_steps=max_steps_of,
     shell:
         "isocompute train --params {params.cfg:q} --split {wildcards.split} --bp {wildcards.B_p}"
         " --n {wildcards.n} --max-steps {params.max_steps} --train-file {input.train} --val-file {input.val}"

@@ -11,7 +11,8 @@ import pytest
 
 from isocompute.config import ConfigError, check_config
 from isocompute.data.pool import build_pool, evaluate
-from isocompute.data.schema import COLUMNS, ground_truths, problem_ids, read_problems, write_parquet_atomic
+from isocompute.atomic import write_parquet
+from isocompute.data.schema import COLUMNS, ground_truths, problem_ids, read_problems
 from isocompute.data.splits import in_band, make_splits, split_frame
 from isocompute.errors import InputError
 
@@ -39,7 +40,7 @@ def test_pool_is_deterministic_and_in_verl_schema(tmp_path):
     fams = a["extra_info"].map(lambda e: e["family"]).value_counts()
     assert len(fams) == 5 and fams.max() - fams.min() <= 1
     # Round trip through parquet keeps the schema.
-    write_parquet_atomic(a, tmp_path / "pool.parquet")
+    write_parquet(tmp_path / "pool.parquet", a)
     back = read_problems(tmp_path / "pool.parquet")
     assert list(problem_ids(back)) == list(problem_ids(a))
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from isocompute.atomic import atomic_path
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -24,9 +26,8 @@ def save_figure(fig, stem: Path | str, formats=("png", "pdf")) -> list[Path]:
     paths = []
     for fmt in formats:
         path = stem.with_suffix(f".{fmt}")
-        tmp = path.with_name(f".{path.name}.tmp")
-        fig.savefig(tmp, format=fmt)
-        tmp.replace(path)
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, format=fmt)
         paths.append(path)
     plt.close(fig)
     return paths

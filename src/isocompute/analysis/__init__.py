@@ -2,9 +2,9 @@
 frontiers and n*(C) -> the n* law with bootstrap intervals -> figures.
 
 Pure functions over frames live in records, fits, frontier, nstar, studies;
-reading files is in io, writing in pipeline.write_analysis, figures in plots,
-the `isocompute analyze` command in cli. Names are imported lazily so that the
-command line starts without loading pandas and scipy.
+reading files is in io, writing in pipeline.write_analysis, figures in plots
+(the `isocompute analyze` command is `isocompute.cli.analysis`). Names are
+imported lazily so that the command line starts without loading pandas and scipy.
 """
 
 from __future__ import annotations

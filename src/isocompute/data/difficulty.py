@@ -13,7 +13,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from isocompute.data.schema import ground_truths, problem_ids, write_parquet_atomic
+from isocompute.atomic import write_parquet
+from isocompute.data.schema import ground_truths, problem_ids
 from isocompute.grading import grade
 from isocompute.sampling import SamplingParams
 
@@ -66,7 +67,7 @@ def sample_difficulty(pool: pd.DataFrame, sampler, render, *, samples: int, extr
             "samples_k": np.where(correct == 0, max(samples, extra_samples_k), samples),
             "correct_k": correct_k,
         })
-        write_parquet_atomic(part, path)
+        write_parquet(path, part)
         parts.append(part)
     if bar is not None:
         bar.close()

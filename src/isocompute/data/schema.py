@@ -59,12 +59,3 @@ def read_problems(path: Path | str) -> pd.DataFrame:
     if not path.is_file():
         raise InputError(f"problem file not found: {path}")
     return validate_frame(pd.read_parquet(path), str(path))
-
-
-def write_parquet_atomic(df: pd.DataFrame, path: Path | str) -> None:
-    """Write via a temporary file and rename, so no half-written file looks complete."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    df.to_parquet(tmp, index=False)
-    tmp.replace(path)

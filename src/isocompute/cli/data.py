@@ -1,104 +1,33 @@
-"""CLI subcommands for the data stages of the DAG (one per Snakemake rule):
+"""Subcommands of the data stages (rules/data.smk), one per rule:
 pool -> base-model -> difficulty -> splits -> fig-difficulty.
 
-Rules pass the config sections a stage uses as JSON (`--params`), so a changed
+Rules pass the config sections a stage reads as `--params`, so a changed
 value re-runs exactly the stages that read it.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import os
-import platform
 import shutil
-import sys
 import time
 from pathlib import Path
 
-from isocompute.config import check_config
+from isocompute import atomic
+from isocompute.cli.common import add_stage_parser, config_from_params, progress, provenance, set_threads
 from isocompute.errors import InputError
 
 log = logging.getLogger("isocompute")
-
-
-def setup_logging() -> None:
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-
-
-class StageConfig(dict):
-    """A full config whose `given` names the sections the rule passed; only those
-    are the run's settings (the rest are schema defaults the stage never reads)."""
-
-    given: tuple[str, ...] = ()
-
-
-def config_from_params(text: str) -> dict:
-    """A full config from the JSON sections a rule passed (the rest defaulted)."""
-    try:
-        partial = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"--params: not valid JSON ({exc})") from exc
-    if not isinstance(partial, dict):
-        raise InputError(f"--params: expected a JSON object of config sections, got {type(partial).__name__}")
-    given = tuple(sorted(partial))  # before check_config fills the defaulted sections in
-    cfg = StageConfig(check_config(partial))
-    cfg.given = given
-    return cfg
-
-
-def progress(**kw):
-    from tqdm import tqdm
-
-    return tqdm(mininterval=2.0, file=sys.stderr, **kw)
-
-
-def versions() -> dict:
-    import importlib.metadata as md
-
-    out = {"python": platform.python_version(), "platform": platform.platform()}
-    for pkg in ("isocompute", "torch", "transformers", "tokenizers", "math-verify", "pandas", "numpy",
-                "snakemake", "verl"):
-        try:
-            out[pkg] = md.version(pkg)
-        except md.PackageNotFoundError:
-            out[pkg] = None
-    return out
-
-
-def write_json_atomic(obj, path: Path) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(obj, indent=2, sort_keys=True, default=str))
-    tmp.replace(path)
-
-
-def provenance(cfg: dict, **extra) -> dict:
-    """Config (only the sections the stage was given), versions and time of a result."""
-    given = getattr(cfg, "given", ()) or tuple(cfg)
-    return {"config": {k: cfg[k] for k in given}, "versions": versions(),
-            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **extra}
-
-
-def set_threads(n: int) -> None:
-    import torch
-
-    torch.set_num_threads(n)
-    os.environ.setdefault("OMP_NUM_THREADS", str(n))
 
 
 # --- stages -------------------------------------------------------------------
 
 def cmd_pool(args) -> int:
     from isocompute.data.pool import build_pool
-    from isocompute.data.schema import write_parquet_atomic
 
     cfg = config_from_params(args.params)
     pool = build_pool(cfg)
-    write_parquet_atomic(pool, args.out)
-    write_json_atomic(provenance(cfg, problems=len(pool)), Path(args.out).with_suffix(".json"))
+    atomic.write_parquet(args.out, pool)
+    atomic.write_json(Path(args.out).with_suffix(".json"), provenance(cfg, problems=len(pool)))
     log.info("pool: %d problems -> %s", len(pool), args.out)
     return 0
 
@@ -110,14 +39,11 @@ def cmd_base_model(args) -> int:
 
     cfg = config_from_params(args.params)
     out = Path(args.out)
-    tmp = out.with_name(f".{out.name}.tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
     pool = read_problems(args.pool)
-    meta = build_embedded_base_model(cfg, pool, tmp, progress_factory=progress)
-    write_json_atomic(provenance(cfg, **meta), tmp / "isocompute_provenance.json")
-    load_policy(tmp)  # the directory must load before it is published
-    shutil.rmtree(out, ignore_errors=True)
-    tmp.replace(out)
+    with atomic.atomic_dir(out) as tmp:
+        meta = build_embedded_base_model(cfg, pool, tmp, progress_factory=progress)
+        atomic.write_json(tmp / "isocompute_provenance.json", provenance(cfg, **meta))
+        load_policy(tmp)  # the directory must load before it is published
     log.info("base model: %d parameters, %d pretraining steps in %.0f s -> %s",
              meta["parameters"], meta["steps"], meta["seconds"], out)
     return 0
@@ -138,7 +64,7 @@ def make_sampler(cfg: dict, model_path: str):
 
 def cmd_difficulty(args) -> int:
     from isocompute.data.difficulty import sample_difficulty
-    from isocompute.data.schema import read_problems, write_parquet_atomic
+    from isocompute.data.schema import read_problems
     from isocompute.model.io import render_prompts
     from isocompute.sampling import SamplingParams
 
@@ -153,9 +79,9 @@ def cmd_difficulty(args) -> int:
         samples=cfg["difficulty"]["samples"], extra_samples_k=cfg["difficulty"]["extremely_hard_samples"],
         params=SamplingParams.from_config(cfg), seed=cfg["seed"], chunk_size=cfg["sampling"]["chunk_size"],
         chunk_dir=out.with_name(f".{out.stem}.chunks"), progress_factory=progress)
-    write_parquet_atomic(table, out)
-    write_json_atomic(provenance(cfg, seconds=time.perf_counter() - start, model=args.model),
-                      out.with_suffix(".json"))
+    atomic.write_parquet(out, table)
+    atomic.write_json(out.with_suffix(".json"), provenance(cfg, seconds=time.perf_counter() - start,
+                                                          model=args.model))
     shutil.rmtree(out.with_name(f".{out.stem}.chunks"), ignore_errors=True)
     log.info("difficulty: %d problems, mean avg@%d %.3f", len(table), cfg["difficulty"]["samples"],
              table["avg_at_samples"].mean())
@@ -165,7 +91,7 @@ def cmd_difficulty(args) -> int:
 def cmd_splits(args) -> int:
     import pandas as pd
 
-    from isocompute.data.schema import problem_ids, read_problems, write_parquet_atomic
+    from isocompute.data.schema import problem_ids, read_problems
     from isocompute.data.splits import make_splits, split_frame
 
     cfg = config_from_params(args.params)
@@ -177,10 +103,10 @@ def cmd_splits(args) -> int:
     summary = {}
     for split, parts in make_splits(difficulty, cfg).items():
         for part, idx in parts.items():
-            write_parquet_atomic(split_frame(pool, difficulty, idx, split), out / split / f"{part}.parquet")
+            atomic.write_parquet(out / split / f"{part}.parquet", split_frame(pool, difficulty, idx, split))
         summary[split] = {part: int(len(idx)) for part, idx in parts.items()}
         log.info("split %-14s train %5d  val %4d", split, summary[split]["train"], summary[split]["val"])
-    write_json_atomic(provenance(cfg, sizes=summary), out / "splits.json")
+    atomic.write_json(out / "splits.json", provenance(cfg, sizes=summary))
     return 0
 
 
@@ -199,17 +125,10 @@ def cmd_fig_difficulty(args) -> int:
     difficulty_histograms(rates, samples, cfg["splits"]["bands"], args.out_stem)
     counts = pd.DataFrame({name: histogram_counts(r, samples) for name, r in rates.items()})
     counts.index.name = "avg@16"
-    counts.to_csv(Path(args.out_stem).with_suffix(".counts.csv"))
+    with atomic.atomic_path(Path(args.out_stem).with_suffix(".counts.csv")) as tmp:
+        counts.to_csv(tmp)
     log.info("difficulty histogram counts:\n%s", counts.to_string())
     return 0
-
-
-def add_stage_parser(sub, name: str, func, help_: str):
-    """A pipeline-stage subcommand: takes --params, logs to stderr."""
-    p = sub.add_parser(name, help=help_, description=help_)
-    p.add_argument("--params", required=True, help="JSON of the config sections this stage reads")
-    p.set_defaults(func=lambda a: (setup_logging(), func(a))[1])
-    return p
 
 
 def register(sub) -> None:

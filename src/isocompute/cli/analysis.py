@@ -1,17 +1,26 @@
-"""`isocompute analyze`: evaluation table in, analysis tables and figures out.
+"""Subcommands of the analysis rules (rules/analyze.smk, rules/figures.smk):
+`collect` (a split's runs into study tables), `analyze` (tables, and figures
+when run by hand) and `figures`. Thin edges around `isocompute.analysis`:
+`run_analysis` is pure, `write_analysis` writes atomically.
 
-The command is a thin edge around `pipeline.run_analysis` (pure) and
-`pipeline.write_analysis` (atomic writes), so that the Snakemake rules and
-the command line run the same code.
+`analyze` is also a tool for anyone's runs: its options default to the
+config schema's `analysis` section; the rule passes the study's sections as
+`--params` instead, and an option given on the command line wins over both.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import time
 from pathlib import Path
 
+from isocompute import atomic
+from isocompute.cli.common import add_stage_parser, config_from_params, setup_logging
+from isocompute.config import check_config, schema_defaults
 from isocompute.errors import InputError
+
+log = logging.getLogger("isocompute")
 
 DESCRIPTION = """\
 Analyse an evaluation table of a sweep over (B_p, n): record-breaking points,
@@ -39,6 +48,12 @@ Malformed input (missing column, NaN, negative compute, duplicate
 (B_p, n, step), unreadable file) stops with one line and exit status 2,
 leaving no output behind.
 """
+
+
+# analyze option -> key of the config's `analysis` section
+ANALYSIS_OPTIONS = {"metric": "metric", "bin_width": "bin_width", "ema": "ema_alpha", "min_compute": "min_compute",
+                    "grid_points": "grid_points", "window": "window", "bootstrap": "bootstrap", "ci": "ci",
+                    "extrapolate_fraction": "extrapolate_fraction", "observed_range": "observed_range"}
 
 
 def _positive_int(text: str) -> int:
@@ -69,34 +84,52 @@ def _fraction(text: str) -> float:
     return value
 
 
-def register(subparsers) -> argparse.ArgumentParser:
-    """Add the `analyze` subcommand to the `isocompute` command's subparsers."""
+def register(sub) -> None:
+    p = add_stage_parser(sub, "collect", cmd_collect, "Gather a split's scored runs into study tables.",
+                         params=False)
+    p.add_argument("runs", nargs="+", help="run directories (results/{exp}/runs/{split}/bp{B_p}_n{n})")
+    p.add_argument("--out-evals", required=True)
+    p.add_argument("--out-train", required=True)
+
+    p = add_stage_parser(sub, "figures", cmd_figures, "Draw every figure from analysis tables.", params=False)
+    p.add_argument("--evals", required=True, help="the collected evaluation table")
+    p.add_argument("--tables", required=True, help="folder written by `isocompute analyze`")
+    p.add_argument("--out", required=True, help="figure folder (replaced atomically)")
+
+    register_analyze(sub)
+
+
+def register_analyze(subparsers) -> argparse.ArgumentParser:
+    d = schema_defaults("analysis")
     p = subparsers.add_parser(
         "analyze", help="fits, frontiers, n*(C) law and figures from an evaluation table",
         description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("evals", metavar="EVALS", type=Path, help="evaluation table: .csv, .parquet or verl .jsonl")
     p.add_argument("--out", metavar="DIR", type=Path, required=True, help="output folder (replaced atomically)")
-    p.add_argument("--metric", default="avg@4", help="metric the fits and frontiers use (default: avg@4)")
-    p.add_argument("--bin-width", type=_positive_float, default=0.01, metavar="W",
-                   help="record-breaking points: bin width of the metric (default: 0.01)")
+    p.add_argument("--params", default=None, metavar="JSON",
+                   help="config sections (analysis, eval, seed) as JSON, as the analyze rule passes them; "
+                        "options below override them")
+    p.add_argument("--metric", default=None, help="metric the fits and frontiers use (default: avg@k, k = eval.k)")
+    p.add_argument("--bin-width", type=_positive_float, default=None, metavar="W",
+                   help=f"record-breaking points: bin width of the metric (default: {d['bin_width']})")
     p.add_argument("--ema", type=_fraction, default=None, metavar="ALPHA",
                    help="smooth the metric by an EMA with this weight on the newest point before binning "
                         "(default: off)")
     p.add_argument("--min-compute", type=float, default=None, metavar="C",
                    help="leave points with compute below C out of the sigmoid fits (default: none)")
-    p.add_argument("--grid-points", type=_positive_int, default=100, metavar="N",
-                   help="log-spaced compute grid of the frontiers (default: 100)")
-    p.add_argument("--window", type=_positive_int, default=5, metavar="N",
-                   help="running average of log2 n* over N grid points (default: 5)")
-    p.add_argument("--bootstrap", type=_non_negative_int, default=200, metavar="N",
+    p.add_argument("--grid-points", type=_positive_int, default=None, metavar="N",
+                   help=f"log-spaced compute grid of the frontiers (default: {d['grid_points']})")
+    p.add_argument("--window", type=_positive_int, default=None, metavar="N",
+                   help=f"running average of log2 n* over N grid points (default: {d['window']})")
+    p.add_argument("--bootstrap", type=_non_negative_int, default=None, metavar="N",
                    help="bootstrap resamples for the intervals of the n* law per B_p (n_star_fit.csv); "
-                        "0 turns them off (default: 200)")
-    p.add_argument("--seed", type=int, default=0, help="bootstrap random seed (default: 0)")
-    p.add_argument("--ci", type=_fraction, default=0.95, help="interval coverage (default: 0.95)")
-    p.add_argument("--extrapolate-fraction", type=_fraction, default=0.25, metavar="F",
+                        f"0 turns them off (default: {d['bootstrap']})")
+    p.add_argument("--seed", type=int, default=None, help="bootstrap random seed (default: the config's seed, 0)")
+    p.add_argument("--ci", type=_fraction, default=None, help=f"interval coverage (default: {d['ci']})")
+    p.add_argument("--extrapolate-fraction", type=_fraction, default=None, metavar="F",
                    help="extrapolation check: fit on compute <= F x the maximum, predict the maximum "
-                        "(default: 0.25)")
-    p.add_argument("--observed-range", action="store_true",
+                        f"(default: {d['extrapolate_fraction']})")
+    p.add_argument("--observed-range", action="store_true", default=None,
                    help="frontiers: use each fitted curve only up to the compute its run reached (default: "
                         "the whole grid, the envelope of the fitted curves)")
     p.add_argument("--train-table", type=Path, default=None, metavar="PATH",
@@ -114,31 +147,67 @@ def register(subparsers) -> argparse.ArgumentParser:
                    help="verl JSONL: also read verl's best@k/mean and worst@k/mean (bootstrap estimates, "
                         "biased; off by default)")
     p.add_argument("--no-figures", action="store_true", help="write the tables only")
-    p.set_defaults(func=analyze)
+    p.set_defaults(func=lambda a: (setup_logging(), cmd_analyze(a))[1])
     return p
 
 
-def analyze(args: argparse.Namespace) -> int:
+def analysis_settings(args) -> tuple[dict, int]:
+    """The `analysis` section in force (schema defaults < --params < options) and the bootstrap seed."""
+    cfg = config_from_params(args.params) if args.params else check_config({})
+    settings = dict(cfg["analysis"])
+    for option, key in ANALYSIS_OPTIONS.items():
+        if getattr(args, option) is not None:
+            settings[key] = getattr(args, option)
+    settings["metric"] = settings["metric"] or f"avg@{cfg['eval']['k']}"
+    return settings, (args.seed if args.seed is not None else cfg["seed"])
+
+
+def cmd_analyze(args: argparse.Namespace) -> int:
+    import pandas as pd
+
     from isocompute.analysis.io import read_evals, read_train
     from isocompute.analysis.pipeline import run_analysis, write_analysis
 
     if (args.B_p is None) != (args.n is None):
         raise InputError("--bp and --n go together")
+    a, seed = analysis_settings(args)
     start = time.perf_counter()
     evals = read_evals(args.evals, B_p=args.B_p, n=args.n, data_source=args.data_source,
                        verl_best_worst=args.verl_best_worst)
     train = read_train(args.train_table) if args.train_table is not None else None
     read_s = time.perf_counter() - start
-    results = run_analysis(evals, metric=args.metric, bin_width=args.bin_width, ema_alpha=args.ema,
-                           min_compute=args.min_compute, grid_points=args.grid_points, n_boot=args.bootstrap,
-                           seed=args.seed, extrapolate_fraction=args.extrapolate_fraction, window=args.window,
-                           ci=args.ci, train=train, split=args.split, extrapolate=not args.observed_range)
-    import pandas as pd
-
+    results = run_analysis(evals, metric=a["metric"], bin_width=a["bin_width"], ema_alpha=a["ema_alpha"],
+                           min_compute=a["min_compute"], grid_points=a["grid_points"], n_boot=a["bootstrap"],
+                           seed=seed, extrapolate_fraction=a["extrapolate_fraction"], window=a["window"],
+                           ci=a["ci"], train=train, split=args.split, extrapolate=not a["observed_range"])
     results["timings"] = pd.concat([pd.DataFrame({"phase": ["read"], "seconds": [read_s]}), results["timings"]],
                                    ignore_index=True)
     written = write_analysis(results, args.out, figures=not args.no_figures)
     fits = results["fits"]
-    print(f"isocompute analyze: {len(fits)} runs ({int((fits['status'] == 'ok').sum())} fitted), "
-          f"{len(written)} files in {args.out} ({time.perf_counter() - start:.1f} s)")
+    log.info("analyze: %d runs (%d fitted), %d files in %s (%.1f s)", len(fits), int((fits["status"] == "ok").sum()),
+             len(written), args.out, time.perf_counter() - start)
+    return 0
+
+
+def cmd_collect(args) -> int:
+    from isocompute.analysis.collect import collect_runs
+
+    evals, rates = collect_runs(args.runs)
+    atomic.write_parquet(args.out_evals, evals)
+    atomic.write_parquet(args.out_train, rates)
+    log.info("collected %d runs, %d evaluation points", evals[["B_p", "n"]].drop_duplicates().shape[0], len(evals))
+    return 0
+
+
+def cmd_figures(args) -> int:
+    import pandas as pd
+
+    from isocompute.analysis.collect import load_analysis
+    from isocompute.analysis.plots import plot_all
+
+    evals = pd.read_parquet(args.evals)
+    results = load_analysis(args.tables, evals)
+    with atomic.atomic_dir(args.out) as tmp:
+        paths = plot_all(results, tmp)
+    log.info("%d figure files -> %s", len(paths), args.out)
     return 0

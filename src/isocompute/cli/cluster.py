@@ -1,4 +1,4 @@
-"""Cluster tools that work outside Snakemake:
+"""Cluster tools (no rule of their own; they work outside Snakemake):
 
   isocompute plan CONFIG                                  runs, rollouts and GPU-hours of a study
   isocompute verl-command CONFIG --split S --bp B --n N   the exact verl command the train rule runs

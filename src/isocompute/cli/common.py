@@ -1,0 +1,84 @@
+"""What every subcommand shares: logging, the `--params` convention of stage
+subcommands, provenance beside each result, progress bars, thread limits."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import platform
+import sys
+import time
+
+from isocompute.config import check_config
+from isocompute.errors import InputError
+
+log = logging.getLogger("isocompute")
+
+
+def setup_logging() -> None:
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+class StageConfig(dict):
+    """A full config whose `given` names the sections the rule passed; only those
+    are the run's settings (the rest are schema defaults the stage never reads)."""
+
+    given: tuple[str, ...] = ()
+
+
+def config_from_params(text: str) -> dict:
+    """A full config from the JSON sections a rule passed (the rest defaulted)."""
+    try:
+        partial = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"--params: not valid JSON ({exc})") from exc
+    if not isinstance(partial, dict):
+        raise InputError(f"--params: expected a JSON object of config sections, got {type(partial).__name__}")
+    given = tuple(sorted(partial))  # before check_config fills the defaulted sections in
+    cfg = StageConfig(check_config(partial))
+    cfg.given = given
+    return cfg
+
+
+def progress(**kw):
+    from tqdm import tqdm
+
+    return tqdm(mininterval=2.0, file=sys.stderr, **kw)
+
+
+def versions() -> dict:
+    import importlib.metadata as md
+
+    out = {"python": platform.python_version(), "platform": platform.platform()}
+    for pkg in ("isocompute", "torch", "transformers", "tokenizers", "math-verify", "pandas", "numpy",
+                "snakemake", "verl"):
+        try:
+            out[pkg] = md.version(pkg)
+        except md.PackageNotFoundError:
+            out[pkg] = None
+    return out
+
+
+def provenance(cfg: dict, **extra) -> dict:
+    """Config (only the sections the stage was given), versions and time of a result."""
+    given = getattr(cfg, "given", ()) or tuple(cfg)
+    return {"config": {k: cfg[k] for k in given}, "versions": versions(),
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **extra}
+
+
+def set_threads(n: int) -> None:
+    import torch
+
+    torch.set_num_threads(n)
+    os.environ.setdefault("OMP_NUM_THREADS", str(n))
+
+
+def add_stage_parser(sub, name: str, func, help_: str, *, params: bool = True):
+    """A pipeline-stage subcommand: `--params` (the config sections it reads), logs to stderr."""
+    p = sub.add_parser(name, help=help_, description=help_)
+    if params:
+        p.add_argument("--params", required=True, help="JSON of the config sections this stage reads")
+    p.set_defaults(func=lambda a: (setup_logging(), func(a))[1])
+    return p

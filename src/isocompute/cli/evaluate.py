@@ -1,0 +1,25 @@
+"""Subcommand of the scoring stage (rules/evaluate.smk): `score` re-grades a
+run's validation dumps into its evaluation table (`isocompute.scoring`)."""
+
+from __future__ import annotations
+
+from isocompute import atomic
+from isocompute.cli.common import add_stage_parser, config_from_params
+from isocompute.cli.train import add_cell_arguments
+
+
+def cmd_score(args) -> int:
+    from isocompute.scoring import score_run
+
+    cfg = config_from_params(args.params)
+    table = score_run(args.run_dir, cfg["eval"]["k"], B_p=args.bp, n=args.n, split=args.split)
+    atomic.write_parquet(args.out, table)
+    return 0
+
+
+def register(sub) -> None:
+    p = add_stage_parser(sub, "score", cmd_score,
+                         "Re-grade a run's validation dumps into its evaluation table (evals.parquet).")
+    add_cell_arguments(p)
+    p.add_argument("--run-dir", required=True)
+    p.add_argument("--out", required=True)

@@ -1,0 +1,55 @@
+"""Subcommand of the training stage (rules/train.smk): `train` runs one
+(split, B_p, n) grid cell with the configured backend, resumably, and writes
+its completion marker run.json last."""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+
+from isocompute import atomic
+from isocompute.cli.common import add_stage_parser, config_from_params, progress, provenance, set_threads
+from isocompute.errors import InputError
+
+log = logging.getLogger("isocompute")
+
+
+def cmd_train(args) -> int:
+    from isocompute.grid import Cell
+    from isocompute.layout import RunPaths
+    from isocompute.train.backends import train_run
+
+    cfg = config_from_params(args.params)
+    set_threads(args.threads)
+    for name in ("train_file", "val_file"):
+        if not Path(getattr(args, name)).is_file():
+            raise InputError(f"--{name.replace('_', '-')}: split file not found: {getattr(args, name)}")
+    cell = Cell(args.split, args.bp, args.n, args.max_steps, args.max_steps * args.bp * args.n)
+    paths = RunPaths(Path(args.run_dir), Path(args.train_file), Path(args.val_file), args.model)
+    start = time.perf_counter()
+    summary = train_run(cfg, cell, paths, progress_factory=progress)
+    # The completion marker goes last: Snakemake sees the run as done only now.
+    atomic.write_json(paths.marker, provenance(cfg, **summary, model=args.model, train_file=args.train_file,
+                                               val_file=args.val_file, seconds=time.perf_counter() - start))
+    log.info("train %s bp%d_n%d: %d steps, %.0f s", cell.split, cell.B_p, cell.n, summary.get("steps", -1),
+             time.perf_counter() - start)
+    return 0
+
+
+def add_cell_arguments(p) -> None:
+    p.add_argument("--split", required=True)
+    p.add_argument("--bp", type=int, required=True, help="B_p, problems per step")
+    p.add_argument("--n", type=int, required=True, help="rollouts per problem")
+
+
+def register(sub) -> None:
+    p = add_stage_parser(sub, "train", cmd_train,
+                         "Train one (B_p, n) grid cell with GRPO (local or verl backend), resumably.")
+    add_cell_arguments(p)
+    p.add_argument("--max-steps", type=int, required=True, help="M_max = C_max // (B_p * n)")
+    p.add_argument("--train-file", required=True)
+    p.add_argument("--val-file", required=True)
+    p.add_argument("--model", required=True, help="HF model directory or hub name of the base policy")
+    p.add_argument("--run-dir", required=True)
+    p.add_argument("--threads", type=int, default=1)

@@ -1,0 +1,80 @@
+"""Scoring of validation generations (the `score` rule): a run's raw validation
+dumps, re-graded with the project grader, become its evaluation table
+(avg/best/worst@k, unbiased pass@k/worst@k, compute, tokens).
+
+Re-grading here rather than trusting the dumped scores means a changed grader
+or eval.k re-runs scoring only, never training; both backends' dumps go
+through the same grader.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pandas as pd
+
+from isocompute.errors import InputError
+from isocompute.layout import RunFiles
+
+log = logging.getLogger(__name__)
+
+
+def read_generations(directory: Path):
+    """All validation dumps of a run as one frame (verl's format; extra keys kept)."""
+    files = sorted(Path(directory).glob("*.jsonl"), key=lambda p: int(p.stem) if p.stem.isdigit() else -1)
+    files = [p for p in files if p.stem.isdigit()]
+    if not files:
+        raise InputError(f"{directory}: no validation dumps (<step>.jsonl); did the run evaluate?")
+    frames = []
+    for path in files:
+        try:
+            df = pd.read_json(path, lines=True, dtype=False)
+        except ValueError as exc:
+            raise InputError(f"{path}: not JSON lines ({exc})") from None
+        missing = {"output", "gts"} - set(df.columns)
+        if missing:
+            raise InputError(f"{path}: missing key(s) {sorted(missing)}; expected verl's generation dump format")
+        if "step" not in df.columns:
+            df["step"] = int(path.stem)
+        frames.append(df)
+    return pd.concat(frames, ignore_index=True)
+
+
+def score_run(run_dir: Path | str, k: int, *, B_p: int, n: int, split: str) -> pd.DataFrame:
+    """The evaluation table of one run (one row per evaluation step), re-graded from its dumps.
+
+    Grades are cached in run_dir/grades_cache.json, keyed by the grader version.
+    """
+    from isocompute.grading import GradeCache, grade_many
+    from isocompute.metrics import cumulative_tokens, eval_table
+    from isocompute.train.run_logs import read_jsonl
+
+    run_dir = Path(run_dir)
+    files = RunFiles(run_dir)
+    gens = read_generations(files.generations)
+    key = gens["problem_id"] if "problem_id" in gens.columns else None
+    if key is None or key.isna().any():
+        if "input" not in gens.columns:
+            raise InputError(f"{run_dir}/generations: neither problem_id nor input to group samples by problem")
+        key = gens["problem_id"].fillna(gens["input"]) if key is not None else gens["input"]
+    cache_path = run_dir / "grades_cache.json"
+    cache = GradeCache.load(cache_path)
+    before = len(cache)
+    outputs = gens["output"].fillna("").astype(str).tolist()
+    truths = gens["gts"].astype(str).tolist()
+    correct = grade_many(outputs, truths, cache=cache)
+    if len(cache) != before:
+        cache.save(cache_path)
+    samples = gens.assign(problem=key.astype(str), correct=correct)
+    keep = [c for c in ("step", "problem", "correct", "sample", "n_tokens") if c in samples.columns]
+    tokens = cumulative_tokens(read_jsonl(files.metrics), B_p * n)
+    table = eval_table(samples[keep], k, B_p=B_p, n=n, tokens=tokens, split=split, run=f"bp{B_p}_n{n}")
+    dumped = gens["score"].astype(float).to_numpy() if "score" in gens.columns else None
+    if dumped is not None and len(dumped) and (dumped > 0.5).astype(int).tolist() != [int(c) for c in correct]:
+        log.info("score: the project grader disagrees with %d dumped scores (re-graded values are used)",
+                 int(sum((d > 0.5) != c for d, c in zip(dumped, correct))))
+    log.info("score %s bp%d_n%d: %d eval steps, %d samples (%d newly graded); avg@%d %.3f -> %.3f",
+             split, B_p, n, len(table), len(gens), len(cache) - before, k,
+             table[f"avg@{k}"].iloc[0], table[f"avg@{k}"].iloc[-1])
+    return table
