@@ -6,13 +6,18 @@ import json
 import os
 import sys
 
-from isocompute.config import check_config
+from isocompute.config import check_config, check_paths, read_config_file
 from isocompute.errors import ConfigError
 from isocompute.layout import base_model_path as configured_base_model
 from isocompute.layout import study_layout
 
 try:
+    # Snakemake has parsed the config files already (keeping the last of a
+    # duplicated key); re-read them strictly so a duplicate stops the run.
+    for _path in [*workflow.configfiles, *workflow.overwrite_configfiles]:
+        read_config_file(_path)
     check_config(config)
+    check_paths(config)
 except ConfigError as _err:
     # One line naming the key and what was expected, before any job is scheduled.
     sys.stderr.write(f"isocompute config error: {_err}\n")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import re
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -122,6 +123,9 @@ def _check_semantics(config: dict) -> None:
         raise ConfigError("config key 'pool.name': expected a Hugging Face dataset name when pool.source is 'huggingface'")
     if pool["source"] == "file" and not pool["path"]:
         raise ConfigError("config key 'pool.path': expected a parquet or jsonl path when pool.source is 'file'")
+    if config["eval"]["samples"] < config["eval"]["k"]:
+        raise ConfigError(f"config key 'eval.k': expected at most eval.samples = {config['eval']['samples']} "
+                          f"(k of the samples drawn per validation problem), got {config['eval']['k']}")
     model = config["base_model"]
     if model["source"] == "path" and not model["path"]:
         raise ConfigError("config key 'base_model.path': expected a model directory or hub name when base_model.source is 'path'")
@@ -136,16 +140,79 @@ def _check_semantics(config: dict) -> None:
                 raise ConfigError(f"config key 'pool.families[{i}].digits': expected [min, max] with min <= max")
 
 
-def load_config(path: Path | str, overrides: dict | None = None) -> dict:
-    """Read a YAML config file (plus optional overrides) and check it."""
+# --- reading config files: duplicate keys and syntax errors named by line ----------
+
+class _StrictLoader(yaml.SafeLoader):
+    """YAML's safe loader, except that a key given twice in one mapping is an error
+    (plain YAML keeps the last silently: a second `train:` block would replace the first)."""
+
+
+def _construct_mapping(loader, node, deep=False):
+    seen: dict = {}
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        if key in seen:
+            raise ConfigError(f"line {key_node.start_mark.line + 1}: duplicate key {key!r} "
+                              f"(first given at line {seen[key] + 1}); each key may appear once")
+        seen[key] = key_node.start_mark.line
+    return yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def read_config_file(path: Path | str) -> dict:
+    """A config file as a dict; a missing file, a YAML syntax error or a duplicate key stops
+    with one line naming the file and line."""
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"config file not found: {path}")
-    with open(path) as fh:
-        config = yaml.safe_load(fh) or {}
+    try:
+        data = yaml.load(path.read_text(), Loader=_StrictLoader)
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "unknown position"
+        raise ConfigError(f"{path}: YAML syntax error at {where}: {exc.problem or exc.context}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML ({exc})") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping of config sections at the top level, "
+                          f"got {type(data).__name__}")
+    return data
+
+
+def load_config(path: Path | str, overrides: dict | None = None) -> dict:
+    """Read a YAML config file (plus optional overrides) and check it."""
+    config = read_config_file(path)
     if overrides:
         config = deep_update(config, overrides)
     return check_config(config)
+
+
+_HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9_.-]+$")
+
+
+def check_paths(config: dict) -> None:
+    """The files a checked config names exist (before any job is scheduled, not in
+    `isocompute plan`, which may run before data and weights are fetched).
+
+    A base model given as a Hugging Face hub id ('org/name') that is not a local
+    directory is left to the hub or its cache.
+    """
+    pool = config["pool"]
+    if pool["source"] == "file" and not Path(pool["path"]).is_file():
+        raise ConfigError(f"config key 'pool.path': file not found: {pool['path']} "
+                          f"(expected a parquet or jsonl file of problems)")
+    model = config["base_model"]
+    if model["source"] == "path":
+        path = Path(model["path"]).expanduser()
+        if not path.is_dir() and not _HUB_ID.match(model["path"]):
+            raise ConfigError(f"config key 'base_model.path': model directory not found: {model['path']} "
+                              f"(expected a Hugging Face model directory or a hub id 'org/name')")
 
 
 def deep_update(base: dict, update: dict) -> dict:

@@ -42,12 +42,17 @@ def grid_cells(config: dict) -> list[Cell]:
         if split not in splits:
             raise ConfigError(f"config key 'grid.{split}': split {split!r} is not built "
                               f"(splits.names is {splits})")
-        for B_p in sorted(set(spec["B_p"])):
-            for n in sorted(set(spec["n"])):
-                B = B_p * n
-                if B > spec["B_max"] or spec["C_max"] < B:
-                    continue
-                cells.append(Cell(split, B_p, n, spec["C_max"] // B, spec["C_max"]))
+        kept = [Cell(split, B_p, n, spec["C_max"] // (B_p * n), spec["C_max"])
+                for B_p in sorted(set(spec["B_p"])) for n in sorted(set(spec["n"]))
+                if B_p * n <= min(spec["B_max"], spec["C_max"])]
+        if not kept:
+            smallest = min(spec["B_p"]) * min(spec["n"])
+            reason = (f"the smallest batch B_p * n = {smallest} exceeds B_max = {spec['B_max']}"
+                      if smallest > spec["B_max"] else
+                      f"C_max = {spec['C_max']} is below the smallest batch B_p * n = {smallest}, so no run "
+                      "could take a step")
+            raise ConfigError(f"config key 'grid.{split}': no cell is left to train ({reason})")
+        cells += kept
     return sorted(cells, key=lambda c: (splits.index(c.split), c.B_p, c.n))
 
 

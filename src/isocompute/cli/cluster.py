@@ -1,5 +1,6 @@
 """Cluster tools (no rule of their own; they work outside Snakemake):
 
+  isocompute check-config CONFIG                          check a study config as the pipeline will, with paths
   isocompute plan CONFIG                                  runs, rollouts and GPU-hours of a study
   isocompute verl-command CONFIG --split S --bp B --n N   the exact verl command the train rule runs
   isocompute verl-merge --run-dir DIR --out DIR           a run's checkpoint as a Hugging Face model
@@ -11,6 +12,17 @@ Paths follow `isocompute.layout`, relative to the directory the command runs in
 from __future__ import annotations
 
 from pathlib import Path
+
+
+def cmd_check_config(args) -> int:
+    from isocompute.config import check_paths, load_config
+    from isocompute.grid import grid_cells
+
+    cfg = load_config(args.config)
+    check_paths(cfg)
+    cells = grid_cells(cfg)
+    print(f"{args.config}: ok (experiment {cfg['experiment']}, {len(cells)} training runs)")
+    return 0
 
 
 def cmd_plan(args) -> int:
@@ -47,6 +59,13 @@ def cmd_verl_merge(args) -> int:
 
 
 def register(sub) -> None:
+    p = sub.add_parser("check-config", help="Check a study config (schema, grid, files) before launching it.",
+                       description="Check a config file as `snakemake --configfile` will: YAML syntax and "
+                                   "duplicate keys (with the line), the schema, the grid and the files it names. "
+                                   "Snakemake's own message for a YAML syntax error names no line; this does.")
+    p.add_argument("config", help="config YAML")
+    p.set_defaults(func=cmd_check_config)
+
     p = sub.add_parser("plan", help="Training runs per split, rollouts and estimated GPU-hours of a config.",
                        description="Training runs per split, total rollouts and an estimate of GPU-hours "
                                    "(throughput assumptions: config section cluster.throughput).")
