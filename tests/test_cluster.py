@@ -23,7 +23,14 @@ import pytest
 import yaml
 
 from conftest import REPO, VENV_BIN
-from isocompute.cluster import reward, verl_backend as vb
+from isocompute.train.backends.verl import dumps as verl_dumps, reward, run as verl_run
+from isocompute.train.backends.verl.dumps import annotate_dumps
+from isocompute.train.backends.verl.files import LATEST_CHECKPOINT_FILE, VerlRunFiles
+from isocompute.train.backends.verl.overrides import (REWARD_FUNCTION_NAME, hydra_value, reward_function_path,
+                                                      verl_command, verl_overrides)
+from isocompute.train.backends.verl.pass_rates import PassRateRecorder, prompt_index, step_pass_rates
+from isocompute.train.backends.verl.resume import ResumeState, merge_metrics, prepare_run_dir, read_jsonl, resume_state
+from isocompute.train.backends.verl.run import run_verl
 from isocompute.cluster.checkpoints import actor_checkpoint_dir, convert_checkpoint, merge_command
 from isocompute.cluster.plan import cell_costs, evaluations, format_plan, split_summary
 from isocompute.cluster.resources import attempt_runtime, cpu_job_resources, gpu_job_resources
@@ -74,7 +81,7 @@ def test_verl_loads_the_reward_function_by_path_and_its_metrics_skip_the_id():
     from verl.trainer.ppo.metric_utils import process_validation_metrics
     from verl.utils.import_utils import load_extern_object
 
-    fn = load_extern_object(module_path=str(vb.reward_function_path()), object_name=vb.REWARD_FUNCTION_NAME)
+    fn = load_extern_object(module_path=str(reward_function_path()), object_name=REWARD_FUNCTION_NAME)
     results = [fn(data_source="math", solution_str=f"\\boxed{{{a}}}", ground_truth="2",
                   extra_info={"problem_id": pid}) for pid, a in [("p1", 2), ("p1", 3), ("p2", 2), ("p2", 2)]]
     infos = {"reward": [r["score"] for r in results], **{k: [r[k] for r in results] for k in results[0]}}
@@ -165,14 +172,14 @@ def score(run_dir: Path, out: Path) -> pd.DataFrame:
 def test_verl_dumps_score_into_the_same_table_as_the_local_backend(tmp_path, monkeypatch):
     verl_run, local_run = tmp_path / "verl", tmp_path / "local"
     write_verl_run(verl_run)
-    raw = vb.read_jsonl(verl_run / "generations" / "0.jsonl")
+    raw = read_jsonl(verl_run / "generations" / "0.jsonl")
     assert {"input", "output", "gts", "score", "step", "problem_id", "acc", "uid"} <= set(raw[0])
     # run_verl annotates the dumps after training: sample index and completion tokens
     # (the model's tokenizer there; whitespace words here, as in the local fixture).
-    monkeypatch.setattr(vb, "_token_counter", lambda model: (lambda text: len(text.split())))
-    assert vb.annotate_dumps(verl_run / "generations", "Qwen/Qwen2.5-7B-Instruct") == 2
-    assert vb.annotate_dumps(verl_run / "generations", "Qwen/Qwen2.5-7B-Instruct") == 0  # idempotent
-    annotated = vb.read_jsonl(verl_run / "generations" / "2.jsonl")
+    monkeypatch.setattr(verl_dumps, "token_counter", lambda model: (lambda text: len(text.split())))
+    assert annotate_dumps(verl_run / "generations", "Qwen/Qwen2.5-7B-Instruct") == 2
+    assert annotate_dumps(verl_run / "generations", "Qwen/Qwen2.5-7B-Instruct") == 0  # idempotent
+    annotated = read_jsonl(verl_run / "generations" / "2.jsonl")
     assert [r["sample"] for r in annotated] == [0, 1, 2, 3, 0, 1, 2, 3]
     assert {k: annotated[5][k] for k in ("input", "output", "gts", "score", "step")} == \
         {"input": "user\n3*3\nassistant\n", "output": "\\boxed{7}", "gts": "9", "score": 0.0, "step": 2}
@@ -190,9 +197,9 @@ def test_verl_dumps_score_into_the_same_table_as_the_local_backend(tmp_path, mon
 
 def test_recipe_overrides_follow_the_split_and_the_batch(run_paths):
     cfg = verl_cfg()
-    easy = overrides_dict(vb.verl_overrides(cfg, Cell("easy", 32, 8, 640, 163840), run_paths))
-    hard = overrides_dict(vb.verl_overrides(cfg, Cell("hard", 256, 64, 4, 65536), run_paths))
-    dual = overrides_dict(vb.verl_overrides(cfg, Cell("dual", 64, 16, 10, 10240), run_paths))
+    easy = overrides_dict(verl_overrides(cfg, Cell("easy", 32, 8, 640, 163840), run_paths))
+    hard = overrides_dict(verl_overrides(cfg, Cell("hard", 256, 64, 4, 65536), run_paths))
+    dual = overrides_dict(verl_overrides(cfg, Cell("dual", 64, 16, 10, 10240), run_paths))
     assert easy["algorithm.adv_estimator"] == "grpo"
     assert (easy["data.train_batch_size"], easy["actor_rollout_ref.actor.ppo_mini_batch_size"]) == ("32", "32")
     assert (hard["data.train_batch_size"], hard["actor_rollout_ref.actor.ppo_mini_batch_size"]) == ("256", "256")
@@ -222,7 +229,7 @@ def test_recipe_overrides_follow_the_split_and_the_batch(run_paths):
     assert (easy["trainer.total_training_steps"], hard["trainer.total_training_steps"]) == ("640", "4")
     assert easy["trainer.test_freq"] == easy["trainer.save_freq"] == "10"
     # The reward function verl 0.9 actually reads (reward.*), not the legacy top-level keys.
-    assert easy["reward.custom_reward_function.path"].endswith("isocompute/cluster/reward.py")
+    assert easy["reward.custom_reward_function.path"].endswith("isocompute/train/backends/verl/reward.py")
     assert easy["reward.custom_reward_function.name"] == "compute_score"
     assert not any(k.startswith("custom_reward_function.") for k in easy)
 
@@ -230,7 +237,7 @@ def test_recipe_overrides_follow_the_split_and_the_batch(run_paths):
 def test_io_overrides_put_every_output_in_the_run_folder(run_paths):
     cfg = verl_cfg(cluster={"verl": {"extra_overrides": ["actor_rollout_ref.rollout.max_num_seqs=512"]}})
     cell = Cell("easy", 32, 8, 640, 163840)
-    cmd = vb.verl_command(cfg, cell, run_paths, python="python")
+    cmd = verl_command(cfg, cell, run_paths, python="python")
     run = Path(run_paths.run_dir).resolve()
     o = overrides_dict(cmd.argv[3:])
     assert cmd.argv[:3] == ["python", "-m", "verl.trainer.main_ppo"]
@@ -248,22 +255,22 @@ def test_io_overrides_put_every_output_in_the_run_folder(run_paths):
 
 
 def test_hydra_values_are_quoted_where_hydra_needs_it():
-    assert vb.hydra_value(True) == "true" and vb.hydra_value(None) == "null"
-    assert vb.hydra_value(5e-07) == "5e-07" and vb.hydra_value(["console", "file"]) == "[console,file]"
-    assert vb.hydra_value("/data/run 1/x,y") == "'/data/run 1/x,y'"
-    assert vb.hydra_value("it's") == "'it\\'s'"
-    assert vb.hydra_value("123") == "'123'" and vb.hydra_value("null") == "'null'"
-    assert vb.hydra_value("/abs/path_to/file-1.parquet") == "/abs/path_to/file-1.parquet"
+    assert hydra_value(True) == "true" and hydra_value(None) == "null"
+    assert hydra_value(5e-07) == "5e-07" and hydra_value(["console", "file"]) == "[console,file]"
+    assert hydra_value("/data/run 1/x,y") == "'/data/run 1/x,y'"
+    assert hydra_value("it's") == "'it\\'s'"
+    assert hydra_value("123") == "'123'" and hydra_value("null") == "'null'"
+    assert hydra_value("/abs/path_to/file-1.parquet") == "/abs/path_to/file-1.parquet"
 
 
 def test_options_verl_cannot_honour_stop_with_the_key(run_paths):
     cell = Cell("easy", 32, 8, 10, 2560)
     with pytest.raises(ConfigError, match="train.zero_variance_filter"):
-        vb.verl_overrides(verl_cfg(train={"zero_variance_filter": True}), cell, run_paths)
+        verl_overrides(verl_cfg(train={"zero_variance_filter": True}), cell, run_paths)
     with pytest.raises(ConfigError, match="train.decoupled_baseline"):
-        vb.verl_overrides(verl_cfg(train={"decoupled_baseline": {"enabled": True}}), cell, run_paths)
+        verl_overrides(verl_cfg(train={"decoupled_baseline": {"enabled": True}}), cell, run_paths)
     with pytest.raises(ConfigError, match="cluster.verl.max_token_len_per_gpu"):
-        vb.verl_overrides(verl_cfg(cluster={"verl": {"max_token_len_per_gpu": 4096}}), cell, run_paths)
+        verl_overrides(verl_cfg(cluster={"verl": {"max_token_len_per_gpu": 4096}}), cell, run_paths)
     with pytest.raises(ConfigError, match="extra_overrides"):
         check_config({"cluster": {"verl": {"extra_overrides": ["not an override"]}}})
 
@@ -291,7 +298,7 @@ PAPER_MAIN = REPO / "config" / "paper" / "qwen25_7b.yaml"
 
 def fake_checkpoint(run: Path, step: int) -> None:
     (run / "checkpoints" / f"global_step_{step}" / "actor").mkdir(parents=True, exist_ok=True)
-    (run / "checkpoints" / vb.LATEST_CHECKPOINT_FILE).write_text(str(step))
+    (run / "checkpoints" / LATEST_CHECKPOINT_FILE).write_text(str(step))
 
 
 def dump(run: Path, step: int, complete: bool = True) -> None:
@@ -305,17 +312,17 @@ def test_merge_metrics_keeps_one_record_per_step():
                 {"step": 11, "data": {"loss": 0.9}}]
     session = [{"step": 10, "data": {"val": 0.35}}, {"step": 11, "data": {"loss": 0.8}},
                {"step": 12, "data": {"loss": 0.7}}]
-    merged = vb.merge_metrics(previous, session, resume_step=10)
+    merged = merge_metrics(previous, session, resume_step=10)
     assert [r["step"] for r in merged] == [0, 10, 11, 12]
     assert merged[1]["data"] == {"loss": 1.0, "val": 0.3}   # the step that was already evaluated keeps its record
     assert merged[2]["data"] == {"loss": 0.8}                # redone steps come from the new session
-    assert [r["step"] for r in vb.merge_metrics(previous, session, None)] == [10, 11, 12]
+    assert [r["step"] for r in merge_metrics(previous, session, None)] == [10, 11, 12]
 
 
 def test_prepare_run_dir_resumes_from_the_last_checkpoint(tmp_path):
-    files = vb.VerlRunFiles(tmp_path / "run")
+    files = VerlRunFiles(tmp_path / "run")
     ident = {"recipe": 1}
-    assert vb.prepare_run_dir(files, ident) == vb.ResumeState(None, True)
+    assert prepare_run_dir(files, ident) == ResumeState(None, True)
     # A session killed after checkpoint 10, during step 13: its log and late dumps are left behind.
     fake_checkpoint(files.run_dir, 10)
     for step in (0, 10, 13):
@@ -327,25 +334,25 @@ def test_prepare_run_dir_resumes_from_the_last_checkpoint(tmp_path):
     files.rollouts.mkdir(parents=True)
     for s in (9, 10, 12):
         (files.rollouts / f"{s}.jsonl").write_text("{}\n")
-    state = vb.prepare_run_dir(files, ident)
-    assert state == vb.ResumeState(10, False)                       # step 10 was evaluated: no re-validation
-    assert [r["step"] for r in vb.read_jsonl(files.metrics)] == [0, 10]
-    assert [r["step"] for r in vb.read_jsonl(files.pass_rates)] == [9, 10]
+    state = prepare_run_dir(files, ident)
+    assert state == ResumeState(10, False)                       # step 10 was evaluated: no re-validation
+    assert [r["step"] for r in read_jsonl(files.metrics)] == [0, 10]
+    assert [r["step"] for r in read_jsonl(files.pass_rates)] == [9, 10]
     # Unread rollout dumps up to the checkpoint stay for the recorder, later or unfinished ones go.
     assert sorted(p.name for p in files.rollouts.iterdir()) == ["9.jsonl"]
     assert sorted(p.name for p in files.generations.iterdir()) == ["0.jsonl", "10.jsonl"]
     assert not files.session_metrics.exists()
     # A lost dump at the resume step makes the session validate first.
     (files.generations / "10.jsonl").unlink()
-    assert vb.resume_state(files) == vb.ResumeState(10, True)
+    assert resume_state(files) == ResumeState(10, True)
     # Another recipe in the same folder starts over.
-    assert vb.prepare_run_dir(files, {"recipe": 2}) == vb.ResumeState(None, True)
+    assert prepare_run_dir(files, {"recipe": 2}) == ResumeState(None, True)
     assert not files.generations.exists() and not files.metrics.exists()
     # So does a checkpoint beyond a lowered budget; one within it resumes.
     fake_checkpoint(files.run_dir, 10)
     dump(files.run_dir, 10)
-    assert vb.prepare_run_dir(files, {"recipe": 2}, max_steps=20).step == 10
-    assert vb.prepare_run_dir(files, {"recipe": 2}, max_steps=5) == vb.ResumeState(None, True)
+    assert prepare_run_dir(files, {"recipe": 2}, max_steps=20).step == 10
+    assert prepare_run_dir(files, {"recipe": 2}, max_steps=5) == ResumeState(None, True)
 
 
 def fake_popen(work):
@@ -384,14 +391,14 @@ def test_run_verl_runs_the_command_and_checks_the_run(tmp_path, monkeypatch):
             "".join(json.dumps({"step": s, "data": {"s": s}}) + "\n" for s in range(4)))
         return 0
 
-    monkeypatch.setattr(vb.subprocess, "Popen", fake_popen(verl))
-    monkeypatch.setattr(vb, "_token_counter", lambda model: (lambda text: len(text)))
-    monkeypatch.setattr(vb, "_problem_lookup", lambda train_file, model: {"q": "p-q"}.get)
-    summary = vb.run_verl(cfg, cell, paths)
+    monkeypatch.setattr(verl_run.subprocess, "Popen", fake_popen(verl))
+    monkeypatch.setattr(verl_dumps, "token_counter", lambda model: (lambda text: len(text)))
+    monkeypatch.setattr(verl_run, "problem_lookup", lambda train_file, model: {"q": "p-q"}.get)
+    summary = run_verl(cfg, cell, paths)
     assert summary["steps"] == 3 and summary["resumed_from"] is None and summary["dumps_annotated"] == 3
-    assert [r["step"] for r in vb.read_jsonl(run / "metrics.jsonl")] == [0, 1, 2, 3]
-    assert vb.read_jsonl(run / "generations" / "2.jsonl")[0]["n_tokens"] == 1
-    assert vb.read_jsonl(run / "train_pass_rates.jsonl") == [
+    assert [r["step"] for r in read_jsonl(run / "metrics.jsonl")] == [0, 1, 2, 3]
+    assert read_jsonl(run / "generations" / "2.jsonl")[0]["n_tokens"] == 1
+    assert read_jsonl(run / "train_pass_rates.jsonl") == [
         {"step": s, "problem_id": "p-q", "pass_rate": float(s > 1)} for s in (1, 2, 3)]
     assert not list((run / "verl" / "rollouts").glob("*.jsonl"))
     assert (run / "verl" / "command.sh").read_text().strip() == summary["verl_command"]
@@ -401,16 +408,16 @@ def test_run_verl_runs_the_command_and_checks_the_run(tmp_path, monkeypatch):
         fake_checkpoint(run, 2)
         return 0
 
-    monkeypatch.setattr(vb.subprocess, "Popen", fake_popen(short))
+    monkeypatch.setattr(verl_run.subprocess, "Popen", fake_popen(short))
     (run / "checkpoints" / "global_step_3").rename(run / "checkpoints" / "old")
     fake_checkpoint(run, 2)
     with pytest.raises(RuntimeError, match="without reaching M_max = 3"):
-        vb.run_verl(cfg, cell, paths)
-    monkeypatch.setattr(vb.subprocess, "Popen", fake_popen(lambda argv, env: 1))
+        run_verl(cfg, cell, paths)
+    monkeypatch.setattr(verl_run.subprocess, "Popen", fake_popen(lambda argv, env: 1))
     with pytest.raises(RuntimeError, match="verl exited with status 1"):
-        vb.run_verl(cfg, cell, paths)
+        run_verl(cfg, cell, paths)
     with pytest.raises(InputError, match="fewer than B_p = 64"):
-        vb.run_verl(cfg, Cell("easy", 64, 8, 3, 1536), paths)
+        run_verl(cfg, Cell("easy", 64, 8, 3, 1536), paths)
 
 
 def test_training_pass_rates_come_from_verls_rollout_dumps(tmp_path):
@@ -423,7 +430,7 @@ def test_training_pass_rates_come_from_verls_rollout_dumps(tmp_path):
     tok.save_pretrained(tmp_path / "tok")
     pool = embedded_pool([Family("a", 2, (1, 1), "+", 0.5)], 3, 0, "Put it in \\boxed{}.")
     pool.to_parquet(tmp_path / "train.parquet")
-    index = vb.prompt_index(tmp_path / "train.parquet", str(tmp_path / "tok"))
+    index = prompt_index(tmp_path / "train.parquet", str(tmp_path / "tok"))
     assert sorted(index.values()) == ["arith-000000", "arith-000001", "arith-000002"]
 
     # Two prompts x 3 rollouts at step 5, as verl's trainer dumps them: the input is the
@@ -437,17 +444,17 @@ def test_training_pass_rates_come_from_verls_rollout_dumps(tmp_path):
             inputs.append(tok.decode(ids, skip_special_tokens=True))
             scores.append(1.0 if i < hits else 0.0)
             uids.append(f"uid{p}_0_{i}")
-    files = vb.VerlRunFiles(tmp_path / "run")
+    files = VerlRunFiles(tmp_path / "run")
     write(inputs, ["out"] * 6, ["4"] * 6, scores, {"uid": uids}, str(files.rollouts), 5)
     write(inputs[:3], ["out"] * 3, ["4"] * 3, [1.0] * 3, {"uid": uids[:3]}, str(files.rollouts), 6)
-    recorder = vb.PassRateRecorder(files, index.get)
+    recorder = PassRateRecorder(files, index.get)
     assert recorder.collect() == 1 and not (files.rollouts / "5.jsonl").exists()  # step 6 may be unfinished
-    assert vb.read_jsonl(files.pass_rates) == [
+    assert read_jsonl(files.pass_rates) == [
         {"step": 5, "problem_id": "arith-000001", "pass_rate": pytest.approx(2 / 3)},
         {"step": 5, "problem_id": "arith-000002", "pass_rate": 0.0}]
-    assert recorder.collect(final=True) == 1 and vb.read_jsonl(files.pass_rates)[-1]["step"] == 6
+    assert recorder.collect(final=True) == 1 and read_jsonl(files.pass_rates)[-1]["step"] == 6
     # A prompt the index does not know is still counted, under a digest of its text.
-    rec = vb.step_pass_rates([{"step": 1, "input": "??", "score": 1.0, "uid": "u_0_0"}], {}.get)
+    rec = step_pass_rates([{"step": 1, "input": "??", "score": 1.0, "uid": "u_0_0"}], {}.get)
     assert rec[0]["problem_id"].startswith("input-") and rec[0]["pass_rate"] == 1.0
 
 

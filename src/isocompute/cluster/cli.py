@@ -22,7 +22,7 @@ def cmd_plan(args) -> int:
 
 
 def cmd_verl_command(args) -> int:
-    from isocompute.cluster.verl_backend import verl_command
+    from isocompute.train.backends.verl import verl_command
     from isocompute.config import load_config
     from isocompute.grid import find_cell, grid_cells
     from isocompute.layout import run_paths

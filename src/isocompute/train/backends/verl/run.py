@@ -1,0 +1,101 @@
+"""The verl training backend's entry point: one grid cell = one `python -m
+verl.trainer.main_ppo` run, resumed from its last checkpoint, writing the same
+run files as the local backend so that scoring and analysis are shared.
+
+    run_dir/generations/{step}.jsonl   verl's validation_data_dir dumps (+ sample, n_tokens)
+    run_dir/metrics.jsonl              verl's file logger, merged across resumed sessions
+    run_dir/train_pass_rates.jsonl     per step and problem, from verl's rollout dumps
+    (these three as `isocompute.layout.RunFiles` lays them out), and verl's own:
+    run_dir/checkpoints/               verl's FSDP checkpoints (resume_mode=auto)
+    run_dir/verl/                      this session's command, verl's log, Hydra's record
+
+`run_verl` owns the files around the subprocess: it resumes from the last
+checkpoint, keeps the metrics of earlier sessions (verl's file logger truncates
+its file on start), and checks that the run reached M_max.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+from pathlib import Path
+
+from isocompute.errors import InputError
+from isocompute.train.backends import register_backend
+from isocompute.train.backends.verl.dumps import annotate_dumps
+from isocompute.train.backends.verl.files import VerlRunFiles, latest_checkpoint_step
+from isocompute.train.backends.verl.overrides import check_supported, evaluation_steps, verl_command
+from isocompute.train.backends.verl.pass_rates import PassRateRecorder, problem_lookup
+from isocompute.train.backends.verl.resume import (dump_is_complete, merge_metrics, prepare_run_dir, read_jsonl,
+                                                   write_jsonl_atomic)
+from isocompute.train.identity import training_identity
+
+log = logging.getLogger(__name__)
+
+POLL_S = 30.0  # how often run_verl turns finished rollout dumps into pass rates
+
+
+def run_identity(cfg: dict, cell, paths) -> dict:
+    """What a run's checkpoints depend on (the recipe, the data, the model, the engine); not M_max."""
+    return training_identity(cfg, cell, paths, backend="verl",
+                             verl={k: v for k, v in cfg["cluster"]["verl"].items() if k != "max_checkpoints"},
+                             gpus=cfg["cluster"]["train"]["gpus"])
+
+
+def check_split_size(train_file: Path, B_p: int) -> int:
+    import pyarrow.parquet as pq
+
+    rows = pq.ParquetFile(train_file).metadata.num_rows
+    if rows < B_p:
+        raise InputError(f"{train_file}: {rows} training problems, fewer than B_p = {B_p} "
+                         "(verl drops incomplete batches, so no step could run); shrink the grid's B_p")
+    return rows
+
+
+@register_backend("verl")
+def run_verl(cfg: dict, cell, paths, **hooks) -> dict:
+    """Train one cell with verl to M_max steps, resuming from the last checkpoint.
+
+    Returns the run summary that the train stage writes into run.json.
+    """
+    check_supported(cfg)
+    files = VerlRunFiles(Path(paths.run_dir).resolve())
+    train_rows = check_split_size(Path(paths.train_file), cell.B_p)
+    state = prepare_run_dir(files, run_identity(cfg, cell, paths), cell.M_max)
+    command = verl_command(cfg, cell, paths)
+    log.info("verl %s bp%d_n%d: %s from step %s\n%s", cell.split, cell.B_p, cell.n,
+             "resuming" if state.step is not None else "starting", state.step or 0, command.shell())
+    (files.session_dir / "command.sh").write_text(command.shell() + "\n")
+    env = {**os.environ, **command.env}
+    recorder = None
+    if cfg["cluster"]["verl"]["train_pass_rates"]:
+        recorder = PassRateRecorder(files, problem_lookup(Path(paths.train_file), paths.model))
+    with open(files.session_log, "ab") as out:
+        proc = subprocess.Popen(command.argv, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                cwd=str(files.session_dir))
+        while True:
+            try:
+                proc.wait(timeout=POLL_S)
+                break
+            except subprocess.TimeoutExpired:
+                if recorder is not None:
+                    recorder.collect()
+    if recorder is not None:
+        # After a crash the newest dump may be half-written: it is left for the next session.
+        recorder.collect(final=proc.returncode == 0)
+    merged = merge_metrics(read_jsonl(files.metrics), read_jsonl(files.session_metrics), state.step)
+    write_jsonl_atomic(files.metrics, merged)
+    files.session_metrics.unlink(missing_ok=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"verl exited with status {proc.returncode} (log: {files.session_log}); "
+                           "re-running the rule resumes from the last checkpoint")
+    missing = [s for s in evaluation_steps(cell.M_max, cfg["train"]["eval_interval"])
+               if not dump_is_complete(files.generations / f"{s}.jsonl")]
+    last = latest_checkpoint_step(files.checkpoints)
+    if last != cell.M_max or missing:
+        raise RuntimeError(f"verl finished without reaching M_max = {cell.M_max} (last checkpoint {last}, "
+                           f"missing validation dumps for steps {missing[:5]}); see {files.session_log}")
+    annotated = annotate_dumps(files.generations, paths.model)
+    return {"steps": cell.M_max, "train_problems": train_rows, "resumed_from": state.step,
+            "verl_command": command.shell(), "dumps_annotated": annotated}
