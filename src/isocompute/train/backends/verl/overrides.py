@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from isocompute.errors import ConfigError
+from isocompute.train.recipe import cell_recipe
 from isocompute.train.backends.verl.files import VerlRunFiles
 from isocompute.train.backends.verl.resume import resume_state
 
@@ -23,25 +24,6 @@ from isocompute.train.backends.verl.resume import resume_state
 VERL_ENTRY = "verl.trainer.main_ppo"
 FILE_LOGGER_ENV = "VERL_FILE_LOGGER_PATH"
 REWARD_FUNCTION_NAME = "compute_score"
-
-
-# --- the recipe as numbers -----------------------------------------------------
-
-def learning_rate(train: dict, rollouts_per_step: int) -> float:
-    """lr = lr_base * (B / B_ref)^p, p = 1/2 (sqrt), 1 (linear) or 0 (constant) -- METHODS section 3."""
-    power = {"sqrt": 0.5, "linear": 1.0, "constant": 0.0}[train["lr_scaling"]]
-    return float(train["lr_base"]) * (rollouts_per_step / float(train["B_ref"])) ** power
-
-
-def is_regularized(cfg: dict, split: str) -> bool:
-    """KL-to-base plus entropy bonus on these splits (Easy), neither elsewhere (Hard, mixtures)."""
-    return split in cfg["train"]["regularized_splits"]
-
-
-def evaluation_steps(max_steps: int, interval: int) -> list[int]:
-    """Steps verl validates at: 0 (val_before_train), every K steps, and the last step."""
-    steps = set(range(0, max_steps + 1, interval)) | {max_steps}
-    return sorted(steps)
 
 
 def reward_function_path() -> Path:
@@ -107,10 +89,10 @@ def check_supported(cfg: dict) -> None:
 
 
 def recipe_overrides(cfg: dict, cell) -> dict:
-    """The healthy-GRPO recipe of METHODS section 3 as verl keys, for one grid cell."""
+    """The healthy-GRPO recipe of METHODS section 3 as verl keys, for one grid cell
+    (its learning rate, warm-up and regularisation from `train.recipe`)."""
     train, samp, ev = cfg["train"], cfg["sampling"], cfg["eval"]
-    reg = is_regularized(cfg, cell.split)
-    rollouts = cell.B_p * cell.n
+    recipe = cell_recipe(cfg, cell)
     return {
         "algorithm.adv_estimator": "grpo",
         "algorithm.norm_adv_by_std_in_grpo": bool(train["norm_adv_by_std"]),
@@ -124,8 +106,8 @@ def recipe_overrides(cfg: dict, cell) -> dict:
         # One policy update per step (fully on-policy): the mini-batch is the whole batch.
         "actor_rollout_ref.actor.ppo_mini_batch_size": cell.B_p,
         "actor_rollout_ref.actor.ppo_epochs": 1,
-        "actor_rollout_ref.actor.optim.lr": learning_rate(train, rollouts),
-        "actor_rollout_ref.actor.optim.lr_warmup_steps": int(train["warmup_steps"]),
+        "actor_rollout_ref.actor.optim.lr": recipe.lr,
+        "actor_rollout_ref.actor.optim.lr_warmup_steps": recipe.warmup_steps,
         "actor_rollout_ref.actor.optim.lr_scheduler_type": "constant",
         "actor_rollout_ref.actor.optim.weight_decay": float(train["weight_decay"]),
         "actor_rollout_ref.actor.optim.clip_grad": float(train["grad_clip"]),
@@ -133,10 +115,10 @@ def recipe_overrides(cfg: dict, cell) -> dict:
         "actor_rollout_ref.actor.clip_ratio_low": float(train["clip_ratio"]),
         "actor_rollout_ref.actor.clip_ratio_high": float(train["clip_ratio"]),
         "actor_rollout_ref.actor.loss_agg_mode": train["loss_agg_mode"],
-        "actor_rollout_ref.actor.use_kl_loss": reg,
+        "actor_rollout_ref.actor.use_kl_loss": recipe.regularized,
         "actor_rollout_ref.actor.kl_loss_type": train["kl_type"],
-        "actor_rollout_ref.actor.kl_loss_coef": float(train["kl_coef"]) if reg else 0.0,
-        "actor_rollout_ref.actor.entropy_coeff": float(train["entropy_coef"]) if reg else 0.0,
+        "actor_rollout_ref.actor.kl_loss_coef": recipe.kl_coef,
+        "actor_rollout_ref.actor.entropy_coeff": recipe.entropy_coef,
         "actor_rollout_ref.rollout.n": cell.n,
         "actor_rollout_ref.rollout.temperature": float(samp["temperature"]),
         "actor_rollout_ref.rollout.top_p": float(samp["top_p"]),
@@ -151,9 +133,20 @@ def recipe_overrides(cfg: dict, cell) -> dict:
         # verl stops at whichever comes first; M_max epochs is an upper bound
         # (an epoch is at least one step), so the step count decides.
         "trainer.total_epochs": max(1, cell.M_max),
-        "trainer.test_freq": int(train["eval_interval"]),
-        "trainer.save_freq": int(train["eval_interval"]),
+        **evaluation_schedule_overrides(cfg, cell),
     }
+
+
+def evaluation_schedule_overrides(cfg: dict, cell) -> dict:
+    """When verl validates and checkpoints: step 0 (val_before_train), every
+    train.eval_interval steps and the last one -- the recipe's eval_steps.
+
+    verl 0.9.1 takes a period, not a list of steps; the one place to change when
+    the schedule stops being periodic. save_freq == test_freq, so a resumed run
+    restarts after a step that was already evaluated.
+    """
+    interval = int(cfg["train"]["eval_interval"])
+    return {"trainer.test_freq": interval, "trainer.save_freq": interval}
 
 
 def engineering_overrides(cfg: dict) -> dict:

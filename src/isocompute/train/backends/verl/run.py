@@ -25,11 +25,12 @@ from isocompute.errors import InputError
 from isocompute.train.backends import register_backend
 from isocompute.train.backends.verl.dumps import annotate_dumps
 from isocompute.train.backends.verl.files import VerlRunFiles, latest_checkpoint_step
-from isocompute.train.backends.verl.overrides import check_supported, evaluation_steps, verl_command
+from isocompute.train.backends.verl.overrides import check_supported, verl_command
 from isocompute.train.backends.verl.pass_rates import PassRateRecorder, problem_lookup
 from isocompute.train.backends.verl.resume import (dump_is_complete, merge_metrics, prepare_run_dir, read_jsonl,
                                                    write_jsonl_atomic)
 from isocompute.train.identity import training_identity
+from isocompute.train.recipe import cell_recipe
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +91,7 @@ def run_verl(cfg: dict, cell, paths, **hooks) -> dict:
     if proc.returncode != 0:
         raise RuntimeError(f"verl exited with status {proc.returncode} (log: {files.session_log}); "
                            "re-running the rule resumes from the last checkpoint")
-    missing = [s for s in evaluation_steps(cell.M_max, cfg["train"]["eval_interval"])
+    missing = [s for s in cell_recipe(cfg, cell).eval_steps
                if not dump_is_complete(files.generations / f"{s}.jsonl")]
     last = latest_checkpoint_step(files.checkpoints)
     if last != cell.M_max or missing:
