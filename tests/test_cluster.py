@@ -245,6 +245,8 @@ def test_io_overrides_put_every_output_in_the_run_folder(run_paths):
     assert o["trainer.default_local_dir"] == str(run / "checkpoints")
     assert o["trainer.resume_mode"] == "auto" and o["trainer.val_before_train"] == "true"
     assert o["trainer.logger"] == "[console,file]"
+    # The name in verl's loggers comes from the config, wherever the run folder is.
+    assert o["trainer.experiment_name"] == "t-easy-bp32_n8"
     assert cmd.env == {"VERL_FILE_LOGGER_PATH": str(run / "verl" / "metrics.session.jsonl")}
     assert o["data.train_files"] == str(Path(run_paths.train_file).resolve())
     assert o["actor_rollout_ref.model.path"] == "Qwen/Qwen2.5-7B-Instruct"  # a hub name stays a hub name

@@ -85,6 +85,7 @@ def check_recipe(resolved: dict, cfg: dict, cell) -> None:
     assert trainer["total_training_steps"] == cell.M_max
     assert trainer["test_freq"] == trainer["save_freq"] == cfg["train"]["eval_interval"]
     assert trainer["resume_mode"] == "auto" and trainer["logger"] == ["console", "file"]
+    assert trainer["experiment_name"] == f"{cfg['experiment']}-{cell.split}-{cell.name}"
     assert trainer["validation_data_dir"].endswith(f"runs/{cell.split}/{cell.name}/generations")
     assert trainer["default_local_dir"].endswith(f"runs/{cell.split}/{cell.name}/checkpoints")
     assert resolved["reward"]["custom_reward_function"]["path"].endswith("isocompute/train/backends/verl/reward.py")

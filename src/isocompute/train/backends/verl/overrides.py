@@ -173,8 +173,9 @@ def engineering_overrides(cfg: dict) -> dict:
     }
 
 
-def io_overrides(cell, paths, files: VerlRunFiles, *, validate_first: bool, record_pass_rates: bool) -> dict:
+def io_overrides(cfg: dict, cell, paths, files: VerlRunFiles, *, validate_first: bool) -> dict:
     """Where verl reads and writes: the split files, the model, the run folder."""
+    record_pass_rates = cfg["cluster"]["verl"]["train_pass_rates"]
     return {
         "data.train_files": str(Path(paths.train_file).resolve()),
         "data.val_files": str(Path(paths.val_file).resolve()),
@@ -182,7 +183,7 @@ def io_overrides(cell, paths, files: VerlRunFiles, *, validate_first: bool, reco
         "reward.custom_reward_function.path": str(reward_function_path()),
         "reward.custom_reward_function.name": REWARD_FUNCTION_NAME,
         "trainer.project_name": "isocompute",
-        "trainer.experiment_name": experiment_name(files.run_dir, cell),
+        "trainer.experiment_name": experiment_name(cfg, cell),
         "trainer.logger": ["console", "file"],
         "trainer.log_val_generations": 0,
         "trainer.validation_data_dir": str(files.generations),
@@ -208,11 +209,9 @@ def model_arg(model: str) -> str:
     return str(model)
 
 
-def experiment_name(run_dir: Path, cell) -> str:
-    """'<experiment>-<split>-bp<B_p>_n<n>' from results/<experiment>/runs/<split>/<cell> (for verl's loggers)."""
-    parts = Path(run_dir).parts
-    prefix = f"{parts[-4]}-" if len(parts) >= 4 and parts[-3] == "runs" else ""
-    return f"{prefix}{cell.split}-{cell.name}"
+def experiment_name(cfg: dict, cell) -> str:
+    """'<experiment>-<split>-bp<B_p>_n<n>', the run's name in verl's loggers."""
+    return f"{cfg['experiment']}-{cell.split}-{cell.name}"
 
 
 def verl_overrides(cfg: dict, cell, paths, *, validate_first: bool = True) -> list[str]:
@@ -220,8 +219,7 @@ def verl_overrides(cfg: dict, cell, paths, *, validate_first: bool = True) -> li
     check_supported(cfg)
     files = VerlRunFiles(Path(paths.run_dir).resolve())
     merged = {**recipe_overrides(cfg, cell), **engineering_overrides(cfg),
-              **io_overrides(cell, paths, files, validate_first=validate_first,
-                             record_pass_rates=cfg["cluster"]["verl"]["train_pass_rates"])}
+              **io_overrides(cfg, cell, paths, files, validate_first=validate_first)}
     out = [f"{key}={hydra_value(value)}" for key, value in merged.items()]
     return out + list(cfg["cluster"]["verl"]["extra_overrides"])
 
