@@ -8,7 +8,8 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from isocompute.train.backends.verl.resume import read_jsonl, write_jsonl_atomic
+from isocompute import atomic
+from isocompute.train.run_logs import read_jsonl
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +45,7 @@ def annotate_dumps(generations: Path, model: str) -> int:
         return 0
     count = token_counter(model)
     for path, records in todo:
-        write_jsonl_atomic(path, annotate_dump(records, count))
+        atomic.write_jsonl(path, annotate_dump(records, count))
     return len(todo)
 
 

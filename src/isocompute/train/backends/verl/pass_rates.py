@@ -6,12 +6,11 @@ backend's train_pass_rates.jsonl records, written while verl runs.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 from pathlib import Path
 
 from isocompute.train.backends.verl.files import VerlRunFiles
-from isocompute.train.backends.verl.resume import read_jsonl
+from isocompute.train.run_logs import append_jsonl, read_jsonl
 
 log = logging.getLogger(__name__)
 
@@ -80,9 +79,7 @@ class PassRateRecorder:
         for path in ready:
             records = read_jsonl(path)
             if records:
-                with open(self.files.pass_rates, "a") as fh:
-                    for rec in step_pass_rates(records, self.problem_of):
-                        fh.write(json.dumps(rec) + "\n")
+                append_jsonl(self.files.pass_rates, step_pass_rates(records, self.problem_of))
             path.unlink()
         return len(ready)
 

@@ -5,7 +5,6 @@ checkpoint so that a resumed run's records equal an uninterrupted run's.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import shutil
@@ -13,7 +12,10 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from isocompute import atomic
 from isocompute.train.backends.verl.files import VerlRunFiles, latest_checkpoint_step
+from isocompute.train.identity import config_hash
+from isocompute.train.run_logs import read_jsonl, reset_logs
 
 log = logging.getLogger(__name__)
 
@@ -24,21 +26,6 @@ IDENTITY_FILE = "isocompute_identity.json"  # the run identity stamped beside ve
 class ResumeState:
     step: int | None          # last complete checkpoint, None for a fresh start
     validate_first: bool      # run verl's val_before_train
-
-
-def read_jsonl(path: Path) -> list[dict]:
-    """Records of a JSONL file; a torn last line (a killed writer) is dropped."""
-    if not Path(path).is_file():
-        return []
-    out = []
-    for line in Path(path).read_text().splitlines():
-        if not line.strip():
-            continue
-        try:
-            out.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
-    return out
 
 
 def dump_is_complete(path: Path) -> bool:
@@ -56,6 +43,8 @@ def dump_is_complete(path: Path) -> bool:
 
 
 def resume_state(files: VerlRunFiles) -> ResumeState:
+    """How the next session starts: from the last checkpoint, validating first unless
+    that step's dump and metrics survived."""
     step = latest_checkpoint_step(files.checkpoints)
     if step is None:
         return ResumeState(None, True)
@@ -86,15 +75,6 @@ def merge_metrics(previous: list[dict], session: list[dict], resume_step: int | 
     return [{"step": s, "data": by_step[s]} for s in sorted(by_step)]
 
 
-def write_jsonl_atomic(path: Path, records: list[dict]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w") as fh:
-        for rec in records:
-            fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
-    tmp.replace(path)
-
-
 def prepare_run_dir(files: VerlRunFiles, identity: dict, max_steps: int | None = None) -> ResumeState:
     """Make the run folder ready for a verl session and say how it resumes.
 
@@ -103,7 +83,7 @@ def prepare_run_dir(files: VerlRunFiles, identity: dict, max_steps: int | None =
     (verl redoes those steps), and the metrics of the previous session are
     folded into metrics.jsonl.
     """
-    digest = hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    digest = config_hash(identity)
     stamp = files.checkpoints / IDENTITY_FILE
     other_recipe = stamp.is_file() and json.loads(stamp.read_text()).get("hash") != digest
     last = latest_checkpoint_step(files.checkpoints)
@@ -111,33 +91,40 @@ def prepare_run_dir(files: VerlRunFiles, identity: dict, max_steps: int | None =
     if other_recipe or beyond:
         log.warning("%s: %s; starting the run over", files.run_dir,
                     "trained with another config" if other_recipe else f"checkpoint {last} is beyond M_max")
-        for p in (files.checkpoints, files.generations, files.session_dir):
+        for p in (files.checkpoints, files.session_dir):
             shutil.rmtree(p, ignore_errors=True)
-        files.metrics.unlink(missing_ok=True)
-        files.pass_rates.unlink(missing_ok=True)
+        reset_logs(files, None)
     files.checkpoints.mkdir(parents=True, exist_ok=True)
-    stamp.write_text(json.dumps({"hash": digest, "identity": identity}, indent=2, sort_keys=True, default=str))
-    # Fold a killed session's log into metrics.jsonl before verl truncates it.
+    atomic.write_json(stamp, {"hash": digest, "identity": identity})
     step = latest_checkpoint_step(files.checkpoints)
+    cut_logs(files, step)
+    drop_unread_rollouts(files, step)
+    files.session_dir.mkdir(parents=True, exist_ok=True)
+    return resume_state(files)
+
+
+def cut_logs(files: VerlRunFiles, step: int | None) -> None:
+    """Cut metrics, pass rates and validation dumps back to checkpoint `step` (None: remove them),
+    folding a killed session's metrics into metrics.jsonl first (verl truncates that log on start)."""
     previous = merge_metrics(read_jsonl(files.metrics), read_jsonl(files.session_metrics), sys.maxsize)
     if step is None:
-        shutil.rmtree(files.generations, ignore_errors=True)
-        files.metrics.unlink(missing_ok=True)
-        files.pass_rates.unlink(missing_ok=True)
+        reset_logs(files, None)
     else:
-        write_jsonl_atomic(files.metrics, [r for r in previous if int(r["step"]) <= step])
-        write_jsonl_atomic(files.pass_rates, [r for r in read_jsonl(files.pass_rates) if int(r["step"]) <= step])
+        atomic.write_jsonl(files.metrics, [r for r in previous if int(r["step"]) <= step])
+        atomic.write_jsonl(files.pass_rates, [r for r in read_jsonl(files.pass_rates) if int(r["step"]) <= step])
+        # A dump verl was writing when it was killed is incomplete even at or before the checkpoint.
         for dump in files.generations.glob("*.jsonl") if files.generations.is_dir() else []:
             if dump.stem.isdigit() and (int(dump.stem) > step or not dump_is_complete(dump)):
                 dump.unlink()
     files.session_metrics.unlink(missing_ok=True)
-    # Rollout dumps a killed session left unread: keep the complete ones up to the
-    # checkpoint (the next step's file exists) for the recorder, drop the rest.
+
+
+def drop_unread_rollouts(files: VerlRunFiles, step: int | None) -> None:
+    """Rollout dumps a killed session left unread: keep the complete ones up to the
+    checkpoint (the next step's file exists) for the recorder, drop the rest."""
     dumps = {p: int(p.stem) if p.stem.isdigit() else -1
              for p in (files.rollouts.glob("*.jsonl") if files.rollouts.is_dir() else [])}
     present = set(dumps.values())
     for dump, s in dumps.items():
         if step is None or s > step or s + 1 not in present:
             dump.unlink()
-    files.session_dir.mkdir(parents=True, exist_ok=True)
-    return resume_state(files)

@@ -21,16 +21,17 @@ import os
 import subprocess
 from pathlib import Path
 
+from isocompute import atomic
 from isocompute.errors import InputError
 from isocompute.train.backends import register_backend
 from isocompute.train.backends.verl.dumps import annotate_dumps
 from isocompute.train.backends.verl.files import VerlRunFiles, latest_checkpoint_step
 from isocompute.train.backends.verl.overrides import check_supported, verl_command
 from isocompute.train.backends.verl.pass_rates import PassRateRecorder, problem_lookup
-from isocompute.train.backends.verl.resume import (dump_is_complete, merge_metrics, prepare_run_dir, read_jsonl,
-                                                   write_jsonl_atomic)
+from isocompute.train.backends.verl.resume import dump_is_complete, merge_metrics, prepare_run_dir
 from isocompute.train.identity import training_identity
 from isocompute.train.recipe import cell_recipe
+from isocompute.train.run_logs import read_jsonl
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +87,7 @@ def run_verl(cfg: dict, cell, paths, **hooks) -> dict:
         # After a crash the newest dump may be half-written: it is left for the next session.
         recorder.collect(final=proc.returncode == 0)
     merged = merge_metrics(read_jsonl(files.metrics), read_jsonl(files.session_metrics), state.step)
-    write_jsonl_atomic(files.metrics, merged)
+    atomic.write_jsonl(files.metrics, merged)
     files.session_metrics.unlink(missing_ok=True)
     if proc.returncode != 0:
         raise RuntimeError(f"verl exited with status {proc.returncode} (log: {files.session_log}); "
