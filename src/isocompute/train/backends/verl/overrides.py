@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from isocompute.errors import ConfigError
-from isocompute.train.recipe import cell_recipe
 from isocompute.train.backends.verl.files import VerlRunFiles
 from isocompute.train.backends.verl.resume import resume_state
+from isocompute.train.recipe import cell_recipe
 
 # What verl 0.9.1 reads: the Hydra entry point, the env var its file logger
 # takes its path from (verl.utils.tracking.FileLogger), and the name of the
