@@ -5,6 +5,10 @@ verl 0.9.1 loads and calls it.
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+
 import pytest
 
 from isocompute.train.backends.verl import reward
@@ -37,3 +41,16 @@ def test_verl_loads_the_reward_function_by_path_and_its_metrics_skip_the_id():
     metrics = process_validation_metrics(["math"] * 4, ["u1", "u1", "u2", "u2"], infos)
     assert metrics["math"]["acc"]["mean@2"] == pytest.approx(0.75)
     assert "problem_id" not in metrics["math"]
+
+
+def test_the_reward_file_loads_stand_alone():
+    """verl's reward workers load the file by path: it must not pull in the backend
+    package (run_verl, the trainer side) or anything heavy, only the grader."""
+    code = ("import importlib.util, json, sys\n"
+            f"spec = importlib.util.spec_from_file_location('reward', {str(reward_function_path())!r})\n"
+            "spec.loader.exec_module(importlib.util.module_from_spec(spec))\n"
+            "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('isocompute', 'torch', 'verl', 'transformers', 'pandas'))))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == ["isocompute", "isocompute.grading"]
