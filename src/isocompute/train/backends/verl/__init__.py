@@ -1,7 +1,6 @@
-"""The verl backend (cluster: verl's GRPO trainer with vLLM rollouts), one module
-per responsibility: `overrides` (the command), `files`, `resume`, `dumps`,
-`pass_rates`, `run` (the entry point, registered as "verl"), and `reward.py`,
-the file verl loads its reward function from.
+"""The verl backend (cluster: verl's GRPO trainer with vLLM rollouts): `overrides`
+(the command), `files`, `resume`, `dumps`, `pass_rates`, `run` (the entry point,
+registered as "verl") and `reward.py`, which verl loads by path.
 """
 
 from isocompute.train.backends.verl.files import VerlRunFiles, latest_checkpoint_step

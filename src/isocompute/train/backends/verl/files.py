@@ -17,7 +17,14 @@ LATEST_CHECKPOINT_FILE = "latest_checkpointed_iteration.txt"
 
 @dataclass(frozen=True)
 class VerlRunFiles(RunFiles):
-    """Absolute paths of one run's files: the shared ones and verl's own."""
+    """Absolute paths of one run's files: the shared ones and verl's own.
+
+      generations/{step}.jsonl   verl's validation_data_dir dumps (+ sample, n_tokens)
+      metrics.jsonl              verl's file logger, merged across resumed sessions
+      train_pass_rates.jsonl     per step and problem, from verl's rollout dumps
+      checkpoints/               verl's FSDP checkpoints (resume_mode=auto)
+      verl/                      this session's command, verl's log, Hydra's record
+    """
 
     @property
     def checkpoints(self) -> Path:

@@ -1,7 +1,6 @@
-"""The verl command of one grid cell: the Hydra overrides of `python -m
-verl.trainer.main_ppo`, generated from the config (the recipe, the engine
-settings, the run folder). Pure apart from `verl_command`, which reads how the
-run folder resumes.
+"""The verl command of one grid cell: `python -m verl.trainer.main_ppo` with Hydra
+overrides generated from the config (recipe, engine settings, run folder), for
+run_verl and `isocompute verl-command`. Pure but for verl_command's resume check.
 """
 
 from __future__ import annotations

@@ -1,17 +1,6 @@
-"""The verl training backend's entry point: one grid cell = one `python -m
-verl.trainer.main_ppo` run, resumed from its last checkpoint, writing the same
-run files as the local backend so that scoring and analysis are shared.
-
-    run_dir/generations/{step}.jsonl   verl's validation_data_dir dumps (+ sample, n_tokens)
-    run_dir/metrics.jsonl              verl's file logger, merged across resumed sessions
-    run_dir/train_pass_rates.jsonl     per step and problem, from verl's rollout dumps
-    (these three as `isocompute.layout.RunFiles` lays them out), and verl's own:
-    run_dir/checkpoints/               verl's FSDP checkpoints (resume_mode=auto)
-    run_dir/verl/                      this session's command, verl's log, Hydra's record
-
-`run_verl` owns the files around the subprocess: it resumes from the last
-checkpoint, keeps the metrics of earlier sessions (verl's file logger truncates
-its file on start), and checks that the run reached M_max.
+"""The verl backend's entry point, called by the train stage through the backend
+registry: one grid cell = one `python -m verl.trainer.main_ppo` session, resumed
+from the run's last checkpoint and checked to reach M_max.
 """
 
 from __future__ import annotations
@@ -59,6 +48,9 @@ def check_split_size(train_file: Path, B_p: int) -> int:
 def run_verl(cfg: dict, cell, paths, **hooks) -> dict:
     """Train one cell with verl to M_max steps, resuming from the last checkpoint.
 
+    Owns the files around the subprocess: keeps the metrics of earlier sessions
+    (verl's file logger truncates its file on start), turns rollout dumps into
+    pass rates while verl runs, and annotates the validation dumps at the end.
     Returns the run summary that the train stage writes into run.json.
     """
     check_supported(cfg)
