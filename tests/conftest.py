@@ -59,3 +59,28 @@ def write_config(workdir: Path, config: dict) -> Path:
     path = workdir / "config" / "test.yaml"
     path.write_text(yaml.safe_dump(config, sort_keys=False))
     return path
+
+
+# --- the verl backend (test_verl_*.py, test_cluster_checkpoints.py) -------------------
+# Imported where used, so that test files that need none of this import nothing of it.
+
+def verl_cfg(**over) -> dict:
+    """A checked config for train.backend verl, with sections updated by `over`."""
+    from isocompute.config import check_config
+
+    cfg = {"experiment": "t", "splits": {"names": ["easy", "hard", "dual"]}, "train": {"backend": "verl"}}
+    for key, value in over.items():
+        cfg[key] = {**cfg.get(key, {}), **value} if isinstance(value, dict) else value
+    return check_config(cfg)
+
+
+def overrides_dict(overrides: list[str]) -> dict:
+    return dict(o.split("=", 1) for o in overrides)
+
+
+def fake_checkpoint(run: Path, step: int) -> None:
+    """A complete verl checkpoint of `step` in run folder `run`, as verl's checkpoint manager marks it."""
+    from isocompute.train.backends.verl.files import LATEST_CHECKPOINT_FILE
+
+    (run / "checkpoints" / f"global_step_{step}" / "actor").mkdir(parents=True, exist_ok=True)
+    (run / "checkpoints" / LATEST_CHECKPOINT_FILE).write_text(str(step))

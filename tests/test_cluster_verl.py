@@ -22,7 +22,7 @@ from conftest import REPO
 from isocompute.config import load_config
 from isocompute.grid import find_cell, grid_cells
 from isocompute.layout import run_paths
-from isocompute.cluster.verl_backend import verl_command
+from isocompute.train.backends.verl import verl_command
 
 MAIN = REPO / "config" / "paper" / "qwen25_7b.yaml"
 MIXTURES = REPO / "config" / "paper" / "mixtures.yaml"
@@ -85,9 +85,10 @@ def check_recipe(resolved: dict, cfg: dict, cell) -> None:
     assert trainer["total_training_steps"] == cell.M_max
     assert trainer["test_freq"] == trainer["save_freq"] == cfg["train"]["eval_interval"]
     assert trainer["resume_mode"] == "auto" and trainer["logger"] == ["console", "file"]
+    assert trainer["experiment_name"] == f"{cfg['experiment']}-{cell.split}-{cell.name}"
     assert trainer["validation_data_dir"].endswith(f"runs/{cell.split}/{cell.name}/generations")
     assert trainer["default_local_dir"].endswith(f"runs/{cell.split}/{cell.name}/checkpoints")
-    assert resolved["reward"]["custom_reward_function"]["path"].endswith("isocompute/cluster/reward.py")
+    assert resolved["reward"]["custom_reward_function"]["path"].endswith("isocompute/train/backends/verl/reward.py")
     assert resolved["reward"]["custom_reward_function"]["name"] == "compute_score"
     assert resolved["data"]["train_files"].endswith(f"splits/{cell.split}/train.parquet")
 

@@ -11,8 +11,6 @@ Paths follow `isocompute.layout`, relative to the directory the command runs in
 
 from __future__ import annotations
 
-from pathlib import Path
-
 
 def cmd_check_config(args) -> int:
     from isocompute.config import check_paths, load_config
@@ -34,7 +32,7 @@ def cmd_plan(args) -> int:
 
 
 def cmd_verl_command(args) -> int:
-    from isocompute.cluster.verl_backend import verl_command
+    from isocompute.train.backends.verl import verl_command
     from isocompute.config import load_config
     from isocompute.grid import find_cell, grid_cells
     from isocompute.layout import run_paths

@@ -1,5 +1,6 @@
-"""Running the study on a GPU cluster: the verl training backend, the vLLM
-sampler, the verl reward function, checkpoint conversion, SLURM resources and
-the GPU-hour plan. Nothing here is imported by local runs; verl and vLLM are
-imported lazily, so the CPU install can build and check every command.
+"""Running the study on a GPU cluster: the vLLM sampler, checkpoint conversion,
+SLURM resources, the GPU-hour plan and their commands (the verl training
+backend itself is `isocompute.train.backends.verl`). Nothing here is imported
+by local runs; verl and vLLM are imported lazily, so the CPU install can build
+and check every command.
 """

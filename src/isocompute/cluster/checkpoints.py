@@ -15,7 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from isocompute.cluster.verl_backend import latest_checkpoint_step
+from isocompute.train.backends.verl.files import latest_checkpoint_step
 from isocompute.errors import InputError
 
 MERGER_ENTRY = "verl.model_merger"

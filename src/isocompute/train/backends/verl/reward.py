@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+# Only the grader: verl's reward workers load this file by path, so it must not
+# pull in the backend package around it (run_verl, overrides) or anything heavy.
 from isocompute.grading import grade
 
 # Per-comparison bound of the grader (seconds). A rollout batch of 65k

@@ -1,0 +1,243 @@
+"""The verl command of one grid cell: `python -m verl.trainer.main_ppo` with Hydra
+overrides generated from the config (recipe, engine settings, run folder), for
+run_verl and `isocompute verl-command`. Pure but for verl_command's resume check.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import shlex
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from isocompute.errors import ConfigError
+from isocompute.train.backends.verl.files import VerlRunFiles
+from isocompute.train.backends.verl.resume import resume_state
+from isocompute.train.recipe import cell_recipe
+
+# What verl 0.9.1 reads: the Hydra entry point, the env var its file logger
+# takes its path from (verl.utils.tracking.FileLogger), and the name of the
+# function in the reward file.
+VERL_ENTRY = "verl.trainer.main_ppo"
+FILE_LOGGER_ENV = "VERL_FILE_LOGGER_PATH"
+REWARD_FUNCTION_NAME = "compute_score"
+
+
+def reward_function_path() -> Path:
+    """The file verl loads the reward function from (this package's reward.py)."""
+    from isocompute.train.backends.verl import reward
+
+    return Path(reward.__file__).resolve()
+
+
+# --- Hydra overrides --------------------------------------------------------------
+
+_PLAIN = re.compile(r"^[A-Za-z0-9_./:@+-]+$")
+
+
+def hydra_value(value) -> str:
+    """A Python value as a Hydra override value (quoted where Hydra's grammar needs it)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"cannot pass a non-finite number to verl: {value}")
+        return repr(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(hydra_value(v) for v in value) + "]"
+    text = str(value)
+    if _PLAIN.match(text) and text.lower() not in ("true", "false", "null") and not _looks_numeric(text):
+        return text
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _looks_numeric(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def check_supported(cfg: dict) -> None:
+    """Recipe options the verl backend cannot honour stop here, naming the key."""
+    train = cfg["train"]
+    if train["zero_variance_filter"]:
+        raise ConfigError("config key 'train.zero_variance_filter': not supported by the verl backend "
+                          "(verl's filter_groups resamples prompts, which changes the compute accounting); "
+                          "use train.backend local for this ablation")
+    if train["decoupled_baseline"]["enabled"]:
+        raise ConfigError("config key 'train.decoupled_baseline.enabled': not supported by the verl backend; "
+                          "use train.backend local for this ablation")
+    v = cfg["cluster"]["verl"]
+    need = v["max_prompt_length"] + train["max_response_length"]
+    if v["max_token_len_per_gpu"] < need:
+        raise ConfigError(f"config key 'cluster.verl.max_token_len_per_gpu': must be at least "
+                          f"cluster.verl.max_prompt_length + train.max_response_length = {need}, "
+                          f"got {v['max_token_len_per_gpu']}")
+    gpus = cfg["cluster"]["train"]["gpus"]
+    if gpus % v["rollout_tensor_parallel"]:
+        raise ConfigError(f"config key 'cluster.verl.rollout_tensor_parallel': must divide cluster.train.gpus "
+                          f"= {gpus}, got {v['rollout_tensor_parallel']}")
+
+
+def recipe_overrides(cfg: dict, cell) -> dict:
+    """The healthy-GRPO recipe of METHODS section 3 as verl keys, for one grid cell
+    (its learning rate, warm-up and regularisation from `train.recipe`)."""
+    train, samp, ev = cfg["train"], cfg["sampling"], cfg["eval"]
+    recipe = cell_recipe(cfg, cell)
+    return {
+        "algorithm.adv_estimator": "grpo",
+        "algorithm.norm_adv_by_std_in_grpo": bool(train["norm_adv_by_std"]),
+        "algorithm.use_kl_in_reward": False,
+        # Truncated importance sampling between vLLM's and the trainer's log-probs.
+        "algorithm.rollout_correction.rollout_is": "token" if train["tis"] else None,
+        "algorithm.rollout_correction.rollout_is_threshold": float(train["tis_cap"]),
+        "data.train_batch_size": cell.B_p,
+        "data.max_response_length": int(train["max_response_length"]),
+        "data.seed": int(cfg["seed"]),
+        # One policy update per step (fully on-policy): the mini-batch is the whole batch.
+        "actor_rollout_ref.actor.ppo_mini_batch_size": cell.B_p,
+        "actor_rollout_ref.actor.ppo_epochs": 1,
+        "actor_rollout_ref.actor.optim.lr": recipe.lr,
+        "actor_rollout_ref.actor.optim.lr_warmup_steps": recipe.warmup_steps,
+        "actor_rollout_ref.actor.optim.lr_scheduler_type": "constant",
+        "actor_rollout_ref.actor.optim.weight_decay": float(train["weight_decay"]),
+        "actor_rollout_ref.actor.optim.clip_grad": float(train["grad_clip"]),
+        "actor_rollout_ref.actor.clip_ratio": float(train["clip_ratio"]),
+        "actor_rollout_ref.actor.clip_ratio_low": float(train["clip_ratio"]),
+        "actor_rollout_ref.actor.clip_ratio_high": float(train["clip_ratio"]),
+        "actor_rollout_ref.actor.loss_agg_mode": train["loss_agg_mode"],
+        "actor_rollout_ref.actor.use_kl_loss": recipe.regularized,
+        "actor_rollout_ref.actor.kl_loss_type": train["kl_type"],
+        "actor_rollout_ref.actor.kl_loss_coef": recipe.kl_coef,
+        "actor_rollout_ref.actor.entropy_coeff": recipe.entropy_coef,
+        "actor_rollout_ref.rollout.n": cell.n,
+        "actor_rollout_ref.rollout.temperature": float(samp["temperature"]),
+        "actor_rollout_ref.rollout.top_p": float(samp["top_p"]),
+        "actor_rollout_ref.rollout.do_sample": True,
+        "actor_rollout_ref.rollout.calculate_log_probs": True,
+        "actor_rollout_ref.rollout.seed": int(cfg["seed"]),
+        "actor_rollout_ref.rollout.val_kwargs.n": int(ev["samples"]),
+        "actor_rollout_ref.rollout.val_kwargs.temperature": float(samp["temperature"]),
+        "actor_rollout_ref.rollout.val_kwargs.top_p": float(samp["top_p"]),
+        "actor_rollout_ref.rollout.val_kwargs.do_sample": True,
+        "trainer.total_training_steps": cell.M_max,
+        # verl stops at whichever comes first; M_max epochs is an upper bound
+        # (an epoch is at least one step), so the step count decides.
+        "trainer.total_epochs": max(1, cell.M_max),
+        **evaluation_schedule_overrides(cfg, cell),
+    }
+
+
+def evaluation_schedule_overrides(cfg: dict, cell) -> dict:
+    """When verl validates and checkpoints: step 0 (val_before_train), every
+    train.eval_interval steps and the last one -- the recipe's eval_steps.
+
+    verl 0.9.1 takes a period, not a list of steps; the one place to change when
+    the schedule stops being periodic. save_freq == test_freq, so a resumed run
+    restarts after a step that was already evaluated.
+    """
+    interval = int(cfg["train"]["eval_interval"])
+    return {"trainer.test_freq": interval, "trainer.save_freq": interval}
+
+
+def engineering_overrides(cfg: dict) -> dict:
+    """Hardware and engine settings (cluster.verl / cluster.train): no effect on the science."""
+    v, job = cfg["cluster"]["verl"], cfg["cluster"]["train"]
+    return {
+        "data.max_prompt_length": int(v["max_prompt_length"]),
+        "data.filter_overlong_prompts": True,
+        "data.truncation": "error",
+        "actor_rollout_ref.model.enable_gradient_checkpointing": True,
+        "actor_rollout_ref.model.use_remove_padding": True,
+        "actor_rollout_ref.actor.use_dynamic_bsz": True,
+        "actor_rollout_ref.actor.ppo_max_token_len_per_gpu": int(v["max_token_len_per_gpu"]),
+        "actor_rollout_ref.actor.fsdp_config.param_offload": bool(v["param_offload"]),
+        "actor_rollout_ref.actor.fsdp_config.optimizer_offload": bool(v["optimizer_offload"]),
+        "actor_rollout_ref.rollout.name": "vllm",
+        "actor_rollout_ref.rollout.tensor_model_parallel_size": int(v["rollout_tensor_parallel"]),
+        "actor_rollout_ref.rollout.gpu_memory_utilization": float(v["gpu_memory_utilization"]),
+        "trainer.n_gpus_per_node": int(job["gpus"]),
+        "trainer.nnodes": 1,
+        "trainer.device": "cuda",
+        "trainer.max_actor_ckpt_to_keep": int(v["max_checkpoints"]),
+        "ray_kwargs.ray_init.num_cpus": int(job["gpus"] * job["cpus_per_gpu"]),
+    }
+
+
+def io_overrides(cfg: dict, cell, paths, files: VerlRunFiles, *, validate_first: bool) -> dict:
+    """Where verl reads and writes: the split files, the model, the run folder."""
+    record_pass_rates = cfg["cluster"]["verl"]["train_pass_rates"]
+    return {
+        "data.train_files": str(Path(paths.train_file).resolve()),
+        "data.val_files": str(Path(paths.val_file).resolve()),
+        "actor_rollout_ref.model.path": model_arg(paths.model),
+        "reward.custom_reward_function.path": str(reward_function_path()),
+        "reward.custom_reward_function.name": REWARD_FUNCTION_NAME,
+        "trainer.project_name": "isocompute",
+        "trainer.experiment_name": experiment_name(cfg, cell),
+        "trainer.logger": ["console", "file"],
+        "trainer.log_val_generations": 0,
+        "trainer.validation_data_dir": str(files.generations),
+        "trainer.rollout_data_dir": str(files.rollouts) if record_pass_rates else None,
+        "trainer.default_local_dir": str(files.checkpoints),
+        "trainer.resume_mode": "auto",
+        # Step 0 is evaluated once; a resumed session starts after a step that
+        # was already evaluated (save_freq == test_freq), unless that dump is lost.
+        "trainer.val_before_train": bool(validate_first),
+        "hydra.run.dir": str(files.session_dir / "hydra"),
+    }
+
+
+_HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9_.-]+$")
+
+
+def model_arg(model: str) -> str:
+    """A local model directory as an absolute path (even before the pipeline has built it);
+    a Hugging Face hub id ('org/name', not a local path) as it is."""
+    path = Path(model)
+    if path.exists() or not _HUB_ID.match(str(model)):
+        return str(path.resolve())
+    return str(model)
+
+
+def experiment_name(cfg: dict, cell) -> str:
+    """'<experiment>-<split>-bp<B_p>_n<n>', the run's name in verl's loggers."""
+    return f"{cfg['experiment']}-{cell.split}-{cell.name}"
+
+
+def verl_overrides(cfg: dict, cell, paths, *, validate_first: bool = True) -> list[str]:
+    """All `key=value` Hydra overrides of one run, recipe first, then `cluster.verl.extra_overrides`."""
+    check_supported(cfg)
+    files = VerlRunFiles(Path(paths.run_dir).resolve())
+    merged = {**recipe_overrides(cfg, cell), **engineering_overrides(cfg),
+              **io_overrides(cfg, cell, paths, files, validate_first=validate_first)}
+    out = [f"{key}={hydra_value(value)}" for key, value in merged.items()]
+    return out + list(cfg["cluster"]["verl"]["extra_overrides"])
+
+
+@dataclass(frozen=True)
+class VerlCommand:
+    argv: list[str]
+    env: dict = field(default_factory=dict)
+
+    def shell(self) -> str:
+        """The command line as one shell string (environment assignments first)."""
+        prefix = [f"{k}={shlex.quote(v)}" for k, v in sorted(self.env.items())]
+        return " ".join(prefix + [shlex.join(self.argv)])
+
+
+def verl_command(cfg: dict, cell, paths, *, python: str | None = None) -> VerlCommand:
+    """The exact training command of a cell in the run folder's current state (resumes if it can)."""
+    files = VerlRunFiles(Path(paths.run_dir).resolve())
+    state = resume_state(files)
+    overrides = verl_overrides(cfg, cell, paths, validate_first=state.validate_first)
+    argv = [python or sys.executable, "-m", VERL_ENTRY, *overrides]
+    return VerlCommand(argv, {FILE_LOGGER_ENV: str(files.session_metrics)})

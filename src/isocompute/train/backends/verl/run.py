@@ -1,0 +1,95 @@
+"""The verl backend's entry point, called by the train stage through the backend
+registry: one grid cell = one `python -m verl.trainer.main_ppo` session, resumed
+from the run's last checkpoint and checked to reach M_max.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+from pathlib import Path
+
+from isocompute import atomic
+from isocompute.errors import InputError
+from isocompute.train.backends import register_backend
+from isocompute.train.backends.verl.dumps import annotate_dumps
+from isocompute.train.backends.verl.files import VerlRunFiles, latest_checkpoint_step
+from isocompute.train.backends.verl.overrides import check_supported, verl_command
+from isocompute.train.backends.verl.pass_rates import PassRateRecorder, problem_lookup
+from isocompute.train.backends.verl.resume import dump_is_complete, merge_metrics, prepare_run_dir
+from isocompute.train.identity import training_identity
+from isocompute.train.recipe import cell_recipe
+from isocompute.train.run_logs import read_jsonl
+
+log = logging.getLogger(__name__)
+
+POLL_S = 30.0  # how often run_verl turns finished rollout dumps into pass rates
+
+
+def run_identity(cfg: dict, cell, paths) -> dict:
+    """What a run's checkpoints depend on (the recipe, the data, the model, the engine); not M_max."""
+    return training_identity(cfg, cell, paths, backend="verl",
+                             verl={k: v for k, v in cfg["cluster"]["verl"].items() if k != "max_checkpoints"},
+                             gpus=cfg["cluster"]["train"]["gpus"])
+
+
+def check_split_size(train_file: Path, B_p: int) -> int:
+    import pyarrow.parquet as pq
+
+    rows = pq.ParquetFile(train_file).metadata.num_rows
+    if rows < B_p:
+        raise InputError(f"{train_file}: {rows} training problems, fewer than B_p = {B_p} "
+                         "(verl drops incomplete batches, so no step could run); shrink the grid's B_p")
+    return rows
+
+
+@register_backend("verl")
+def run_verl(cfg: dict, cell, paths, **hooks) -> dict:
+    """Train one cell with verl to M_max steps, resuming from the last checkpoint.
+
+    Owns the files around the subprocess: keeps the metrics of earlier sessions
+    (verl's file logger truncates its file on start), turns rollout dumps into
+    pass rates while verl runs, and annotates the validation dumps at the end.
+    Returns the run summary that the train stage writes into run.json.
+    """
+    check_supported(cfg)
+    files = VerlRunFiles(Path(paths.run_dir).resolve())
+    train_rows = check_split_size(Path(paths.train_file), cell.B_p)
+    state = prepare_run_dir(files, run_identity(cfg, cell, paths), cell.M_max)
+    command = verl_command(cfg, cell, paths)
+    log.info("verl %s bp%d_n%d: %s from step %s\n%s", cell.split, cell.B_p, cell.n,
+             "resuming" if state.step is not None else "starting", state.step or 0, command.shell())
+    (files.session_dir / "command.sh").write_text(command.shell() + "\n")
+    env = {**os.environ, **command.env}
+    recorder = None
+    if cfg["cluster"]["verl"]["train_pass_rates"]:
+        recorder = PassRateRecorder(files, problem_lookup(Path(paths.train_file), paths.model))
+    with open(files.session_log, "ab") as out:
+        proc = subprocess.Popen(command.argv, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                cwd=str(files.session_dir))
+        while True:
+            try:
+                proc.wait(timeout=POLL_S)
+                break
+            except subprocess.TimeoutExpired:
+                if recorder is not None:
+                    recorder.collect()
+    if recorder is not None:
+        # After a crash the newest dump may be half-written: it is left for the next session.
+        recorder.collect(final=proc.returncode == 0)
+    merged = merge_metrics(read_jsonl(files.metrics), read_jsonl(files.session_metrics), state.step)
+    atomic.write_jsonl(files.metrics, merged)
+    files.session_metrics.unlink(missing_ok=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"verl exited with status {proc.returncode} (log: {files.session_log}); "
+                           "re-running the rule resumes from the last checkpoint")
+    missing = [s for s in cell_recipe(cfg, cell).eval_steps
+               if not dump_is_complete(files.generations / f"{s}.jsonl")]
+    last = latest_checkpoint_step(files.checkpoints)
+    if last != cell.M_max or missing:
+        raise RuntimeError(f"verl finished without reaching M_max = {cell.M_max} (last checkpoint {last}, "
+                           f"missing validation dumps for steps {missing[:5]}); see {files.session_log}")
+    annotated = annotate_dumps(files.generations, paths.model)
+    return {"steps": cell.M_max, "train_problems": train_rows, "resumed_from": state.step,
+            "verl_command": command.shell(), "dumps_annotated": annotated}

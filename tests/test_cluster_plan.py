@@ -1,0 +1,58 @@
+"""The GPU-hour plan (`isocompute plan`): runs, rollouts and GPU-hours of the
+paper configs, and the numbers docs/cluster.md quotes.
+"""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from conftest import REPO, VENV_BIN
+from isocompute.cluster.plan import cell_costs, evaluations, format_plan, split_summary
+from isocompute.config import load_config
+from isocompute.grid import grid_cells
+
+PAPER = sorted((REPO / "config" / "paper").glob("*.yaml"))
+PAPER_MAIN = REPO / "config" / "paper" / "qwen25_7b.yaml"
+
+
+def test_plan_counts_runs_rollouts_and_gpu_hours():
+    cfg = load_config(PAPER_MAIN)
+    costs = cell_costs(cfg)
+    assert costs.groupby("split").size().to_dict() == {"easy": 39, "hard": 27}
+    assert (costs["rollouts"] <= 4194304).all() and (costs["rollouts"] > 4194304 - 65536).all()
+    summary = split_summary(costs, cfg["cluster"]["max_runtime"])
+    assert summary.loc["total", "runs"] == 66
+    # The cost model by hand for one cell: easy bp1024_n64, B = 65536, M = 64, 8 GPUs.
+    row = costs[(costs.B_p == 1024) & (costs.n == 64)].iloc[0]
+    step_h = 60 / 3600 + 65536 / (6000 * 8)
+    evals = evaluations(64, 10)
+    assert evals == 8  # steps 0, 10, ..., 60 and 64
+    assert row["gpu_hours"] == pytest.approx(8 * (64 * step_h + evals * 300 * 4 / (6000 * 8)))
+    text = format_plan(cfg)
+    assert "66 training runs" in text and "6,000 rollouts per GPU-hour" in text
+
+
+@pytest.mark.parametrize("path", PAPER, ids=[p.stem for p in PAPER])
+def test_paper_configs_check_and_plan(path):
+    cfg = load_config(path)
+    assert cfg["train"]["backend"] == "verl" and cfg["sampling"]["backend"] == "vllm"
+    assert cfg["base_model"]["source"] == "path" and cfg["pool"]["data_source"] == "math"
+    assert cfg["train"]["lr_base"] == 1e-6 and cfg["train"]["B_ref"] == 1024
+    assert cfg["eval"] == {"k": 4, "samples": 4} and cfg["splits"]["val_size"] == 300
+    for split, spec in cfg["grid"].items():
+        assert spec["B_max"] == (65536 if split == "easy" else 16384)
+    assert grid_cells(cfg)
+    proc = subprocess.run([str(VENV_BIN / "isocompute"), "plan", str(path)], capture_output=True, text=True)
+    assert proc.returncode == 0 and "GPU-hours" in proc.stdout, proc.stderr
+
+
+def test_docs_state_each_paper_configs_plan():
+    """docs/cluster.md quotes `isocompute plan` for every paper config; keep them in step."""
+    doc = (REPO / "docs" / "cluster.md").read_text()
+    for path in PAPER:
+        cfg = load_config(path)
+        total = split_summary(cell_costs(cfg), cfg["cluster"]["max_runtime"]).loc["total"]
+        assert f"`config/paper/{path.name}`" in doc
+        assert f"{int(total['runs'])} runs" in doc and f"{total['gpu_hours']:,.0f}" in doc, path.name

@@ -1,0 +1,125 @@
+"""The verl command of a grid cell on the CPU: the recipe as verl overrides,
+where verl reads and writes, Hydra quoting, options verl cannot honour, and
+`isocompute verl-command`. That verl itself resolves these commands is checked
+in test_cluster_verl.py.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, VENV_BIN, overrides_dict, verl_cfg
+from isocompute.config import check_config
+from isocompute.errors import ConfigError
+from isocompute.grid import Cell
+from isocompute.layout import RunPaths
+from isocompute.train.backends.verl.overrides import hydra_value, verl_command, verl_overrides
+
+PAPER_MAIN = REPO / "config" / "paper" / "qwen25_7b.yaml"
+
+
+@pytest.fixture
+def run_paths(tmp_path) -> RunPaths:
+    return RunPaths(tmp_path / "runs" / "easy" / "bp32_n8", tmp_path / "train.parquet", tmp_path / "val.parquet",
+                    "Qwen/Qwen2.5-7B-Instruct")
+
+
+def test_recipe_overrides_follow_the_split_and_the_batch(run_paths):
+    cfg = verl_cfg()
+    easy = overrides_dict(verl_overrides(cfg, Cell("easy", 32, 8, 640, 163840), run_paths))
+    hard = overrides_dict(verl_overrides(cfg, Cell("hard", 256, 64, 4, 65536), run_paths))
+    dual = overrides_dict(verl_overrides(cfg, Cell("dual", 64, 16, 10, 10240), run_paths))
+    assert easy["algorithm.adv_estimator"] == "grpo"
+    assert (easy["data.train_batch_size"], easy["actor_rollout_ref.actor.ppo_mini_batch_size"]) == ("32", "32")
+    assert (hard["data.train_batch_size"], hard["actor_rollout_ref.actor.ppo_mini_batch_size"]) == ("256", "256")
+    assert (easy["actor_rollout_ref.rollout.n"], hard["actor_rollout_ref.rollout.n"]) == ("8", "64")
+    # lr = 1e-6 * sqrt(B / 1024): B = 256 -> 5e-7, B = 16384 -> 4e-6; 10 warm-up steps.
+    assert float(easy["actor_rollout_ref.actor.optim.lr"]) == pytest.approx(5e-7)
+    assert float(hard["actor_rollout_ref.actor.optim.lr"]) == pytest.approx(4e-6)
+    assert easy["actor_rollout_ref.actor.optim.lr_warmup_steps"] == "10"
+    # KL + entropy on Easy only.
+    assert (easy["actor_rollout_ref.actor.use_kl_loss"], easy["actor_rollout_ref.actor.kl_loss_type"]) == \
+        ("true", "low_var_kl")
+    assert float(easy["actor_rollout_ref.actor.kl_loss_coef"]) == 1e-3
+    assert float(easy["actor_rollout_ref.actor.entropy_coeff"]) == 1e-3
+    for other in (hard, dual):
+        assert other["actor_rollout_ref.actor.use_kl_loss"] == "false"
+        assert float(other["actor_rollout_ref.actor.entropy_coeff"]) == 0.0
+    # Sampling: 0.6 / 1.0 for rollouts and validation; 4 validation samples; 8192 tokens; TIS.
+    for key in ("actor_rollout_ref.rollout.temperature", "actor_rollout_ref.rollout.val_kwargs.temperature"):
+        assert float(easy[key]) == 0.6
+    assert float(easy["actor_rollout_ref.rollout.val_kwargs.top_p"]) == 1.0
+    assert easy["actor_rollout_ref.rollout.val_kwargs.n"] == "4"
+    assert easy["actor_rollout_ref.rollout.val_kwargs.do_sample"] == "true"
+    assert easy["data.max_response_length"] == "8192"
+    assert (easy["algorithm.rollout_correction.rollout_is"], easy["algorithm.rollout_correction.rollout_is_threshold"]) \
+        == ("token", "2.0")
+    # Length from the budget, evaluation and checkpoints every K.
+    assert (easy["trainer.total_training_steps"], hard["trainer.total_training_steps"]) == ("640", "4")
+    assert easy["trainer.test_freq"] == easy["trainer.save_freq"] == "10"
+    # The reward function verl 0.9 actually reads (reward.*), not the legacy top-level keys.
+    assert easy["reward.custom_reward_function.path"].endswith("isocompute/train/backends/verl/reward.py")
+    assert easy["reward.custom_reward_function.name"] == "compute_score"
+    assert not any(k.startswith("custom_reward_function.") for k in easy)
+
+
+def test_io_overrides_put_every_output_in_the_run_folder(run_paths):
+    cfg = verl_cfg(cluster={"verl": {"extra_overrides": ["actor_rollout_ref.rollout.max_num_seqs=512"]}})
+    cell = Cell("easy", 32, 8, 640, 163840)
+    cmd = verl_command(cfg, cell, run_paths, python="python")
+    run = Path(run_paths.run_dir).resolve()
+    o = overrides_dict(cmd.argv[3:])
+    assert cmd.argv[:3] == ["python", "-m", "verl.trainer.main_ppo"]
+    assert o["trainer.validation_data_dir"] == str(run / "generations")
+    assert o["trainer.default_local_dir"] == str(run / "checkpoints")
+    assert o["trainer.resume_mode"] == "auto" and o["trainer.val_before_train"] == "true"
+    assert o["trainer.logger"] == "[console,file]"
+    # The name in verl's loggers comes from the config, wherever the run folder is.
+    assert o["trainer.experiment_name"] == "t-easy-bp32_n8"
+    assert cmd.env == {"VERL_FILE_LOGGER_PATH": str(run / "verl" / "metrics.session.jsonl")}
+    assert o["data.train_files"] == str(Path(run_paths.train_file).resolve())
+    assert o["actor_rollout_ref.model.path"] == "Qwen/Qwen2.5-7B-Instruct"  # a hub name stays a hub name
+    assert o["trainer.n_gpus_per_node"] == "8" and o["ray_kwargs.ray_init.num_cpus"] == "64"
+    assert cmd.argv[-1] == "actor_rollout_ref.rollout.max_num_seqs=512"
+    shell = cmd.shell()
+    assert shell.startswith("VERL_FILE_LOGGER_PATH=") and " -m verl.trainer.main_ppo " in shell
+
+
+def test_hydra_values_are_quoted_where_hydra_needs_it():
+    assert hydra_value(True) == "true" and hydra_value(None) == "null"
+    assert hydra_value(5e-07) == "5e-07" and hydra_value(["console", "file"]) == "[console,file]"
+    assert hydra_value("/data/run 1/x,y") == "'/data/run 1/x,y'"
+    assert hydra_value("it's") == "'it\\'s'"
+    assert hydra_value("123") == "'123'" and hydra_value("null") == "'null'"
+    assert hydra_value("/abs/path_to/file-1.parquet") == "/abs/path_to/file-1.parquet"
+
+
+def test_options_verl_cannot_honour_stop_with_the_key(run_paths):
+    cell = Cell("easy", 32, 8, 10, 2560)
+    with pytest.raises(ConfigError, match="train.zero_variance_filter"):
+        verl_overrides(verl_cfg(train={"zero_variance_filter": True}), cell, run_paths)
+    with pytest.raises(ConfigError, match="train.decoupled_baseline"):
+        verl_overrides(verl_cfg(train={"decoupled_baseline": {"enabled": True}}), cell, run_paths)
+    with pytest.raises(ConfigError, match="cluster.verl.max_token_len_per_gpu"):
+        verl_overrides(verl_cfg(cluster={"verl": {"max_token_len_per_gpu": 4096}}), cell, run_paths)
+    with pytest.raises(ConfigError, match="extra_overrides"):
+        check_config({"cluster": {"verl": {"extra_overrides": ["not an override"]}}})
+
+
+def test_verl_command_cli_prints_the_rules_command(tmp_path):
+    """`isocompute verl-command` from the repository root names the files the train rule passes."""
+    proc = subprocess.run([str(VENV_BIN / "isocompute"), "verl-command", str(PAPER_MAIN), "--split", "hard",
+                           "--bp", "1024", "--n", "16"], capture_output=True, text=True, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    line = proc.stdout.strip()
+    assert "\n" not in line
+    res = tmp_path / "results" / "paper_qwen25_7b"
+    assert f"VERL_FILE_LOGGER_PATH={res}/runs/hard/bp1024_n16/verl/metrics.session.jsonl" in line
+    assert f"data.train_files={res}/splits/hard/train.parquet" in line
+    assert "trainer.total_training_steps=256" in line and "actor_rollout_ref.actor.use_kl_loss=false" in line
+    bad = subprocess.run([str(VENV_BIN / "isocompute"), "verl-command", str(PAPER_MAIN), "--split", "hard",
+                          "--bp", "1024", "--n", "64"], capture_output=True, text=True, cwd=tmp_path)
+    assert bad.returncode == 2 and "no grid cell hard/bp1024_n64" in bad.stderr

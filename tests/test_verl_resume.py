@@ -1,0 +1,141 @@
+"""Resuming a verl run and the session around verl's process: merged metrics,
+logs cut back to the last checkpoint, a run folder of another recipe started
+over, and run_verl around a stand-in for verl that writes what verl writes.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from conftest import fake_checkpoint, overrides_dict, verl_cfg
+from isocompute.errors import InputError
+from isocompute.grid import Cell
+from isocompute.layout import RunPaths
+from isocompute.train.backends.verl import dumps as verl_dumps, run as verl_run
+from isocompute.train.backends.verl.files import VerlRunFiles
+from isocompute.train.backends.verl.resume import ResumeState, merge_metrics, prepare_run_dir, resume_state
+from isocompute.train.backends.verl.run import run_verl
+from isocompute.train.run_logs import read_jsonl
+
+
+def dump(run: Path, step: int, complete: bool = True) -> None:
+    (run / "generations").mkdir(parents=True, exist_ok=True)
+    text = json.dumps({"input": "q", "output": "a", "gts": "1", "score": 0.0, "step": step}) + "\n"
+    (run / "generations" / f"{step}.jsonl").write_text(text if complete else text[:20])
+
+
+def test_merge_metrics_keeps_one_record_per_step():
+    previous = [{"step": 0, "data": {"val": 0.1}}, {"step": 10, "data": {"loss": 1.0, "val": 0.3}},
+                {"step": 11, "data": {"loss": 0.9}}]
+    session = [{"step": 10, "data": {"val": 0.35}}, {"step": 11, "data": {"loss": 0.8}},
+               {"step": 12, "data": {"loss": 0.7}}]
+    merged = merge_metrics(previous, session, resume_step=10)
+    assert [r["step"] for r in merged] == [0, 10, 11, 12]
+    assert merged[1]["data"] == {"loss": 1.0, "val": 0.3}   # the step that was already evaluated keeps its record
+    assert merged[2]["data"] == {"loss": 0.8}                # redone steps come from the new session
+    assert [r["step"] for r in merge_metrics(previous, session, None)] == [10, 11, 12]
+
+
+def test_prepare_run_dir_resumes_from_the_last_checkpoint(tmp_path):
+    files = VerlRunFiles(tmp_path / "run")
+    ident = {"recipe": 1}
+    assert prepare_run_dir(files, ident) == ResumeState(None, True)
+    # A session killed after checkpoint 10, during step 13: its log and late dumps are left behind.
+    fake_checkpoint(files.run_dir, 10)
+    for step in (0, 10, 13):
+        dump(files.run_dir, step, complete=step != 13)
+    files.session_metrics.write_text("".join(json.dumps({"step": s, "data": {"x": s}}) + "\n" for s in (0, 10, 11, 12))
+                                     + '{"step": 13, "da')
+    files.pass_rates.write_text("".join(json.dumps({"step": s, "problem_id": "p", "pass_rate": 0.5}) + "\n"
+                                        for s in (9, 10, 11)))
+    files.rollouts.mkdir(parents=True)
+    for s in (9, 10, 12):
+        (files.rollouts / f"{s}.jsonl").write_text("{}\n")
+    state = prepare_run_dir(files, ident)
+    assert state == ResumeState(10, False)                       # step 10 was evaluated: no re-validation
+    assert [r["step"] for r in read_jsonl(files.metrics)] == [0, 10]
+    assert [r["step"] for r in read_jsonl(files.pass_rates)] == [9, 10]
+    # Unread rollout dumps up to the checkpoint stay for the recorder, later or unfinished ones go.
+    assert sorted(p.name for p in files.rollouts.iterdir()) == ["9.jsonl"]
+    assert sorted(p.name for p in files.generations.iterdir()) == ["0.jsonl", "10.jsonl"]
+    assert not files.session_metrics.exists()
+    # A lost dump at the resume step makes the session validate first.
+    (files.generations / "10.jsonl").unlink()
+    assert resume_state(files) == ResumeState(10, True)
+    # Another recipe in the same folder starts over.
+    assert prepare_run_dir(files, {"recipe": 2}) == ResumeState(None, True)
+    assert not files.generations.exists() and not files.metrics.exists()
+    # So does a checkpoint beyond a lowered budget; one within it resumes.
+    fake_checkpoint(files.run_dir, 10)
+    dump(files.run_dir, 10)
+    assert prepare_run_dir(files, {"recipe": 2}, max_steps=20).step == 10
+    assert prepare_run_dir(files, {"recipe": 2}, max_steps=5) == ResumeState(None, True)
+
+
+def fake_popen(work):
+    """A stand-in for verl's process: `work(argv, env)` does what verl would, then it exits 0."""
+    class FakePopen:
+        def __init__(self, argv, env=None, **kw):
+            self.returncode = work(argv, env)
+
+        def wait(self, timeout=None):
+            return self.returncode
+
+    return FakePopen
+
+
+def test_run_verl_runs_the_command_and_checks_the_run(tmp_path, monkeypatch):
+    """run_verl around a stand-in for verl that writes what verl writes."""
+    run = tmp_path / "run"
+    train = tmp_path / "train.parquet"
+    pd.DataFrame({"x": range(40)}).to_parquet(train)
+    paths = RunPaths(run, train, train, str(tmp_path / "model"))
+    cfg = verl_cfg(train={"eval_interval": 2})
+    cell = Cell("easy", 32, 8, 3, 768)
+
+    def verl(argv, env):
+        o = overrides_dict(argv[3:])
+        assert o["trainer.validation_data_dir"] == str(run.resolve() / "generations")
+        rollouts = Path(o["trainer.rollout_data_dir"])
+        rollouts.mkdir(parents=True, exist_ok=True)
+        for step in (0, 2, 3):
+            dump(run, step)
+        for step in (1, 2, 3):
+            (rollouts / f"{step}.jsonl").write_text(json.dumps(
+                {"input": "q", "output": "a", "gts": "1", "score": float(step > 1), "step": step, "uid": "u_0_0"}) + "\n")
+        fake_checkpoint(run, 3)
+        Path(env["VERL_FILE_LOGGER_PATH"]).write_text(
+            "".join(json.dumps({"step": s, "data": {"s": s}}) + "\n" for s in range(4)))
+        return 0
+
+    monkeypatch.setattr(verl_run.subprocess, "Popen", fake_popen(verl))
+    monkeypatch.setattr(verl_dumps, "token_counter", lambda model: (lambda text: len(text)))
+    monkeypatch.setattr(verl_run, "problem_lookup", lambda train_file, model: {"q": "p-q"}.get)
+    summary = run_verl(cfg, cell, paths)
+    assert summary["steps"] == 3 and summary["resumed_from"] is None and summary["dumps_annotated"] == 3
+    assert [r["step"] for r in read_jsonl(run / "metrics.jsonl")] == [0, 1, 2, 3]
+    assert read_jsonl(run / "generations" / "2.jsonl")[0]["n_tokens"] == 1
+    assert read_jsonl(run / "train_pass_rates.jsonl") == [
+        {"step": s, "problem_id": "p-q", "pass_rate": float(s > 1)} for s in (1, 2, 3)]
+    assert not list((run / "verl" / "rollouts").glob("*.jsonl"))
+    assert (run / "verl" / "command.sh").read_text().strip() == summary["verl_command"]
+
+    # A verl that stops early is an error, not a finished run.
+    def short(argv, env):
+        fake_checkpoint(run, 2)
+        return 0
+
+    monkeypatch.setattr(verl_run.subprocess, "Popen", fake_popen(short))
+    (run / "checkpoints" / "global_step_3").rename(run / "checkpoints" / "old")
+    fake_checkpoint(run, 2)
+    with pytest.raises(RuntimeError, match="without reaching M_max = 3"):
+        run_verl(cfg, cell, paths)
+    monkeypatch.setattr(verl_run.subprocess, "Popen", fake_popen(lambda argv, env: 1))
+    with pytest.raises(RuntimeError, match="verl exited with status 1"):
+        run_verl(cfg, cell, paths)
+    with pytest.raises(InputError, match="fewer than B_p = 64"):
+        run_verl(cfg, Cell("easy", 64, 8, 3, 1536), paths)
