@@ -17,6 +17,14 @@ OPTIONAL_NUMERIC = ("avg@4", "best@4", "worst@4", "tokens")
 TRAIN_COLUMNS = ("B_p", "n", "step", "compute", "problem_id", "pass_rate")
 
 
+def plain(value) -> str:
+    """A table value as a person writes it: 64, not 64.0 or np.float64(64.0)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        return repr(value.item() if isinstance(value, np.generic) else value)
+    value = float(value)
+    return str(int(value)) if value.is_integer() else f"{value:.10g}"
+
+
 def _numeric(df: pd.DataFrame, col: str, what: str) -> pd.Series:
     if col not in df.columns:
         raise InputError(f"{what}: missing column '{col}' (have: {', '.join(map(str, df.columns))})")
@@ -26,7 +34,7 @@ def _numeric(df: pd.DataFrame, col: str, what: str) -> pd.Series:
         bad = converted.isna() & s.notna()
         if bad.any():
             i = int(np.flatnonzero(bad.to_numpy())[0])
-            raise InputError(f"{what}: column '{col}' has a non-numeric value {s.iloc[i]!r} in row {i}")
+            raise InputError(f"{what}: column '{col}' has a non-numeric value {plain(s.iloc[i])} in row {i}")
         s = converted
     s = s.astype(float)
     nan = ~np.isfinite(s.to_numpy())
@@ -43,7 +51,7 @@ def _integer(df, col, what, minimum):
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         kind = "positive integer" if minimum > 0 else "non-negative integer"
-        raise InputError(f"{what}: column '{col}' must hold a {kind}, got {v[i]!r} in row {i}")
+        raise InputError(f"{what}: column '{col}' must hold a {kind}, got {plain(v[i])} in row {i}")
     return s.astype(np.int64)
 
 
@@ -55,7 +63,7 @@ def _check_run_columns(df: pd.DataFrame, what: str) -> None:
     df["compute"] = _numeric(df, "compute", what)
     if (df["compute"] < 0).any():
         i = int(np.flatnonzero((df["compute"] < 0).to_numpy())[0])
-        raise InputError(f"{what}: column 'compute' has a negative value {df['compute'].iloc[i]!r} in row {i}")
+        raise InputError(f"{what}: column 'compute' has a negative value {plain(df['compute'].iloc[i])} in row {i}")
 
 
 def check_evals(evals: pd.DataFrame, metric: str = "avg@4", *, split: str | None = None,
@@ -86,9 +94,9 @@ def check_evals(evals: pd.DataFrame, metric: str = "avg@4", *, split: str | None
     expected = (df["B_p"] * df["n"] * df["step"]).astype(float)
     off = ~np.isclose(df["compute"], expected, rtol=1e-6, atol=1e-9)
     if off.any():
-        i = int(np.flatnonzero(off.to_numpy())[0])
-        raise InputError(f"{what}: column 'compute' must equal B_p*n*step, got {df['compute'].iloc[i]!r} "
-                         f"instead of {expected.iloc[i]!r} in row {i}")
+        i = int(np.flatnonzero(np.asarray(off))[0])
+        raise InputError(f"{what}: column 'compute' must equal B_p*n*step, got {plain(df['compute'].iloc[i])} "
+                         f"instead of {plain(expected.iloc[i])} in row {i}")
     metrics = [metric] + [c for c in OPTIONAL_NUMERIC if c in df.columns and c != metric]
     for col in metrics:
         df[col] = _numeric(df, col, what)
@@ -100,11 +108,12 @@ def check_evals(evals: pd.DataFrame, metric: str = "avg@4", *, split: str | None
         out = (df[col] < 0) | (df[col] > 1)
         if out.any():
             i = int(np.flatnonzero(out.to_numpy())[0])
-            raise InputError(f"{what}: column '{col}' must be in [0, 1], got {df[col].iloc[i]!r} in row {i}")
+            raise InputError(f"{what}: column '{col}' must be in [0, 1], got {plain(df[col].iloc[i])} in row {i}")
     dup = df.duplicated(["B_p", "n", "step"], keep=False)
     if dup.any():
         row = df.loc[dup].iloc[0]
-        raise InputError(f"{what}: duplicate (B_p, n, step) = ({row['B_p']}, {row['n']}, {row['step']}) "
+        raise InputError(f"{what}: duplicate (B_p, n, step) = ({plain(row['B_p'])}, {plain(row['n'])}, "
+                         f"{plain(row['step'])}) "
                          f"in columns 'B_p', 'n', 'step'")
     return df.sort_values(["B_p", "n", "step"], kind="stable").reset_index(drop=True)
 
