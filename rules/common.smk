@@ -87,13 +87,20 @@ def all_targets():
 # --- training grid and scoring ---------------------------------------------------
 
 from isocompute.grading import GRADER_VERSION
-from isocompute.grid import find_cell, grid_cells
+from isocompute.grid import check_grid_against_splits, find_cell, grid_cells, max_bp_per_split
 
 try:
     CELLS = grid_cells(config)
+    check_grid_against_splits(CELLS, LAYOUT)
 except ConfigError as _err:
     sys.stderr.write(f"isocompute config error: {_err}\n")
     sys.exit(1)
+
+# The largest B_p of each split's grid. The splits stage checks each split has
+# that many training problems; it gets this on its command line, not as a param,
+# so that a changed grid does not re-cut the splits (and re-train everything):
+# once the split files exist, check_grid_against_splits checks a changed grid.
+GRID_MAX_BP = json.dumps(max_bp_per_split(CELLS), sort_keys=True)
 
 
 wildcard_constraints:

@@ -62,3 +62,34 @@ def find_cell(cells: list[Cell], split: str, B_p: int, n: int) -> Cell:
             return cell
     raise ConfigError(f"no grid cell {split}/bp{B_p}_n{n} in the config's grid")
 
+
+
+def max_bp_per_split(cells: list[Cell]) -> dict[str, int]:
+    """The largest B_p each split's grid asks for."""
+    out: dict[str, int] = {}
+    for cell in cells:
+        out[cell.split] = max(out.get(cell.split, 0), cell.B_p)
+    return out
+
+
+def check_split_sizes(max_bp: dict[str, int], train_sizes: dict[str, int]) -> None:
+    """Every split has at least as many training problems as its grid's largest B_p
+    (a step draws B_p distinct problems)."""
+    for split, B_p in sorted(max_bp.items()):
+        if split in train_sizes and train_sizes[split] < B_p:
+            raise ConfigError(f"config key 'grid.{split}.B_p': B_p = {B_p} exceeds the {train_sizes[split]} "
+                              f"training problems of split '{split}'; lower it or enlarge the split")
+
+
+def check_grid_against_splits(cells: list[Cell], layout) -> None:
+    """check_split_sizes against split files that already exist (a grid changed after the splits were cut)."""
+    from pathlib import Path
+
+    import pyarrow.parquet as pq
+
+    sizes = {}
+    for split in max_bp_per_split(cells):
+        path = Path(layout.split_file(split, "train"))
+        if path.is_file():
+            sizes[split] = pq.ParquetFile(path).metadata.num_rows
+    check_split_sizes(max_bp_per_split(cells), sizes)
