@@ -22,7 +22,7 @@ import pandas as pd
 from isocompute.analysis.bootstrap import bootstrap_fits, bootstrap_intervals
 from isocompute.analysis.fits import FitGrid, check_method, fit_curves
 from isocompute.analysis.fits_noise import NOISE_FIT_GRID, add_standard_errors, pooled_base, residual_se, run_groups
-from isocompute.analysis.frontier import frontier_fixed_batch, frontier_fixed_bp, frontier_joint
+from isocompute.analysis.frontier import default_extrapolate, frontier_fixed_batch, frontier_fixed_bp, frontier_joint
 from isocompute.analysis.nstar import law_points, n_star_laws
 from isocompute.analysis.records import record_points_by_run
 from isocompute.analysis.studies import extrapolation_check, interference_histograms, metric_optima, sensitivity
@@ -59,6 +59,29 @@ def _with_law_points(frontier: pd.DataFrame, by, x: str, window: int) -> pd.Data
         f["log2_n_star_avg"] = law_points(f, x=x, window=window)["log2_n_star_avg"].to_numpy()
         parts.append(f)
     return pd.concat(parts, ignore_index=True)
+
+
+def fit_study(evals: pd.DataFrame, metric: str = "avg@4", *, method: str = "noise", bin_width: float = 0.01,
+              ema_alpha: float | None = None, min_compute: float | None = None, grid: FitGrid | None = None,
+              se_window: int = 9):
+    """The fitting stage of `run_analysis` on a checked evaluation table.
+
+    Returns (evals, fits, base). Noise method: `evals` gains the column
+    `<metric>_se` (from problems and samples, or the residuals' estimate
+    when the table has neither), every fit shares the pooled R0, and `base`
+    is a one-row table (metric, R0, R0_se, n_base, se_source, se_median).
+    Paper method: evals unchanged, fits to records, base None.
+    """
+    fit_kw = dict(bin_width=bin_width, ema_alpha=ema_alpha, min_compute=min_compute, grid=grid, method=method)
+    if method != "noise":
+        return evals, fit_curves(evals, metric, **fit_kw), None
+    evals, se_source = add_standard_errors(evals, metric, window=se_window)
+    fits = fit_curves(evals, metric, R0=pooled_base(evals, metric)["R0"], **fit_kw)
+    if se_source == "unknown":
+        evals = evals.assign(**{se_column(metric): residual_se(fits)})
+    base = pd.DataFrame([{"metric": metric, **pooled_base(evals, metric), "se_source": se_source,
+                          "se_median": float(evals[se_column(metric)].median())}])
+    return evals, fits, base
 
 
 def run_analysis(evals: pd.DataFrame, *, metric: str = "avg@4", method: str = "noise", bin_width: float = 0.01,
@@ -108,7 +131,7 @@ def run_analysis(evals: pd.DataFrame, *, metric: str = "avg@4", method: str = "n
     if train is not None:
         train = check_train(train)
     if extrapolate is None:
-        extrapolate = method == "paper"
+        extrapolate = default_extrapolate(method)
     if fit_grid is None:
         fit_grid = NOISE_FIT_GRID if method == "noise" else FitGrid()
     clock.lap("validate")
@@ -116,19 +139,11 @@ def run_analysis(evals: pd.DataFrame, *, metric: str = "avg@4", method: str = "n
     fit_kw = dict(min_compute=min_compute, grid=fit_grid, method=method, **opts)
     out: dict[str, pd.DataFrame] = {}
 
-    R0, se_source = None, None
-    if method == "noise":
-        evals, se_source = add_standard_errors(evals, metric, window=se_window)
-        R0 = pooled_base(evals, metric)["R0"]
-    fits = fit_curves(evals, metric, R0=R0, **fit_kw)
-    if se_source == "unknown":
-        evals = evals.assign(**{se_column(metric): residual_se(fits)})
-    out["evals"] = evals
-    out["fits"] = fits
-    if method == "noise":
-        base = pooled_base(evals, metric)
-        out["base"] = pd.DataFrame([{"metric": metric, **base, "se_source": se_source,
-                                     "se_median": float(evals[se_column(metric)].median())}])
+    out["evals"], out["fits"], base = fit_study(evals, metric, se_window=se_window, **fit_kw)
+    evals, fits = out["evals"], out["fits"]
+    R0 = None if base is None else float(base["R0"].iloc[0])
+    if base is not None:
+        out["base"] = base
     clock.lap("fits")
 
     records = record_points_by_run(evals, metric, method=method, z=record_z, **opts)
