@@ -81,3 +81,18 @@ def test_a_run_without_tokens_leaves_the_rest_of_the_analysis_intact():
     assert res["fits_tokens"]["n"].tolist() == [8, 128]
     assert res["fits"]["n"].tolist() == list(NS) and (res["fits"]["status"] == "ok").all()
     assert "frontier_tokens" in res
+
+
+@pytest.mark.parametrize("method", ["noise", "paper"])
+def test_every_bootstrapped_study_gets_bands(method):
+    from isocompute.analysis.synthetic import synthetic_evals
+
+    evals = synthetic_evals(B_ps=(32, 64), ns=(8, 16, 32), points=30, noise=0.02, seed=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = run_analysis(evals, method=method, n_boot=8, grid_points=15,
+                           bootstrap_studies=("fixed_B_p", "fixed_batch", "joint"))
+    for front, law in (("frontier", "n_star_fit"), ("frontier_fixed_batch", "n_star_fit_fixed_batch"),
+                       ("frontier_joint", "n_star_fit_joint")):
+        assert res[front][["reward_lo", "reward_hi"]].notna().all().all(), front
+        assert (res[law]["n_boot"] > 0).all(), law

@@ -168,7 +168,7 @@ def bootstrap_intervals(boot: pd.DataFrame, fits: pd.DataFrame, laws: pd.DataFra
         res = fit_n_star_laws(np.log10(grid), log2_avg, grid=law_grid)
         good = np.isin(res["status"], ("ok", "constant"))
         if bands is not None:
-            in_group = rows if by is None else (bands[by] == key).to_numpy()
+            in_group = np.ones(len(bands), dtype=bool) if by is None else (bands[by] == key).to_numpy()
             if in_group.sum() == grid.size:
                 _fill_bands(bands, in_group, reward, n_star, log2_avg, lo_q, hi_q)
         if not good.any():

@@ -19,6 +19,7 @@ import pandas as pd
 
 from isocompute.analysis.fits import (FIT_COLUMNS, FLAT, NO_BASE, NO_POSITIVE, OK, TOO_FEW, USABLE, FitGrid,
                                       _a_max, _cmid_grid, _grid_fit)
+from isocompute.analysis.nstar import running_average
 from isocompute.analysis.tables import se_column
 
 # The fit grid of the noise method: A nearly continuous (its 0.005 grid is a
@@ -53,7 +54,8 @@ def run_groups(evals: pd.DataFrame, run_keys=("B_p", "n")) -> list[str]:
     return keys + (["seed"] if "seed" in evals.columns and "seed" not in keys else [])
 
 
-def add_standard_errors(evals: pd.DataFrame, metric: str, *, window: int = SE_SMOOTH_WINDOW) -> tuple[pd.DataFrame, str]:
+def add_standard_errors(evals: pd.DataFrame, metric: str, *,
+                        window: int = SE_SMOOTH_WINDOW) -> tuple[pd.DataFrame, str]:
     """`evals` with a column `<metric>_se`, and where the errors came from.
 
     A column `<metric>_se` already in the table is kept ('table'). Otherwise,
@@ -68,8 +70,6 @@ def add_standard_errors(evals: pd.DataFrame, metric: str, *, window: int = SE_SM
         return evals, "table"
     if "problems" not in evals.columns:
         return evals, "unknown"
-    from isocompute.analysis.nstar import running_average
-
     out = evals.copy()
     draws = out["problems"].to_numpy(dtype=float) * samples_per_problem(out, metric)
     p = np.empty(len(out))

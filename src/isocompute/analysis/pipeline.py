@@ -21,10 +21,11 @@ import pandas as pd
 
 from isocompute.analysis.bootstrap import bootstrap_fits, bootstrap_intervals
 from isocompute.analysis.fits import FitGrid, check_method, fit_curves
-from isocompute.analysis.fits_noise import NOISE_FIT_GRID, add_standard_errors, pooled_base, residual_se, run_groups
+from isocompute.analysis.fits_noise import (NOISE_FIT_GRID, SE_SMOOTH_WINDOW, add_standard_errors, pooled_base,
+                                            residual_se, run_groups)
 from isocompute.analysis.frontier import default_extrapolate, frontier_fixed_batch, frontier_fixed_bp, frontier_joint
 from isocompute.analysis.nstar import law_points, n_star_laws
-from isocompute.analysis.records import record_points_by_run
+from isocompute.analysis.records import RECORD_Z, record_points_by_run
 from isocompute.analysis.studies import extrapolation_check, interference_histograms, metric_optima, sensitivity
 from isocompute.analysis.tables import check_evals, check_train, se_column
 
@@ -63,7 +64,7 @@ def _with_law_points(frontier: pd.DataFrame, by, x: str, window: int) -> pd.Data
 
 def fit_study(evals: pd.DataFrame, metric: str = "avg@4", *, method: str = "noise", bin_width: float = 0.01,
               ema_alpha: float | None = None, min_compute: float | None = None, grid: FitGrid | None = None,
-              se_window: int = 9):
+              se_window: int = SE_SMOOTH_WINDOW):
     """The fitting stage of `run_analysis` on a checked evaluation table.
 
     Returns (evals, fits, base). Noise method: `evals` gains the column
@@ -91,7 +92,7 @@ def run_analysis(evals: pd.DataFrame, *, metric: str = "avg@4", method: str = "n
                  train: pd.DataFrame | None = None, split: str | None = None,
                  hist_bins: int = 10, optima_metrics=("best@4", "worst@4"),
                  bootstrap_studies=("fixed_B_p",), extrapolate: bool | None = None,
-                 fit_grid: FitGrid | None = None, record_z: float = 2.0, se_window: int = 9,
+                 fit_grid: FitGrid | None = None, record_z: float = RECORD_Z, se_window: int = SE_SMOOTH_WINDOW,
                  bootstrap_unit: str | None = None) -> dict[str, pd.DataFrame]:
     """Every table of the analysis from one evaluation table.
 

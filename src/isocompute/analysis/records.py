@@ -17,6 +17,10 @@ from scipy.signal import lfilter
 
 from isocompute.analysis.tables import se_column
 
+# Standard errors a point must rise above the standing record to count as one
+# in the noise method's records (which are shown, not fitted).
+RECORD_Z = 2.0
+
 # Rounding applied to metric / bin_width before the floor, so that values such
 # as 0.12 / 0.01 = 11.999999999999998 land in bin 12 and not 11.
 BIN_DECIMALS = 9
@@ -65,7 +69,7 @@ def record_mask(values, bin_width: float = 0.01, ema_alpha: float | None = None)
     return mask
 
 
-def significant_record_mask(values, se, z: float = 2.0) -> np.ndarray:
+def significant_record_mask(values, se, z: float = RECORD_Z) -> np.ndarray:
     """Boolean mask of significant records along the last axis.
 
     The first point is a record; a later point is one when it exceeds the
@@ -88,7 +92,7 @@ def significant_record_mask(values, se, z: float = 2.0) -> np.ndarray:
 
 def record_points(curve: pd.DataFrame, metric: str = "avg@4", *, bin_width: float = 0.01,
                   ema_alpha: float | None = None, compute: str = "compute", method: str = "paper",
-                  z: float = 2.0) -> pd.DataFrame:
+                  z: float = RECORD_Z) -> pd.DataFrame:
     """Record-breaking points of one curve (a run, or a pool of runs).
 
     Rows are ordered by `compute` (then `step`, stable). method 'paper'
@@ -118,7 +122,7 @@ def record_points(curve: pd.DataFrame, metric: str = "avg@4", *, bin_width: floa
 
 def record_points_by_run(evals: pd.DataFrame, metric: str = "avg@4", *, bin_width: float = 0.01,
                          ema_alpha: float | None = None, run_keys=("B_p", "n"), method: str = "paper",
-                         z: float = 2.0) -> pd.DataFrame:
+                         z: float = RECORD_Z) -> pd.DataFrame:
     """`record_points` applied to each run (one curve per `run_keys` value)."""
     keys = [k for k in run_keys if k in evals.columns]
     parts = [record_points(g, metric, bin_width=bin_width, ema_alpha=ema_alpha, method=method, z=z)

@@ -18,6 +18,7 @@ from isocompute.analysis.plots.frontier import plot_frontier, plot_frontiers_gri
 from isocompute.analysis.plots.laws import plot_fixed_batch, plot_joint, plot_n_star_law, plot_n_star_laws
 from isocompute.analysis.plots.studies import plot_interference, plot_metric_optima, plot_sensitivity
 from isocompute.analysis.plots.style import FORMATS
+from isocompute.analysis.records import RECORD_Z
 from isocompute.analysis.tables import se_column
 
 __all__ = ["FORMATS", "plot_all", "plot_fixed_batch", "plot_frontier", "plot_frontiers_grid", "plot_interference",
@@ -36,9 +37,9 @@ def _with_standard_errors(evals: pd.DataFrame, results: dict, metric: str, param
     analysis adds it, but a table read back from disk may lack it."""
     if se_column(metric) in evals.columns:
         return evals
-    from isocompute.analysis.fits_noise import add_standard_errors
+    from isocompute.analysis.fits_noise import SE_SMOOTH_WINDOW, add_standard_errors
 
-    evals, source = add_standard_errors(evals, metric, window=params.get("se_window", 9))
+    evals, source = add_standard_errors(evals, metric, window=params.get("se_window", SE_SMOOTH_WINDOW))
     if source == "unknown" and len(results.get("base", [])):
         evals = evals.assign(**{se_column(metric): float(results["base"]["se_median"].iloc[0])})
     return evals
@@ -63,7 +64,7 @@ def plot_all(results: dict, fig_dir, *, formats=FORMATS) -> list[Path]:
             evals = _with_standard_errors(evals, results, metric, params)
         paths += plot_record_points(evals, B_p, fig_dir / "fig5_record_points", metric=metric, method=method,
                                     bin_width=params.get("bin_width", 0.01), ema_alpha=params.get("ema_alpha"),
-                                    z=params.get("record_z", 2.0), frontier=front, formats=formats)
+                                    z=params.get("record_z", RECORD_Z), frontier=front, formats=formats)
         paths += plot_frontier(evals, fits, front, B_p, fig_dir / "fig6_frontier", **curves)
         paths += plot_n_star_law(front, results["n_star_fit"], fig_dir / "fig7_n_star", key=B_p, formats=formats)
         paths += plot_n_star_laws(front, results["n_star_fit"], fig_dir / "appendix_n_star_laws", formats=formats)

@@ -14,7 +14,7 @@ from matplotlib.collections import LineCollection
 from matplotlib.lines import Line2D
 
 from isocompute.analysis.fits import fit_sigmoid, predict, sigmoid_reward
-from isocompute.analysis.records import record_points
+from isocompute.analysis.records import RECORD_Z, record_points
 from isocompute.analysis.plots.style import (BP, FORMATS, _band, _log2_x, _n_palette, _panels, _save, _styled,
                                              _subplots)
 
@@ -64,7 +64,7 @@ def _draw_frontier(ax, evals, fits, front, metric, palette, x="compute", legend=
 @_styled
 def plot_record_points(evals: pd.DataFrame, B_p: int, path_stem, *, metric: str = "avg@4",
                        bin_width: float = 0.01, ema_alpha: float | None = None, method: str = "paper",
-                       frontier: pd.DataFrame | None = None, z: float = 2.0, formats=FORMATS) -> list[Path]:
+                       frontier: pd.DataFrame | None = None, z: float = RECORD_Z, formats=FORMATS) -> list[Path]:
     """Fig. 5: all evaluation points of the runs at `B_p` (grey) and the pooled
     record-breaking points (orange). Paper method: with the monotonic fit
     through the records. Noise method: significant records (`z` standard
