@@ -33,7 +33,7 @@ def test_noise_method_figures_with_seed_bands_also_from_tables_on_disk(tmp_path)
         warnings.simplefilter("ignore")
         res = run_analysis(evals, n_boot=10, grid_points=20)
         assert {"reward_lo", "reward_hi", "log2_n_star_avg_lo"} <= set(res["frontier"].columns)
-        write_analysis(res, tmp_path / "out", formats=("png",))
+        write_analysis(res, tmp_path / "out", figures=False)
         assert json.loads((tmp_path / "out" / "params.json").read_text())["method"] == "noise"
         assert (tmp_path / "out" / "base.csv").is_file()
         # `isocompute figures` reads the tables back; its evaluation table has no standard errors

@@ -29,7 +29,7 @@ _EXPORTS = {
     "extrapolation_check": "studies", "value_at_compute": "studies",
     "check_evals": "tables", "check_train": "tables",
     "read_evals": "io", "read_train": "io", "parse_verl_jsonl": "io",
-    "run_analysis": "pipeline", "write_analysis": "pipeline",
+    "run_analysis": "pipeline", "write_analysis": "pipeline", "fit_study": "pipeline",
     "synthetic_evals": "synthetic", "synthetic_params": "synthetic", "synthetic_study": "synthetic",
     "crossover_params": "synthetic",
 }
