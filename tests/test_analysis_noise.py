@@ -139,3 +139,17 @@ def test_compute_schedule_steps_match_compute_across_batch_sizes():
     assert compute_schedule_steps(8, 0, 5) == (0,)
     with pytest.raises(ValueError):
         compute_schedule_steps(8, 100, 5, min_compute=1e9)
+
+
+def test_a_sidecar_gives_a_verl_log_its_evaluation_counts(tmp_path):
+    import json
+
+    from isocompute.analysis.io import read_evals
+
+    log = tmp_path / "run.jsonl"
+    lines = [{"step": s, "data": {"val-core/math/acc/mean@4": 0.3 + 0.01 * s}} for s in range(0, 10, 2)]
+    log.write_text("\n".join(json.dumps(x) for x in lines))
+    (tmp_path / "run.jsonl.meta.json").write_text(json.dumps({"B_p": 4, "n": 8, "problems": 300}))
+    evals = read_evals(log)
+    assert evals["problems"].tolist() == [300] * 5
+    assert add_standard_errors(evals, "avg@4")[1] == "problems"
