@@ -87,20 +87,13 @@ def all_targets():
 # --- training grid and scoring ---------------------------------------------------
 
 from isocompute.grading import GRADER_VERSION
-from isocompute.grid import check_grid_against_splits, find_cell, grid_cells, max_bp_per_split
+from isocompute.grid import find_cell, grid_cells
 
 try:
     CELLS = grid_cells(config)
-    check_grid_against_splits(CELLS, LAYOUT)
 except ConfigError as _err:
     sys.stderr.write(f"isocompute config error: {_err}\n")
     sys.exit(1)
-
-# The largest B_p of each split's grid. The splits stage checks each split has
-# that many training problems; it gets this on its command line, not as a param,
-# so that a changed grid does not re-cut the splits (and re-train everything):
-# once the split files exist, check_grid_against_splits checks a changed grid.
-GRID_MAX_BP = json.dumps(max_bp_per_split(CELLS), sort_keys=True)
 
 
 wildcard_constraints:
@@ -132,9 +125,27 @@ def max_steps_of(wildcards):
 
 
 def train_inputs(wildcards):
-    """The cell's split files, plus the base model when the pipeline builds it."""
+    """The cell's split files, the grid check, and the base model when the pipeline builds it.
+
+    The grid check is ancient: a re-check after a grid change must not re-run
+    the runs that were fine, only keep new ones from starting when it fails.
+    """
     cell_of(wildcards)  # an unknown cell stops here with the reason
-    return {**split_files(wildcards.split), "model": base_model_input()}
+    return {
+        **split_files(wildcards.split),
+        "grid_check": ancient(LAYOUT.grid_check),
+        "model": base_model_input(),
+    }
+
+
+def grid_split_train_files():
+    """The training file of each split the grid trains on, by split name."""
+    return {split: LAYOUT.split_file(split, "train") for split in analysis_splits()}
+
+
+def split_file_args(wildcards, input):
+    """split=path pairs for `isocompute check-grid`."""
+    return " ".join(f"{split}={input[split]}" for split in analysis_splits())
 
 
 def train_params_json():
@@ -188,6 +199,7 @@ localrules:
     all,
     pool,
     fig_difficulty,
+    check_grid,
     collect,
     figures,
 

@@ -77,7 +77,7 @@ rule splits:
         out_dir=output_parent,
     shell:
         "isocompute splits --params {params.cfg:q} --pool {input.pool} --difficulty {input.difficulty}"
-        " --out-dir {params.out_dir} --grid-max-bp {GRID_MAX_BP:q} > {log} 2>&1"
+        " --out-dir {params.out_dir} > {log} 2>&1"
 
 
 rule fig_difficulty:

@@ -3,6 +3,22 @@
 # marker run.json is declared, so a failed job keeps what it had done.
 
 
+rule check_grid:
+    input:
+        **grid_split_train_files(),
+    output:
+        LAYOUT.grid_check,
+    log:
+        LAYOUT.log("check_grid"),
+    conda:
+        ANALYSIS_ENV
+    params:
+        cfg=params_json("grid", "splits"),
+        files=split_file_args,
+    shell:
+        "isocompute check-grid --params {params.cfg:q} --train-files {params.files} --out {output} > {log} 2>&1"
+
+
 rule train:
     input:
         unpack(train_inputs),

@@ -15,3 +15,28 @@ def test_interference_and_optima_figures(tmp_path):
     optima = pd.DataFrame({"B_p": [32, 32, 64, 64], "metric": ["best@4", "worst@4"] * 2,
                            "compute": 1e6, "n_opt": [16, 64, 32, 128], "value": 0.5, "n_runs": 4})
     assert all(p.is_file() for p in plot_metric_optima(optima, tmp_path / "fig8", formats=("png",)))
+
+
+def test_noise_method_figures_with_seed_bands_also_from_tables_on_disk(tmp_path):
+    import json
+    import warnings
+
+    from isocompute.analysis.collect import load_analysis
+    from isocompute.analysis.pipeline import run_analysis, write_analysis
+    from isocompute.analysis.plots import plot_all
+    from isocompute.analysis.synthetic import synthetic_study
+    from isocompute.train.recipe import evaluation_steps
+
+    evals = synthetic_study((32,), (8, 32), c_max=2.0 ** 17, eval_steps=lambda B, M: evaluation_steps(M, 10),
+                            noise=0.02, seeds=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = run_analysis(evals, n_boot=10, grid_points=20)
+        assert {"reward_lo", "reward_hi", "log2_n_star_avg_lo"} <= set(res["frontier"].columns)
+        write_analysis(res, tmp_path / "out", figures=False)
+        assert json.loads((tmp_path / "out" / "params.json").read_text())["method"] == "noise"
+        assert (tmp_path / "out" / "base.csv").is_file()
+        # `isocompute figures` reads the tables back; its evaluation table has no standard errors
+        again = plot_all(load_analysis(tmp_path / "out", evals), tmp_path / "again", formats=("png",))
+    names = {p.name for p in again}
+    assert {"fig5_record_points.png", "fig6_frontier.png", "fig7_n_star.png"} <= names

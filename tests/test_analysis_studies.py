@@ -33,24 +33,24 @@ def test_value_at_compute_and_common_compute():
 
 
 def test_metric_optima_at_largest_common_compute():
-    opt = metric_optima(_evals())
+    opt = metric_optima(_evals(), method="paper")
     b2 = opt[opt["B_p"] == 2].set_index("metric")
     # at C = 8: n=1 best@4 max(0.5, 0.7, 0.8) = 0.8 vs n=2 max(0.5, 0.6, 0.65) = 0.65
     assert b2.loc["best@4", "n_opt"] == 1 and b2.loc["best@4", "value"] == pytest.approx(0.8)
     # worst@4: n=1 max 0.2 vs n=2 max 0.3
     assert b2.loc["worst@4", "n_opt"] == 2 and b2.loc["worst@4", "compute"] == 8
-    assert metric_optima(_evals().drop(columns="worst@4"))["metric"].unique().tolist() == ["best@4"]
+    assert metric_optima(_evals().drop(columns="worst@4"), method="paper")["metric"].unique().tolist() == ["best@4"]
 
 
 def test_sensitivity_ranges():
-    sens = sensitivity(_evals()).set_index(["varied", "fixed_value"])
+    sens = sensitivity(_evals(), method="paper").set_index(["varied", "fixed_value"])
     # across n at B_p = 2, C = 8: n=1 -> 0.45, n=2 -> 0.5
     assert sens.loc[("n", 2), "range"] == pytest.approx(0.05)
     # across B_p at n = 1, C = 8: B_p=2 -> 0.45, B_p=4 -> 0.42
     assert sens.loc[("B_p", 1), "range"] == pytest.approx(0.03)
     assert sens.loc[("B_p", 1), "compute"] == 8
     assert ("n", 4) not in sens.index                    # a single n: no range
-    fixed = sensitivity(_evals(), compute=4).set_index(["varied", "fixed_value"])
+    fixed = sensitivity(_evals(), compute=4, method="paper").set_index(["varied", "fixed_value"])
     assert fixed.loc[("n", 2), "range"] == pytest.approx(0.05)   # 0.4 vs 0.35
 
 

@@ -1,7 +1,7 @@
 """The fault table as tests: every config-knowable mistake stops `snakemake -n`
 before any job, in one line naming the key, with no traceback and no file
-written; a grid too large for its split stops in the splits stage, before any
-training job."""
+written; a grid too large for its split stops once the splits are cut, before
+any training job."""
 
 from __future__ import annotations
 
@@ -103,14 +103,14 @@ def test_check_config_accepts_the_embedded_default():
 
 
 @pytest.mark.slow
-def test_grid_larger_than_a_split_stops_in_the_splits_stage(tmp_path):
-    """B_p above the split's training problems is known once the splits are cut: the splits
-    stage stops naming the key, and no training job runs."""
+def test_grid_larger_than_a_split_stops_before_any_training_job(tmp_path):
+    """B_p above the split's training problems is known once the splits are cut: the
+    check_grid job stops naming the key, and no training job runs."""
     work = make_study_dir(tmp_path)
     cfg = write_raw(work, tiny(grid={"easy": {"B_p": [4096], "n": [2], "B_max": 10 ** 6, "C_max": 8192}}))
     proc = run_snakemake(work, "--cores", "2", "--configfile", str(cfg), check=False)
     assert proc.returncode != 0
-    log = (work / "results" / "tiny" / "logs" / "splits.log").read_text()
+    log = (work / "results" / "tiny" / "logs" / "check_grid.log").read_text()
     assert "config key 'grid.easy.B_p': B_p = 4096 exceeds the" in log
-    assert not (work / "results" / "tiny" / "splits" / "easy" / "train.parquet").exists()
+    assert (work / "results" / "tiny" / "splits" / "easy" / "train.parquet").exists()
     assert not (work / "results" / "tiny" / "runs").exists()

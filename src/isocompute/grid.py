@@ -80,16 +80,3 @@ def check_split_sizes(max_bp: dict[str, int], train_sizes: dict[str, int]) -> No
             raise ConfigError(f"config key 'grid.{split}.B_p': B_p = {B_p} exceeds the {train_sizes[split]} "
                               f"training problems of split '{split}'; lower it or enlarge the split")
 
-
-def check_grid_against_splits(cells: list[Cell], layout) -> None:
-    """check_split_sizes against split files that already exist (a grid changed after the splits were cut)."""
-    from pathlib import Path
-
-    import pyarrow.parquet as pq
-
-    sizes = {}
-    for split in max_bp_per_split(cells):
-        path = Path(layout.split_file(split, "train"))
-        if path.is_file():
-            sizes[split] = pq.ParquetFile(path).metadata.num_rows
-    check_split_sizes(max_bp_per_split(cells), sizes)

@@ -103,6 +103,11 @@ class StudyLayout:
         return f"{self.splits_dir}/splits.json"
 
     @property
+    def grid_check(self) -> str:
+        """The grid checked against the split sizes (every split has its largest B_p of problems)."""
+        return f"{self.splits_dir}/grid_check.json"
+
+    @property
     def fig_difficulty_stem(self) -> str:
         return f"{self.results}/figures/fig2_difficulty"
 

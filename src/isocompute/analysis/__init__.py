@@ -1,10 +1,12 @@
 """The analysis chain: evaluation tables -> record points -> sigmoid fits ->
 frontiers and n*(C) -> the n* law with bootstrap intervals -> figures.
 
-Pure functions over frames live in records, fits, frontier, nstar, studies;
-reading files is in io, writing in pipeline.write_analysis, figures in plots
-(the `isocompute analyze` command is `isocompute.cli.analysis`). Names are
-imported lazily so that the command line starts without loading pandas and scipy.
+Pure functions over frames live in records, fits (fits_noise: the default,
+noise-aware method), frontier, nstar, bootstrap, studies; schedule says when
+runs are evaluated; reading files is in io, writing in
+pipeline.write_analysis, figures in plots (the `isocompute analyze` command is
+`isocompute.cli.analysis`). Names are imported lazily so that the command line
+starts without loading pandas and scipy.
 """
 
 from __future__ import annotations
@@ -20,13 +22,16 @@ _EXPORTS = {
     "frontier_fixed_batch": "frontier", "frontier_joint": "frontier",
     "LawGrid": "nstar", "NStarLaw": "nstar", "running_average": "nstar", "n_star_sigmoid": "nstar",
     "fit_n_star_law": "nstar", "fit_n_star_laws": "nstar", "n_star_laws": "nstar",
-    "bootstrap_fits": "nstar", "bootstrap_law_intervals": "nstar",
+    "bootstrap_fits": "bootstrap", "bootstrap_law_intervals": "bootstrap", "bootstrap_intervals": "bootstrap",
+    "fit_curves_noise": "fits_noise", "add_standard_errors": "fits_noise", "pooled_base": "fits_noise",
+    "significant_record_mask": "records", "compute_schedule_steps": "schedule", "compute_points": "schedule",
     "metric_optima": "studies", "sensitivity": "studies", "interference_histograms": "studies",
     "extrapolation_check": "studies", "value_at_compute": "studies",
     "check_evals": "tables", "check_train": "tables",
     "read_evals": "io", "read_train": "io", "parse_verl_jsonl": "io",
-    "run_analysis": "pipeline", "write_analysis": "pipeline",
-    "synthetic_evals": "synthetic", "synthetic_params": "synthetic",
+    "run_analysis": "pipeline", "write_analysis": "pipeline", "fit_study": "pipeline",
+    "synthetic_evals": "synthetic", "synthetic_params": "synthetic", "synthetic_study": "synthetic",
+    "crossover_params": "synthetic",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -1,8 +1,10 @@
 """ScaleRL sigmoid fits of reward vs compute, one curve per run.
 
-`R(C) = R0 + (A - R0) / (1 + (C_mid / C)^B)` with `R0` the run's step-0
-evaluation, fitted to the run's record-breaking points by ScaleRL's grid
-search (METHODS.md section 7). The search is vectorised: for fixed `(C_mid, B)`
+`R(C) = R0 + (A - R0) / (1 + (C_mid / C)^B)`. The paper's method fits it,
+with `R0` the run's step-0 evaluation, to the run's record-breaking points by
+ScaleRL's grid search (METHODS.md section 7); the noise method (the default,
+module `fits_noise`) fits all evaluations by weighted least squares with one
+pooled R0, through the same search. The search is vectorised: for fixed `(C_mid, B)`
 the model is linear in `A`, so the best `A` on its 0.005 grid is the grid value
 nearest the least-squares optimum, and the minimum SSE over the grid of `A`,
 the 100 values of `C_mid` and a grid of `B` (refined locally) is the same
@@ -21,11 +23,20 @@ from scipy.special import expit
 
 from isocompute.analysis.records import ema, record_mask
 
+METHODS = ("noise", "paper")
+
 FIT_COLUMNS = ["R0", "A", "B", "C_mid", "sse", "n_points", "status", "compute_min", "compute_max"]
 
 # Fit statuses; only 'ok' and 'flat' curves take part in frontiers.
 OK, FLAT, TOO_FEW, NO_POSITIVE, NO_BASE = "ok", "flat", "too_few_points", "no_positive_compute", "no_base_eval"
 USABLE = (OK, FLAT)
+
+
+def check_method(method: str) -> str:
+    """`method` if it names an analysis method ('noise' or 'paper'), else ValueError."""
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {', '.join(METHODS)}; got {method!r}")
+    return method
 
 
 @dataclass(frozen=True)
@@ -56,6 +67,7 @@ class FitGrid:
     refine_c_mid: int = 100        # how many C_mid values (best first) get their B refined
     boot_refine_c_mid: int = 4     # the same for bootstrap replicates (speed)
     min_points: int = 3            # fewer record points (C > 0) than this: status 'too_few_points'
+    c_mid_margin: float = 0.0      # decades the C_mid grid reaches beyond the observed compute range
 
 
 def sigmoid_reward(compute, R0, A, B, C_mid) -> np.ndarray:
@@ -70,7 +82,8 @@ def sigmoid_reward(compute, R0, A, B, C_mid) -> np.ndarray:
     return np.where(A == R0, base, out)
 
 
-def _grid_fit(log_c, ysum, count, y2, log_cmid, grid: FitGrid, a_max, dtype=np.float64, refine_c_mid=None):
+def _grid_fit(log_c, ysum, count, y2, log_cmid, grid: FitGrid, a_max, dtype=np.float64, refine_c_mid=None,
+              dense: bool = False):
     """Best (a = A - R0, B, C_mid, sse) for R replicates of one curve.
 
     log_c (P,): log compute of the candidate points; ysum (P, R): sum of
@@ -80,7 +93,9 @@ def _grid_fit(log_c, ysum, count, y2, log_cmid, grid: FitGrid, a_max, dtype=np.f
     A coarse grid of B is searched for every C_mid; then, for the
     `refine_c_mid` best C_mid values, B alone is refined around its best
     coarse value (the A grid is re-solved at every B). The bootstrap runs this
-    in float32, which is accurate enough to rank grid cells.
+    in float32, which is accurate enough to rank grid cells. `dense`: ysum
+    and count have few zeros (weighted fits of all points), so the sums over
+    points are dense products.
     """
     P, R = ysum.shape
     nC, nB = log_cmid.size, grid.b_points
@@ -91,7 +106,8 @@ def _grid_fit(log_c, ysum, count, y2, log_cmid, grid: FitGrid, a_max, dtype=np.f
     # which only contend on a small shared machine).
     s = d.T.astype(dtype)[:, :, None] * np.exp(log_b).astype(dtype)[None, None, :]
     s = expit(s, out=s).reshape(P, -1)                           # (P, nC*nB)
-    ysum_sp, count_sp = csr_array(ysum.T.astype(dtype)), csr_array(count.T.astype(dtype))
+    as_matrix = (lambda m: m.T.astype(dtype)) if dense else (lambda m: csr_array(m.T.astype(dtype)))
+    ysum_sp, count_sp = as_matrix(ysum), as_matrix(count)
     ssy = (ysum_sp @ s).T                                        # (nC*nB, R)
     np.multiply(s, s, out=s)
     ss2 = (count_sp @ s).T
@@ -163,7 +179,8 @@ def _a_max(R0: float, grid: FitGrid) -> float:
 
 def _cmid_grid(compute_range, grid: FitGrid) -> np.ndarray:
     lo, hi = (float(x) for x in compute_range)
-    return np.linspace(np.log(lo), np.log(hi), grid.c_mid_points)
+    margin = grid.c_mid_margin * np.log(10.0)
+    return np.linspace(np.log(lo) - margin, np.log(hi) + margin, grid.c_mid_points)
 
 
 def fit_replicates(compute, values, R0: float, resample=None, *, bin_width: float = 0.01,
@@ -269,16 +286,21 @@ def fit_sigmoid(compute, reward, R0: float, *, compute_range=None, min_compute: 
 
 
 def run_arrays(run: pd.DataFrame, metric: str, min_compute: float | None = None) -> dict:
-    """What a fit needs from one run's evaluation rows: R0, sorted positive points, range."""
+    """What a fit needs from one run's evaluation rows: R0, sorted positive points, range.
+
+    Several seeds of one cell pool into one curve; R0 is then the mean of their
+    step-0 evaluations, and `seed` labels each point (0 without a seed column).
+    """
     run = run.sort_values(["compute", "step"], kind="stable")
     base = run.loc[run["step"] == 0, metric]
     pos = run[run["compute"] > 0]
     c = pos["compute"].to_numpy(dtype=float)
     eligible = c if min_compute is None else c[c >= min_compute]
     return {
-        "R0": float(base.iloc[0]) if len(base) else np.nan,
+        "R0": float(base.mean()) if len(base) else np.nan,
         "compute": c,
         "values": pos[metric].to_numpy(dtype=float),
+        "seed": pos["seed"].to_numpy() if "seed" in pos.columns else np.zeros(c.size, dtype=int),
         "compute_range": (eligible.min(), eligible.max()) if eligible.size else None,
         "compute_min": float(c.min()) if c.size else np.nan,
         "compute_max": float(run["compute"].max()) if len(run) else np.nan,
@@ -287,14 +309,27 @@ def run_arrays(run: pd.DataFrame, metric: str, min_compute: float | None = None)
 
 def fit_curves(evals: pd.DataFrame, metric: str = "avg@4", *, bin_width: float = 0.01,
                ema_alpha: float | None = None, min_compute: float | None = None,
-               run_keys=("B_p", "n"), grid: FitGrid = FitGrid()) -> pd.DataFrame:
-    """One ScaleRL fit per run, on the run's record-breaking points.
+               run_keys=("B_p", "n"), grid: FitGrid | None = None, method: str = "noise",
+               R0: float | None = None) -> pd.DataFrame:
+    """One sigmoid fit per run (per cell: the seeds of a cell pool into one curve).
 
-    The C_mid grid spans the run's observed compute range (evaluations with
-    compute > 0 and >= `min_compute`). Returns one row per run: the run keys,
+    method 'noise' (default): `fits_noise.fit_curves_noise`, all evaluations
+    weighted by 1/se^2 with one pooled `R0` (default: pooled from the table);
+    `bin_width` and `ema_alpha` do not apply. method 'paper': ScaleRL's fit
+    to the run's record-breaking points, R0 its own step-0 evaluation. The
+    C_mid grid spans the run's observed compute range (evaluations with
+    compute > 0 and >= `min_compute`; the noise grid reaches beyond it).
+    `grid` defaults to the method's. Returns one row per run: the run keys,
     R0, A, B, C_mid, sse, n_points, status, compute_min, compute_max (the
-    observed range of compute > 0; frontiers use each curve up to its max).
+    observed range of compute > 0, where frontiers use the curve).
     """
+    if method == "noise":
+        from isocompute.analysis.fits_noise import NOISE_FIT_GRID, fit_curves_noise
+
+        return fit_curves_noise(evals, metric, R0=R0, min_compute=min_compute, run_keys=run_keys,
+                                grid=NOISE_FIT_GRID if grid is None else grid)
+    check_method(method)
+    grid = FitGrid() if grid is None else grid
     keys = [k for k in run_keys if k in evals.columns]
     rows = []
     for key, run in evals.groupby(keys, sort=True):

@@ -4,9 +4,11 @@ On a log-spaced compute grid, `F(C) = max over runs of R_run(C)` and `n*(C)`
 (and `B_p*(C)`) is the run attaining it (METHODS.md section 8). Studies cut the
 runs differently: Q1 fixes `B_p` and varies `n`; Q2 fixes `B = B_p * n` and
 puts the number of steps `M` on the x-axis; Q3 takes all cells jointly.
-Each fitted curve counts over the whole grid, as the envelope of the fitted
-curves is defined (a run that plateaued keeps its plateau); `extrapolate=False`
-instead limits each curve to compute up to the largest its run reached.
+With `extrapolate=True` (the paper's procedure) each fitted curve counts over
+the whole grid, as the envelope of the fitted curves is defined (a run that
+plateaued keeps its plateau); `extrapolate=False` (the noise method's default)
+uses each curve only where its run has data: from its first evaluation at
+positive compute to its last.
 """
 
 from __future__ import annotations
@@ -15,6 +17,12 @@ import numpy as np
 import pandas as pd
 
 from isocompute.analysis.fits import USABLE, sigmoid_reward
+
+
+def default_extrapolate(method: str) -> bool:
+    """Whether a method's frontier extrapolates fitted curves: the paper's does,
+    the noise method uses each curve only where its run has data."""
+    return method == "paper"
 
 
 def compute_grid(compute, points: int = 100, lo: float | None = None, hi: float | None = None) -> np.ndarray:
@@ -28,12 +36,14 @@ def compute_grid(compute, points: int = 100, lo: float | None = None, hi: float 
     return np.geomspace(lo, hi, points)
 
 
-def envelope(R0, A, B, C_mid, usable, compute_max, grid, *, extrapolate: bool = True):
+def envelope(R0, A, B, C_mid, usable, compute_max, grid, *, extrapolate: bool = True, compute_min=None):
     """Index of the best curve and its reward at each grid point.
 
     Parameters are arrays (..., K) over K curves (a leading axis holds
     bootstrap replicates); returns (best (..., G) int, reward (..., G)), with
-    best = -1 where no curve is defined. Ties go to the earlier curve.
+    best = -1 where no curve is defined. Ties go to the earlier curve. Without
+    `extrapolate`, a curve is defined on [compute_min, compute_max] (no lower
+    end when `compute_min` is None).
     """
     g = np.asarray(grid, dtype=float)
     expand = lambda x: np.asarray(x, dtype=float)[..., None]  # noqa: E731
@@ -41,6 +51,8 @@ def envelope(R0, A, B, C_mid, usable, compute_max, grid, *, extrapolate: bool = 
     ok = np.asarray(usable, dtype=bool)[..., None] & np.isfinite(values)
     if not extrapolate:
         ok &= g <= expand(compute_max) * (1 + 1e-12)
+        if compute_min is not None:
+            ok &= g >= expand(compute_min) * (1 - 1e-12)
     values = np.where(ok, values, -np.inf)
     best = np.argmax(values, axis=-2)
     reward = np.take_along_axis(values, best[..., None, :], axis=-2)[..., 0, :]
@@ -58,7 +70,7 @@ def frontier(fits: pd.DataFrame, grid, *, extrapolate: bool = True) -> pd.DataFr
     col = lambda name: fits[name].to_numpy(dtype=float)  # noqa: E731
     best, reward = envelope(col("R0"), col("A"), col("B"), col("C_mid"),
                             fits["status"].isin(USABLE).to_numpy(), col("compute_max"), grid,
-                            extrapolate=extrapolate)
+                            extrapolate=extrapolate, compute_min=col("compute_min"))
     pick = lambda name: np.where(best >= 0, col(name)[np.maximum(best, 0)], np.nan)  # noqa: E731
     return pd.DataFrame({"compute": np.asarray(grid, dtype=float), "n_star": pick("n"),
                          "B_p_star": pick("B_p"), "reward": reward})

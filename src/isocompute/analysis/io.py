@@ -5,7 +5,10 @@ verl's validation writes `val-core/<data_source>/<var>/mean@<k>` (var = 'acc'
 when the reward function reports it, else 'reward'); that becomes `avg@<k>`.
 Its `best@k/mean` and `worst@k/mean` are bootstrap estimates biased towards
 middling values (METHODS.md section 5), so they are read only on request.
-B_p and n come from the command line or a sidecar `<file>.meta.json`.
+B_p and n come from the command line or a sidecar `<file>.meta.json`; the
+sidecar may also say how many validation problems (`problems`) and samples
+per problem (`samples`) each evaluation used, which gives the noise method
+each evaluation's standard error (a verl log does not record them).
 """
 
 from __future__ import annotations
@@ -153,8 +156,9 @@ def read_evals(path: Path | str, *, B_p: int | None = None, n: int | None = None
         elif suffix in (".jsonl", ".json", ".log"):
             B_p, n = _run_meta(path, B_p, n)
             with open(path) as fh:
-                return parse_verl_jsonl(fh, B_p, n, data_source=data_source,
-                                        verl_best_worst=verl_best_worst, source=str(path))
+                df = parse_verl_jsonl(fh, B_p, n, data_source=data_source,
+                                      verl_best_worst=verl_best_worst, source=str(path))
+            return _with_eval_counts(df, read_sidecar(path))
         else:
             raise InputError(f"{path}: unknown table format '{suffix}' (expected .csv, .parquet or .jsonl)")
     except InputError:
@@ -169,6 +173,14 @@ def read_evals(path: Path | str, *, B_p: int | None = None, n: int | None = None
         value = given if given is not None else meta.get(name)
         if name not in df.columns and value is not None:
             df[name] = value
+    return _with_eval_counts(df, meta)
+
+
+def _with_eval_counts(df: pd.DataFrame, meta: dict) -> pd.DataFrame:
+    """Columns problems / samples from the sidecar, where the table lacks them."""
+    for name in ("problems", "samples"):
+        if name in meta and name not in df.columns:
+            df[name] = meta[name]
     return df
 
 

@@ -3,8 +3,7 @@
 The frontier's `log2 n*` is smoothed by a running average over the compute
 grid and fitted with `log2 n* = L + (U - L) / (1 + exp(-k (log10 C - c0)))`
 (METHODS.md section 8; paper Fig. 7; with `M` instead of `C` for Fig. 9).
-Bootstrap intervals resample each run's evaluation points, refit every curve,
-and recompute frontier and law per replicate.
+Its intervals come from resampling (module `bootstrap`).
 """
 
 from __future__ import annotations
@@ -16,8 +15,6 @@ import pandas as pd
 from scipy.optimize import curve_fit
 from scipy.special import expit
 
-from isocompute.analysis.fits import USABLE, FitGrid, fit_replicates, run_arrays
-from isocompute.analysis.frontier import envelope, study_grid
 
 LAW_PARAMS = ("L", "U", "k", "c0")
 
@@ -248,94 +245,3 @@ def n_star_laws(frontier: pd.DataFrame, *, by="B_p", x: str = "compute", window:
         rows.append(row)
     cols = ([] if by is None else [by]) + list(NStarLaw.__dataclass_fields__)
     return pd.DataFrame(rows, columns=cols)
-
-
-# --------------------------------------------------------------------------- bootstrap
-
-def bootstrap_fits(evals: pd.DataFrame, metric: str = "avg@4", *, n_boot: int = 200, seed: int = 0,
-                   bin_width: float = 0.01, ema_alpha: float | None = None,
-                   min_compute: float | None = None, grid: FitGrid = FitGrid()) -> pd.DataFrame:
-    """Refit every run on `n_boot` resamples of its evaluation points.
-
-    Within each run, the points with compute > 0 are drawn with replacement
-    (the step-0 evaluation stays as R0), record points are recomputed and the
-    curve refitted. Returns one row per (replicate, run): replicate, B_p, n,
-    R0, A, B, C_mid, status, compute_min, compute_max.
-    """
-    rng = np.random.default_rng(seed)
-    parts = []
-    for (B_p, n), run in evals.groupby(["B_p", "n"], sort=True):
-        arr = run_arrays(run, metric, min_compute)
-        P = arr["compute"].size
-        if np.isnan(arr["R0"]) or arr["compute_range"] is None or n_boot < 1:
-            continue
-        idx = np.sort(rng.integers(0, P, size=(n_boot, P)), axis=1)
-        res = fit_replicates(arr["compute"], arr["values"], arr["R0"], idx, bin_width=bin_width,
-                             ema_alpha=ema_alpha, min_compute=min_compute,
-                             compute_range=arr["compute_range"], grid=grid, dtype=np.float32)
-        parts.append(pd.DataFrame({
-            "replicate": np.arange(n_boot), "B_p": B_p, "n": n, "R0": arr["R0"],
-            "A": res["A"], "B": res["B"], "C_mid": res["C_mid"], "status": res["status"],
-            "compute_min": arr["compute_min"], "compute_max": arr["compute_max"]}))
-    cols = ["replicate", "B_p", "n", "R0", "A", "B", "C_mid", "status", "compute_min", "compute_max"]
-    if not parts:
-        return pd.DataFrame(columns=cols)
-    return pd.concat(parts, ignore_index=True)[cols]
-
-
-def replicate_frontiers(boot: pd.DataFrame, grid, *, extrapolate: bool = True):
-    """n*(C) and reward per replicate on `grid`: arrays (R, G), NaN where undefined."""
-    boot = boot.sort_values(["replicate", "n", "B_p"], kind="stable")
-    reps = boot["replicate"].nunique()
-    K = len(boot) // max(reps, 1)
-    shape = (reps, K)
-    arr = lambda name: boot[name].to_numpy(dtype=float).reshape(shape)  # noqa: E731
-    best, reward = envelope(arr("R0"), arr("A"), arr("B"), arr("C_mid"),
-                            boot["status"].isin(USABLE).to_numpy().reshape(shape),
-                            arr("compute_max"), grid, extrapolate=extrapolate)
-    n = arr("n")
-    n_star = np.where(best >= 0, np.take_along_axis(n, np.maximum(best, 0), axis=1), np.nan)
-    return n_star, reward
-
-
-def bootstrap_law_intervals(boot: pd.DataFrame, fits: pd.DataFrame, laws: pd.DataFrame, *,
-                            by: str | None = "B_p", scale_by_batch: bool = False,
-                            grid_points: int = 100, window: int = 5, ci: float = 0.95,
-                            extrapolate: bool = True, law_grid: LawGrid = LawGrid()) -> pd.DataFrame:
-    """Percentile intervals of L, U, k, c0 from bootstrap replicate fits.
-
-    `fits`/`laws` are the point estimates (`fits` fixes each group's grid).
-    `by`: 'B_p' (Q1), 'B' (Q2, x = steps M with `scale_by_batch`), or None
-    (Q3). Returns `laws` plus columns <param>_lo, <param>_hi and n_boot (the
-    replicates whose law fit succeeded).
-    """
-    lo_q, hi_q = 50 * (1 - ci), 50 * (1 + ci)
-    # The batch B = B_p * n is kept apart from the sigmoid exponent (column B).
-    group_of = {"B_p": lambda t: t["B_p"], "B": lambda t: t["B_p"] * t["n"]}
-    out = laws.copy()
-    for name in LAW_PARAMS:
-        out[f"{name}_lo"] = np.nan
-        out[f"{name}_hi"] = np.nan
-    out["n_boot"] = 0
-    for i, law in out.iterrows():
-        if by is None:
-            g_fits, g_boot = fits, boot
-        else:
-            g_fits = fits[(group_of[by](fits) == law[by]).to_numpy()]
-            g_boot = boot[(group_of[by](boot) == law[by]).to_numpy()]
-        if g_boot.empty:
-            continue
-        scale = float(law[by]) if scale_by_batch else 1.0
-        grid = study_grid(g_fits, grid_points, scale=scale)
-        if grid is None:
-            continue
-        n_star, _ = replicate_frontiers(g_boot, grid * scale, extrapolate=extrapolate)
-        res = fit_n_star_laws(np.log10(grid), running_average(np.log2(n_star), window), grid=law_grid)
-        good = np.isin(res["status"], ("ok", "constant"))
-        if not good.any():
-            continue
-        for name in LAW_PARAMS:
-            out.loc[i, f"{name}_lo"] = np.percentile(res[name][good], lo_q)
-            out.loc[i, f"{name}_hi"] = np.percentile(res[name][good], hi_q)
-        out.loc[i, "n_boot"] = int(good.sum())
-    return out

@@ -9,21 +9,27 @@ destination, which is renamed into place only when complete.
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import tempfile
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from isocompute.analysis.fits import FitGrid, fit_curves
-from isocompute.analysis.frontier import frontier_fixed_batch, frontier_fixed_bp, frontier_joint
-from isocompute.analysis.nstar import bootstrap_fits, bootstrap_law_intervals, law_points, n_star_laws
-from isocompute.analysis.records import record_points_by_run
+from isocompute.analysis.bootstrap import bootstrap_fits, bootstrap_intervals
+from isocompute.analysis.fits import FitGrid, check_method, fit_curves
+from isocompute.analysis.fits_noise import (NOISE_FIT_GRID, SE_SMOOTH_WINDOW, add_standard_errors, pooled_base,
+                                            residual_se, run_groups)
+from isocompute.analysis.frontier import default_extrapolate, frontier_fixed_batch, frontier_fixed_bp, frontier_joint
+from isocompute.analysis.nstar import law_points, n_star_laws
+from isocompute.analysis.records import RECORD_Z, record_points_by_run
 from isocompute.analysis.studies import extrapolation_check, interference_histograms, metric_optima, sensitivity
-from isocompute.analysis.tables import check_evals, check_train
+from isocompute.analysis.tables import check_evals, check_train, se_column
+from isocompute.atomic import atomic_dir
+from isocompute.config import schema_defaults
+
+# The analysis section of the config schema is the one home of these defaults.
+DEFAULTS = schema_defaults("analysis")
 
 # results key -> file name; keys absent from the results are skipped.
 TABLE_FILES = {
@@ -42,6 +48,7 @@ TABLE_FILES = {
     "fits_tokens": "fits_tokens.csv",
     "frontier_tokens": "frontier_tokens.csv",
     "timings": "timings.csv",
+    "base": "base.csv",
 }
 
 
@@ -57,115 +64,183 @@ def _with_law_points(frontier: pd.DataFrame, by, x: str, window: int) -> pd.Data
     return pd.concat(parts, ignore_index=True)
 
 
-def run_analysis(evals: pd.DataFrame, *, metric: str = "avg@4", bin_width: float = 0.01,
-                 ema_alpha: float | None = None, min_compute: float | None = None,
-                 grid_points: int = 100, n_boot: int = 200, seed: int = 0,
-                 extrapolate_fraction: float = 0.25, window: int = 5, ci: float = 0.95,
-                 train: pd.DataFrame | None = None, split: str | None = None,
+def fit_study(evals: pd.DataFrame, metric: str = "avg@4", *, method: str = "noise", bin_width: float = 0.01,
+              ema_alpha: float | None = None, min_compute: float | None = None, grid: FitGrid | None = None,
+              se_window: int = SE_SMOOTH_WINDOW):
+    """The fitting stage of `run_analysis` on a checked evaluation table.
+
+    Returns (evals, fits, base). Noise method: `evals` gains the column
+    `<metric>_se` (from problems and samples, or the residuals' estimate
+    when the table has neither), every fit shares the pooled R0, and `base`
+    is a one-row table (metric, R0, R0_se, n_base, se_source, se_median).
+    Paper method: evals unchanged, fits to records, base None.
+    """
+    fit_kw = dict(bin_width=bin_width, ema_alpha=ema_alpha, min_compute=min_compute, grid=grid, method=method)
+    if method != "noise":
+        return evals, fit_curves(evals, metric, **fit_kw), None
+    evals, se_source = add_standard_errors(evals, metric, window=se_window)
+    fits = fit_curves(evals, metric, R0=pooled_base(evals, metric)["R0"], **fit_kw)
+    if se_source == "unknown":
+        evals = evals.assign(**{se_column(metric): residual_se(fits)})
+    base = pd.DataFrame([{"metric": metric, **pooled_base(evals, metric), "se_source": se_source,
+                          "se_median": float(evals[se_column(metric)].median())}])
+    return evals, fits, base
+
+
+def run_analysis(evals: pd.DataFrame, *, metric: str = "avg@4", method: str = DEFAULTS["method"],
+                 bin_width: float = DEFAULTS["bin_width"], ema_alpha: float | None = DEFAULTS["ema_alpha"],
+                 min_compute: float | None = DEFAULTS["min_compute"], grid_points: int = DEFAULTS["grid_points"],
+                 n_boot: int = DEFAULTS["bootstrap"], seed: int = 0,
+                 extrapolate_fraction: float = DEFAULTS["extrapolate_fraction"], window: int = DEFAULTS["window"],
+                 ci: float = DEFAULTS["ci"], train: pd.DataFrame | None = None, split: str | None = None,
                  hist_bins: int = 10, optima_metrics=("best@4", "worst@4"),
-                 bootstrap_studies=("fixed_B_p",), extrapolate: bool = True,
-                 fit_grid: FitGrid = FitGrid()) -> dict[str, pd.DataFrame]:
+                 bootstrap_studies=("fixed_B_p",), extrapolate: bool | None = None,
+                 fit_grid: FitGrid | None = None, record_z: float = DEFAULTS["record_z"],
+                 se_window: int = DEFAULTS["se_window"],
+                 bootstrap_unit: str | None = None) -> dict[str, pd.DataFrame]:
     """Every table of the analysis from one evaluation table.
 
     Returns a dict of DataFrames: evals (checked), records, fits, frontier
-    (Q1, per B_p), n_star_fit (law per B_p with bootstrap intervals),
-    frontier_fixed_batch / n_star_fit_fixed_batch (Q2, x = steps M),
-    frontier_joint / n_star_fit_joint (Q3), optima, sensitivity,
-    extrapolation, interference (with `train`), fits_tokens / frontier_tokens
-    (with a `tokens` column), params and timings. Raises InputError on
-    malformed input before computing anything.
+    (Q1, per B_p, with bootstrap bands), n_star_fit (law per B_p with
+    bootstrap intervals), frontier_fixed_batch / n_star_fit_fixed_batch (Q2,
+    x = steps M), frontier_joint / n_star_fit_joint (Q3), optima,
+    sensitivity, extrapolation, interference (with `train`), fits_tokens /
+    frontier_tokens (with a `tokens` column; runs missing a tokens value are
+    left out of these, with a warning), base (noise method: the pooled R0 and
+    the evaluations' standard errors), params and timings. Raises InputError
+    on malformed input before computing anything.
 
-    Frontiers take each fitted curve over the whole compute grid (the envelope
-    of the fitted curves); `extrapolate=False` limits each curve to the compute
-    its run reached. Bootstrap intervals (`n_boot` resamples, `seed`) are computed for the laws
-    of the studies named in `bootstrap_studies`: 'fixed_B_p' (Q1, default),
-    'fixed_batch' (Q2), 'joint' (Q3); the others get point estimates only.
+    `method` 'noise' (default; METHODS.md section 11): each evaluation's
+    standard error from its problems and samples (`se_window` evaluations
+    smooth the success rate behind it; a table without them is analysed
+    with one error for all, estimated from the residuals, and a warning);
+    one R0 pooled over all runs' step-0 evaluations; each run's sigmoid
+    fitted to all its evaluations weighted by 1/se^2; records (shown, not
+    fitted) need a rise of `record_z` standard errors; optima and
+    sensitivity from the fitted curves. 'paper': the paper's procedure
+    exactly (records in bins of `bin_width`, optionally EMA-smoothed; each
+    run its own R0; optima and sensitivity from running maxima).
+
+    `extrapolate` (None: the method's default) takes each fitted curve over
+    the whole compute grid (paper: True); False uses each curve only from
+    its run's first evaluation at positive compute to its last (noise).
+    `fit_grid` None is the method's grid. Bootstrap intervals (`n_boot`
+    resamples, `seed`; `bootstrap_unit` 'points' or 'seeds', default seeds
+    when a cell has several) are computed for the studies named in
+    `bootstrap_studies`: 'fixed_B_p' (Q1, default), 'fixed_batch' (Q2),
+    'joint' (Q3); the others get point estimates only.
     """
     clock = _Clock()
+    check_method(method)
     evals = check_evals(evals, metric, split=split)
     if train is not None:
         train = check_train(train)
+    if extrapolate is None:
+        extrapolate = default_extrapolate(method)
+    if fit_grid is None:
+        fit_grid = NOISE_FIT_GRID if method == "noise" else FitGrid()
     clock.lap("validate")
     opts = dict(bin_width=bin_width, ema_alpha=ema_alpha)
-    out: dict[str, pd.DataFrame] = {"evals": evals}
+    fit_kw = dict(min_compute=min_compute, grid=fit_grid, method=method, **opts)
+    out: dict[str, pd.DataFrame] = {}
 
-    records = record_points_by_run(evals, metric, **opts)
-    keep = [c for c in ("run", "split", "B_p", "n", "step", "compute", "tokens", metric, "smoothed", "bin")
-            if c in records.columns]
+    out["evals"], out["fits"], base = fit_study(evals, metric, se_window=se_window, **fit_kw)
+    evals, fits = out["evals"], out["fits"]
+    R0 = None if base is None else float(base["R0"].iloc[0])
+    if base is not None:
+        out["base"] = base
+    clock.lap("fits")
+
+    records = record_points_by_run(evals, metric, method=method, z=record_z, **opts)
+    keep = [c for c in ("run", "split", "B_p", "n", "seed", "step", "compute", "tokens", metric,
+                        se_column(metric), "smoothed", "bin") if c in records.columns]
     out["records"] = records[keep]
     clock.lap("records")
 
-    fits = fit_curves(evals, metric, min_compute=min_compute, grid=fit_grid, **opts)
-    out["fits"] = fits
-    clock.lap("fits")
-
-    q1 = frontier_fixed_bp(fits, grid_points=grid_points, extrapolate=extrapolate)
-    out["frontier"] = _with_law_points(q1, "B_p", "compute", window)
+    front = dict(grid_points=grid_points, extrapolate=extrapolate)
+    q1 = frontier_fixed_bp(fits, **front)
     laws = n_star_laws(q1, by="B_p", window=window)
-    q2 = frontier_fixed_batch(fits, grid_points=grid_points, extrapolate=extrapolate)
-    out["frontier_fixed_batch"] = _with_law_points(q2, "B", "M", window)
+    q2 = frontier_fixed_batch(fits, **front)
     laws_q2 = n_star_laws(q2, by="B", x="M", window=window)
-    q3 = frontier_joint(fits, grid_points=grid_points, extrapolate=extrapolate)
-    out["frontier_joint"] = _with_law_points(q3, None, "compute", window)
+    q3 = frontier_joint(fits, **front)
     laws_q3 = n_star_laws(q3, by=None, window=window)
     clock.lap("frontiers + laws")
 
     if n_boot > 0:
-        boot = bootstrap_fits(evals, metric, n_boot=n_boot, seed=seed, min_compute=min_compute,
-                              grid=fit_grid, **opts)
+        boot = bootstrap_fits(evals, metric, n_boot=n_boot, seed=seed, R0=R0, unit=bootstrap_unit,
+                              **fit_kw)
         clock.lap("bootstrap fits")
         common = dict(grid_points=grid_points, window=window, ci=ci, extrapolate=extrapolate)
         if "fixed_B_p" in bootstrap_studies:
-            laws = bootstrap_law_intervals(boot, fits, laws, by="B_p", **common)
+            laws, q1 = bootstrap_intervals(boot, fits, laws, q1, by="B_p", **common)
         if "fixed_batch" in bootstrap_studies:
-            laws_q2 = bootstrap_law_intervals(boot, fits, laws_q2, by="B", scale_by_batch=True, **common)
+            laws_q2, q2 = bootstrap_intervals(boot, fits, laws_q2, q2, by="B", scale_by_batch=True, **common)
         if "joint" in bootstrap_studies:
-            laws_q3 = bootstrap_law_intervals(boot, fits, laws_q3, by=None, **common)
+            laws_q3, q3 = bootstrap_intervals(boot, fits, laws_q3, q3, by=None, **common)
         clock.lap("bootstrap laws")
+    out["frontier"] = _with_law_points(q1, "B_p", "compute", window)
+    out["frontier_fixed_batch"] = _with_law_points(q2, "B", "M", window)
+    out["frontier_joint"] = _with_law_points(q3, None, "compute", window)
     out["n_star_fit"] = laws
     out["n_star_fit_fixed_batch"] = laws_q2
     out["n_star_fit_joint"] = laws_q3
 
-    out["optima"] = metric_optima(evals, optima_metrics)
-    out["sensitivity"] = sensitivity(evals, metric)
-    out["extrapolation"] = extrapolation_check(evals, metric, fraction=extrapolate_fraction, fits=fits,
-                                               min_compute=min_compute, grid=fit_grid, **opts)
+    out["optima"] = metric_optima(evals, optima_metrics, method=method, fit_grid=fit_grid, min_compute=min_compute)
+    out["sensitivity"] = sensitivity(evals, metric, method=method, fits=fits if method == "noise" else None)
+    out["extrapolation"] = extrapolation_check(evals, metric, fraction=extrapolate_fraction, fits=fits, R0=R0,
+                                               **fit_kw)
     if train is not None:
         out["interference"] = interference_histograms(train, bins=hist_bins)
     clock.lap("studies")
 
-    if "tokens" in evals.columns:
-        by_tokens = evals.assign(compute=evals["tokens"].astype(float))
-        fits_tok = fit_curves(by_tokens, metric, min_compute=None, grid=fit_grid, **opts)
+    by_tokens = _tokens_axis(evals)
+    if by_tokens is not None:
+        fits_tok = fit_curves(by_tokens, metric, R0=R0, **{**fit_kw, "min_compute": None})
         out["fits_tokens"] = fits_tok
-        out["frontier_tokens"] = frontier_fixed_bp(fits_tok, grid_points=grid_points, extrapolate=extrapolate).rename(
-            columns={"compute": "tokens"})
+        out["frontier_tokens"] = frontier_fixed_bp(fits_tok, **front).rename(columns={"compute": "tokens"})
         clock.lap("tokens")
 
-    params = dict(metric=metric, bin_width=bin_width, ema_alpha=ema_alpha, min_compute=min_compute,
+    params = dict(metric=metric, method=method, bin_width=bin_width, ema_alpha=ema_alpha, min_compute=min_compute,
                   grid_points=grid_points, n_boot=n_boot, seed=seed,
                   extrapolate_fraction=extrapolate_fraction, window=window, ci=ci, split=split,
                   hist_bins=hist_bins, bootstrap_studies=list(bootstrap_studies), extrapolate=extrapolate,
+                  record_z=record_z, se_window=se_window, bootstrap_unit=bootstrap_unit,
                   **{f"fit_{k}": v for k, v in vars(fit_grid).items()})
     out["params"] = pd.DataFrame({"name": list(params), "value": [json.dumps(v) for v in params.values()]})
     out["timings"] = clock.table()
     return out
 
 
+def _tokens_axis(evals: pd.DataFrame) -> pd.DataFrame | None:
+    """The evaluations of the runs whose every row has `tokens`, with compute = tokens.
+
+    A run missing a tokens value (a log without response lengths) is left out
+    of the tokens-axis tables with a warning, not the whole analysis."""
+    if "tokens" not in evals.columns:
+        return None
+    keys = run_groups(evals)
+    complete = evals["tokens"].notna().groupby([evals[k] for k in keys]).transform("all")
+    if not complete.all():
+        lacking = evals.loc[~complete, keys].drop_duplicates()
+        names = ", ".join("(" + ", ".join(f"{k}={v}" for k, v in zip(keys, row)) + ")"
+                          for row in lacking.itertuples(index=False))
+        warnings.warn(f"column 'tokens' is missing in {len(lacking)} run(s) {names}: the tokens-axis tables "
+                      f"(fits_tokens, frontier_tokens) use the other runs", stacklevel=3)
+    kept = evals[complete.to_numpy()]
+    if kept.empty:
+        return None
+    return kept.assign(compute=kept["tokens"].astype(float))
+
+
 def write_analysis(results: dict[str, pd.DataFrame], out_dir: Path | str, *, figures: bool = True,
                    formats=("png", "pdf")) -> list[Path]:
-    """Write the tables (and figures/) of `run_analysis` into `out_dir`, atomically.
-
-    Everything is written into a temporary folder beside `out_dir` and renamed
-    into place at the end; on any error the temporary folder is removed and an
-    existing `out_dir` is left as it was. Returns the written paths.
+    """Write the tables (and figures/) of `run_analysis` into `out_dir`, atomically
+    (`isocompute.atomic.atomic_dir`: all or nothing; an existing `out_dir` is
+    replaced only once the new one is complete). Returns the written paths.
     """
     out_dir = Path(out_dir)
-    parent = out_dir.resolve().parent
-    parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=parent))
-    try:
-        written = []
+    written = []
+    with atomic_dir(out_dir) as tmp:
         for key, name in TABLE_FILES.items():
             if key in results:
                 results[key].to_csv(tmp / name, index=False)
@@ -185,27 +260,7 @@ def write_analysis(results: dict[str, pd.DataFrame], out_dir: Path | str, *, fig
                 t = pd.concat([results["timings"], pd.DataFrame(
                     {"phase": ["figures"], "seconds": [time.perf_counter() - start]})], ignore_index=True)
                 t.to_csv(tmp / TABLE_FILES["timings"], index=False)
-        _replace_dir(tmp, out_dir.resolve())
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return [out_dir / w for w in written]
-
-
-def _replace_dir(src: Path, dst: Path) -> None:
-    """Rename `src` to `dst`, replacing an existing `dst` only once `src` is complete."""
-    if not dst.exists():
-        os.replace(src, dst)
-        return
-    old = Path(tempfile.mkdtemp(prefix=f".{dst.name}.old-", dir=dst.parent))
-    os.rmdir(old)
-    os.replace(dst, old)
-    try:
-        os.replace(src, dst)
-    except BaseException:
-        os.replace(old, dst)
-        raise
-    shutil.rmtree(old, ignore_errors=True)
 
 
 class _Clock:

@@ -1,9 +1,12 @@
 """Record-breaking points: the first stage of the analysis chain.
 
 Each run's evaluation curve is reduced to the points that enter a new, higher
-bin of the metric (METHODS.md section 6); the sigmoid fits use only these.
-The array core (`record_mask`) is shared with the bootstrap, which applies it
-to many resampled curves at once.
+bin of the metric (METHODS.md section 6); the paper's sigmoid fits use only
+these. The array core (`record_mask`) is shared with the bootstrap, which
+applies it to many resampled curves at once. A running maximum is lifted by
+noise, so the noise method fits all points instead and keeps records only to
+show them, with a rule tied to each evaluation's standard error: a point is a
+record when it beats the standing record by more than z standard errors.
 """
 
 from __future__ import annotations
@@ -11,6 +14,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 from scipy.signal import lfilter
+
+from isocompute.analysis.tables import se_column
+
+# Standard errors a point must rise above the standing record to count as one
+# in the noise method's records (which are shown, not fitted).
+RECORD_Z = 2.0
 
 # Rounding applied to metric / bin_width before the floor, so that values such
 # as 0.12 / 0.01 = 11.999999999999998 land in bin 12 and not 11.
@@ -60,19 +69,50 @@ def record_mask(values, bin_width: float = 0.01, ema_alpha: float | None = None)
     return mask
 
 
+def significant_record_mask(values, se, z: float = RECORD_Z) -> np.ndarray:
+    """Boolean mask of significant records along the last axis.
+
+    The first point is a record; a later point is one when it exceeds the
+    standing record (the last accepted one) by more than `z` times its own
+    standard error `se` (broadcast against `values`).
+    """
+    v = np.asarray(values, dtype=float)
+    e = np.broadcast_to(np.asarray(se, dtype=float), v.shape)
+    mask = np.zeros(v.shape, dtype=bool)
+    if v.shape[-1] == 0:
+        return mask
+    mask[..., 0] = True
+    best = v[..., 0].copy()
+    for j in range(1, v.shape[-1]):
+        new = v[..., j] > best + z * e[..., j]
+        mask[..., j] = new
+        best = np.where(new, v[..., j], best)
+    return mask
+
+
 def record_points(curve: pd.DataFrame, metric: str = "avg@4", *, bin_width: float = 0.01,
-                  ema_alpha: float | None = None, compute: str = "compute") -> pd.DataFrame:
+                  ema_alpha: float | None = None, compute: str = "compute", method: str = "paper",
+                  z: float = RECORD_Z) -> pd.DataFrame:
     """Record-breaking points of one curve (a run, or a pool of runs).
 
-    Rows are ordered by `compute` (then `step`, stable) before binning. The
+    Rows are ordered by `compute` (then `step`, stable). method 'paper'
+    (default here: records are the paper's construct): points entering a new
+    bin of width `bin_width`. method 'noise': significant records
+    (`significant_record_mask` with the column `<metric>_se` and `z`). The
     result keeps the input columns plus `bin`; with EMA smoothing it also has
-    `smoothed`, the value that was binned (and that the fits use).
+    `smoothed`, the value that was binned (and that the paper's fits use).
     """
     order = [compute] + (["step"] if "step" in curve.columns and compute != "step" else [])
     curve = curve.sort_values(order, kind="stable")
     raw = curve[metric].to_numpy(dtype=float)
     smoothed = ema(raw, ema_alpha)
-    mask = record_mask(smoothed, bin_width)
+    if method == "noise":
+        if se_column(metric) not in curve.columns:
+            raise ValueError(f"noise-method records need the column '{se_column(metric)}' "
+                             "(fits_noise.add_standard_errors)")
+        mask = significant_record_mask(smoothed, curve[se_column(metric)].to_numpy(dtype=float), z)
+    else:
+        mask = record_mask(smoothed, bin_width)
     out = curve.loc[mask].copy()
     if ema_alpha is not None:
         out["smoothed"] = smoothed[mask]
@@ -81,10 +121,11 @@ def record_points(curve: pd.DataFrame, metric: str = "avg@4", *, bin_width: floa
 
 
 def record_points_by_run(evals: pd.DataFrame, metric: str = "avg@4", *, bin_width: float = 0.01,
-                         ema_alpha: float | None = None, run_keys=("B_p", "n")) -> pd.DataFrame:
+                         ema_alpha: float | None = None, run_keys=("B_p", "n"), method: str = "paper",
+                         z: float = RECORD_Z) -> pd.DataFrame:
     """`record_points` applied to each run (one curve per `run_keys` value)."""
     keys = [k for k in run_keys if k in evals.columns]
-    parts = [record_points(g, metric, bin_width=bin_width, ema_alpha=ema_alpha)
+    parts = [record_points(g, metric, bin_width=bin_width, ema_alpha=ema_alpha, method=method, z=z)
              for _, g in evals.groupby(keys, sort=True)]
     if not parts:
         cols = list(evals.columns) + (["smoothed"] if ema_alpha is not None else []) + ["bin"]

@@ -3,7 +3,9 @@
 Metric-specific optima (paper Fig. 8), sensitivity to n vs B_p (Fig. 10),
 training pass@1 histograms at matched compute (interference, Fig. 11), and the
 extrapolation check of the fitted frontier (fit on small compute, predict the
-largest).
+largest). The paper reads optima and sensitivity off running maxima of raw
+points, which noise alone spreads apart; the noise method (default) reads them
+off each run's fitted curve.
 """
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from isocompute.analysis.fits import FitGrid, fit_curves
+from isocompute.analysis.fits import FitGrid, check_method, fit_curves, predict
+from isocompute.analysis.fits_noise import add_standard_errors
 from isocompute.analysis.frontier import frontier
 from isocompute.analysis.records import running_frontier
 
@@ -35,18 +38,52 @@ def common_compute(runs: pd.DataFrame) -> float:
     return float(runs.groupby(["B_p", "n"])["compute"].max().min())
 
 
-def metric_optima(evals: pd.DataFrame, metrics=("best@4", "worst@4"), *, how: str = "running_max") -> pd.DataFrame:
+def fitted_values(fits: pd.DataFrame, compute: float) -> pd.Series:
+    """Each fitted curve's value at `compute`, indexed by (B_p, n); NaN where
+    the fit is unusable or `compute` lies outside its run's evaluations."""
+    value = predict(fits, [compute])[:, 0]
+    inside = (fits["compute_min"] <= compute * (1 + 1e-12)) & (compute <= fits["compute_max"] * (1 + 1e-12))
+    value = np.where(inside.to_numpy() | (compute == 0), value, np.nan)
+    return pd.Series(value, index=pd.MultiIndex.from_frame(fits[["B_p", "n"]]))
+
+
+def fitted_curves(evals: pd.DataFrame, metric: str, *, grid: FitGrid | None = None,
+                  min_compute: float | None = None) -> pd.DataFrame:
+    """Noise-method fits of `metric` (its standard errors added first)."""
+    return fit_curves(add_standard_errors(evals, metric)[0], metric, method="noise", grid=grid,
+                      min_compute=min_compute)
+
+
+def _values_at(group: pd.DataFrame, by: str, metric: str, C: float, how: str, fits: pd.DataFrame | None) -> pd.Series:
+    """The metric at compute C of each run of `group`, indexed by `by`: from
+    raw points (`how`) without `fits`, else from the fitted curves."""
+    if fits is None:
+        return pd.Series({v: value_at_compute(run, metric, C, how=how)
+                          for v, run in group.groupby(by, sort=True)}).dropna()
+    cells = group[["B_p", "n"]].drop_duplicates()
+    values = fitted_values(fits.merge(cells, on=["B_p", "n"]), C)
+    return pd.Series(values.to_numpy(), index=values.index.get_level_values(by)).sort_index().dropna()
+
+
+def metric_optima(evals: pd.DataFrame, metrics=("best@4", "worst@4"), *, how: str = "running_max",
+                  method: str = "noise", fit_grid: FitGrid | None = None,
+                  min_compute: float | None = None) -> pd.DataFrame:
     """For each B_p and metric, the n maximising the metric at the largest
     compute common to all n of that B_p. Columns B_p, metric, compute, n_opt,
-    value, n_runs. Metrics missing from `evals` are skipped."""
+    value, n_runs. Metrics missing from `evals` are skipped.
+
+    method 'noise': the value of each run's fitted curve of that metric;
+    'paper': the raw points' running maximum (`how`)."""
+    check_method(method)
+    fits = {m: fitted_curves(evals, m, grid=fit_grid, min_compute=min_compute)
+            for m in metrics if method == "noise" and m in evals.columns}
     rows = []
     for B_p, group in evals.groupby("B_p", sort=True):
         C = common_compute(group)
         for metric in metrics:
             if metric not in group.columns:
                 continue
-            values = {n: value_at_compute(run, metric, C, how=how) for n, run in group.groupby("n", sort=True)}
-            vals = pd.Series(values).dropna()
+            vals = _values_at(group, "n", metric, C, how, fits.get(metric))
             if vals.empty:
                 continue
             n_opt = vals.idxmax()   # first (smallest) n among ties
@@ -56,22 +93,28 @@ def metric_optima(evals: pd.DataFrame, metrics=("best@4", "worst@4"), *, how: st
 
 
 def sensitivity(evals: pd.DataFrame, metric: str = "avg@4", *, compute: float | None = None,
-                how: str = "running_max", min_runs: int = 2) -> pd.DataFrame:
+                how: str = "running_max", min_runs: int = 2, method: str = "noise",
+                fits: pd.DataFrame | None = None, fit_grid: FitGrid | None = None,
+                min_compute: float | None = None) -> pd.DataFrame:
     """Range of the metric across n at fixed B_p, and across B_p at fixed n.
 
     Each group (one fixed value, >= `min_runs` runs) is compared at `compute`,
-    or by default at the largest compute all its runs reached. Columns: varied
-    ('n' or 'B_p'), fixed ('B_p' or 'n'), fixed_value, compute, range, min,
-    max, n_runs.
+    or by default at the largest compute all its runs reached. method
+    'noise': values of the fitted curves (`fits`, noise-method fits of
+    `metric`, fitted here when None); 'paper': the raw points' running
+    maximum (`how`). Columns: varied ('n' or 'B_p'), fixed ('B_p' or 'n'),
+    fixed_value, compute, range, min, max, n_runs.
     """
+    check_method(method)
+    if method == "noise" and fits is None:
+        fits = fitted_curves(evals, metric, grid=fit_grid, min_compute=min_compute)
     rows = []
     for varied, fixed in (("n", "B_p"), ("B_p", "n")):
         for value, group in evals.groupby(fixed, sort=True):
             if group[varied].nunique() < min_runs:
                 continue
             C = common_compute(group) if compute is None else float(compute)
-            vals = pd.Series({v: value_at_compute(run, metric, C, how=how)
-                              for v, run in group.groupby(varied, sort=True)}).dropna()
+            vals = _values_at(group, varied, metric, C, how, fits if method == "noise" else None)
             if vals.size < min_runs:
                 continue
             rows.append({"varied": varied, "fixed": fixed, "fixed_value": value, "compute": C,
@@ -110,26 +153,28 @@ def interference_histograms(train: pd.DataFrame, *, bins: int = 10, compute: flo
 def extrapolation_check(evals: pd.DataFrame, metric: str = "avg@4", *, fraction: float = 0.25,
                         fits: pd.DataFrame | None = None, bin_width: float = 0.01,
                         ema_alpha: float | None = None, min_compute: float | None = None,
-                        grid: FitGrid = FitGrid(), by: str = "B_p") -> pd.DataFrame:
+                        grid: FitGrid | None = None, by: str = "B_p", method: str = "noise",
+                        R0: float | None = None) -> pd.DataFrame:
     """Fit on compute <= `fraction` x the group's maximum, predict at the maximum.
 
-    For each `by` group (Q1: fixed B_p): curves are refitted on the truncated
-    points and extrapolated to C_max; the prediction (frontier reward and n*)
-    is compared with the full-data fits at C_max (`fits`, refitted if None)
-    and with the best raw evaluation at or below C_max.
+    For each `by` group (Q1: fixed B_p): curves are refitted (by `method`,
+    the noise method with the pooled `R0`) on the truncated points and
+    extrapolated to C_max; the prediction (frontier reward and n*) is
+    compared with the full-data fits at C_max (`fits`, refitted if None) and
+    with the best raw evaluation at or below C_max.
     """
     if not 0 < fraction <= 1:
         raise ValueError(f"fraction must be in (0, 1], got {fraction!r}")
+    fit_kw = dict(bin_width=bin_width, ema_alpha=ema_alpha, min_compute=min_compute, grid=grid, method=method,
+                  R0=R0)
     if fits is None:
-        fits = fit_curves(evals, metric, bin_width=bin_width, ema_alpha=ema_alpha,
-                          min_compute=min_compute, grid=grid)
+        fits = fit_curves(evals, metric, **fit_kw)
     rows = []
     for key, group in evals.groupby(by, sort=True):
         c_max = float(group["compute"].max())
         c_fit = fraction * c_max
         small = group[group["compute"] <= c_fit * (1 + 1e-12)]
-        small_fits = fit_curves(small, metric, bin_width=bin_width, ema_alpha=ema_alpha,
-                                min_compute=min_compute, grid=grid)
+        small_fits = fit_curves(small, metric, **fit_kw)
         pred = frontier(small_fits, [c_max], extrapolate=True).iloc[0]
         full = frontier(fits[fits[by] == key], [c_max], extrapolate=True).iloc[0]
         best = group.loc[group[metric].idxmax()]

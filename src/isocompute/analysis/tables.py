@@ -1,8 +1,12 @@
 """Checks on the tables the analysis consumes, before any of it runs.
 
 An evaluation table has one row per evaluation point: B_p, n, step, compute,
-the metrics (avg@4, best@4, worst@4), optionally run, tokens, split. A problem
-stops the analysis with an InputError naming the column and what is wrong.
+the metrics (avg@4, best@4, worst@4), optionally run, split, tokens (may be
+missing for some runs), seed (several training runs of one cell), problems
+and samples (the validation problems and samples per problem behind each
+evaluation, which give its standard error) or `<metric>_se` (the standard
+error itself). A problem stops the analysis with an InputError naming the
+column and what is wrong.
 """
 
 from __future__ import annotations
@@ -13,8 +17,14 @@ import pandas as pd
 from isocompute.errors import InputError
 
 RUN_KEYS = ("B_p", "n")
-OPTIONAL_NUMERIC = ("avg@4", "best@4", "worst@4", "tokens")
+OPTIONAL_NUMERIC = ("avg@4", "best@4", "worst@4")
+POSITIVE_COUNTS = ("problems", "samples")
 TRAIN_COLUMNS = ("B_p", "n", "step", "compute", "problem_id", "pass_rate")
+
+
+def se_column(metric: str) -> str:
+    """Name of the column holding the standard error of `metric`'s evaluations."""
+    return f"{metric}_se"
 
 
 def plain(value) -> str:
@@ -25,7 +35,7 @@ def plain(value) -> str:
     return str(int(value)) if value.is_integer() else f"{value:.10g}"
 
 
-def _numeric(df: pd.DataFrame, col: str, what: str) -> pd.Series:
+def _numeric(df: pd.DataFrame, col: str, what: str, *, missing_ok: bool = False) -> pd.Series:
     if col not in df.columns:
         raise InputError(f"{what}: missing column '{col}' (have: {', '.join(map(str, df.columns))})")
     s = df[col]
@@ -37,7 +47,7 @@ def _numeric(df: pd.DataFrame, col: str, what: str) -> pd.Series:
             raise InputError(f"{what}: column '{col}' has a non-numeric value {plain(s.iloc[i])} in row {i}")
         s = converted
     s = s.astype(float)
-    nan = ~np.isfinite(s.to_numpy())
+    nan = (np.isinf if missing_ok else lambda v: ~np.isfinite(v))(s.to_numpy())
     if nan.any():
         i = int(np.flatnonzero(nan)[0])
         raise InputError(f"{what}: column '{col}' has a missing or non-finite value (NaN/inf) in row {i}")
@@ -100,22 +110,37 @@ def check_evals(evals: pd.DataFrame, metric: str = "avg@4", *, split: str | None
     metrics = [metric] + [c for c in OPTIONAL_NUMERIC if c in df.columns and c != metric]
     for col in metrics:
         df[col] = _numeric(df, col, what)
+    _check_optional_columns(df, metrics, what)
     for col in metrics:
-        if col == "tokens":
-            if (df[col] < 0).any():
-                raise InputError(f"{what}: column 'tokens' has a negative value")
-            continue
         out = (df[col] < 0) | (df[col] > 1)
         if out.any():
             i = int(np.flatnonzero(out.to_numpy())[0])
             raise InputError(f"{what}: column '{col}' must be in [0, 1], got {plain(df[col].iloc[i])} in row {i}")
-    dup = df.duplicated(["B_p", "n", "step"], keep=False)
+    keys = ["B_p", "n"] + (["seed"] if "seed" in df.columns else []) + ["step"]
+    dup = df.duplicated(keys, keep=False)
     if dup.any():
         row = df.loc[dup].iloc[0]
-        raise InputError(f"{what}: duplicate (B_p, n, step) = ({plain(row['B_p'])}, {plain(row['n'])}, "
-                         f"{plain(row['step'])}) "
-                         f"in columns 'B_p', 'n', 'step'")
-    return df.sort_values(["B_p", "n", "step"], kind="stable").reset_index(drop=True)
+        raise InputError(f"{what}: duplicate ({', '.join(keys)}) = ({', '.join(plain(row[k]) for k in keys)}) "
+                         f"in columns {', '.join(repr(k) for k in keys)}")
+    return df.sort_values(keys, kind="stable").reset_index(drop=True)
+
+
+def _check_optional_columns(df: pd.DataFrame, metrics, what: str) -> None:
+    """tokens (>= 0, may be missing), seed (integer >= 0), problems and samples
+    (> 0) and the metrics' standard errors (> 0), in place."""
+    if "tokens" in df.columns:
+        df["tokens"] = _numeric(df, "tokens", what, missing_ok=True)
+        if (df["tokens"] < 0).any():
+            raise InputError(f"{what}: column 'tokens' has a negative value")
+    if "seed" in df.columns:
+        df["seed"] = _integer(df, "seed", what, minimum=0)
+    for col in [c for c in POSITIVE_COUNTS if c in df.columns] + [se_column(m) for m in metrics
+                                                                   if se_column(m) in df.columns]:
+        df[col] = _numeric(df, col, what)
+        bad = ~(df[col] > 0)
+        if bad.any():
+            i = int(np.flatnonzero(bad.to_numpy())[0])
+            raise InputError(f"{what}: column '{col}' must be > 0, got {plain(df[col].iloc[i])} in row {i}")
 
 
 def check_train(train: pd.DataFrame, what: str = "training table") -> pd.DataFrame:
@@ -133,6 +158,7 @@ def check_train(train: pd.DataFrame, what: str = "training table") -> pd.DataFra
     df["pass_rate"] = _numeric(df, "pass_rate", what)
     if ((df["pass_rate"] < 0) | (df["pass_rate"] > 1)).any():
         raise InputError(f"{what}: column 'pass_rate' must be in [0, 1]")
-    if df.duplicated(["B_p", "n", "step", "problem_id"]).any():
-        raise InputError(f"{what}: duplicate (B_p, n, step, problem_id) in columns 'B_p', 'n', 'step', 'problem_id'")
+    keys = ["B_p", "n"] + (["seed"] if "seed" in df.columns else []) + ["step", "problem_id"]
+    if df.duplicated(keys).any():
+        raise InputError(f"{what}: duplicate ({', '.join(keys)}) in columns {', '.join(repr(k) for k in keys)}")
     return df

@@ -51,9 +51,10 @@ leaving no output behind.
 
 
 # analyze option -> key of the config's `analysis` section
-ANALYSIS_OPTIONS = {"metric": "metric", "bin_width": "bin_width", "ema": "ema_alpha", "min_compute": "min_compute",
+ANALYSIS_OPTIONS = {"method": "method", "metric": "metric", "bin_width": "bin_width", "ema": "ema_alpha", "min_compute": "min_compute",
                     "grid_points": "grid_points", "window": "window", "bootstrap": "bootstrap", "ci": "ci",
-                    "extrapolate_fraction": "extrapolate_fraction", "observed_range": "observed_range"}
+                    "extrapolate_fraction": "extrapolate_fraction", "observed_range": "observed_range",
+                    "record_z": "record_z", "se_window": "se_window"}
 
 
 def _positive_int(text: str) -> int:
@@ -109,6 +110,10 @@ def register_analyze(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--params", default=None, metavar="JSON",
                    help="config sections (analysis, eval, seed) as JSON, as the analyze rule passes them; "
                         "options below override them")
+    p.add_argument("--method", choices=("noise", "paper"), default=None,
+                   help="noise: standard errors from each evaluation's problems x samples, one pooled R0, "
+                        "fits to all points weighted by 1/se^2, frontiers where runs have data; paper: the "
+                        f"paper's running-maximum record points, exactly (default: {d['method']})")
     p.add_argument("--metric", default=None, help="metric the fits and frontiers use (default: avg@k, k = eval.k)")
     p.add_argument("--bin-width", type=_positive_float, default=None, metavar="W",
                    help=f"record-breaking points: bin width of the metric (default: {d['bin_width']})")
@@ -129,9 +134,15 @@ def register_analyze(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--extrapolate-fraction", type=_fraction, default=None, metavar="F",
                    help="extrapolation check: fit on compute <= F x the maximum, predict the maximum "
                         f"(default: {d['extrapolate_fraction']})")
-    p.add_argument("--observed-range", action="store_true", default=None,
-                   help="frontiers: use each fitted curve only up to the compute its run reached (default: "
-                        "the whole grid, the envelope of the fitted curves)")
+    p.add_argument("--observed-range", action=argparse.BooleanOptionalAction, default=None,
+                   help="frontiers: use each fitted curve only over the compute range its run has data for, or "
+                        "(--no-observed-range) over the whole grid (default: the method's: noise yes, paper no)")
+    p.add_argument("--record-z", type=_positive_float, default=None, metavar="Z",
+                   help=f"noise method: a record point must beat the standing record by Z standard errors "
+                        f"(default: {d['record_z']})")
+    p.add_argument("--se-window", type=_positive_int, default=None, metavar="N",
+                   help=f"noise method: evaluations averaged for the success rate behind each standard error "
+                        f"(default: {d['se_window']})")
     p.add_argument("--train-table", type=Path, default=None, metavar="PATH",
                    help="per-step training table (B_p, n, step, compute, problem_id, pass_rate; CSV or "
                         "parquet) for the interference histograms")
@@ -176,10 +187,12 @@ def cmd_analyze(args: argparse.Namespace) -> int:
                        verl_best_worst=args.verl_best_worst)
     train = read_train(args.train_table) if args.train_table is not None else None
     read_s = time.perf_counter() - start
-    results = run_analysis(evals, metric=a["metric"], bin_width=a["bin_width"], ema_alpha=a["ema_alpha"],
-                           min_compute=a["min_compute"], grid_points=a["grid_points"], n_boot=a["bootstrap"],
-                           seed=seed, extrapolate_fraction=a["extrapolate_fraction"], window=a["window"],
-                           ci=a["ci"], train=train, split=args.split, extrapolate=not a["observed_range"])
+    extrapolate = None if a["observed_range"] is None else not a["observed_range"]
+    results = run_analysis(evals, metric=a["metric"], method=a["method"], bin_width=a["bin_width"],
+                           ema_alpha=a["ema_alpha"], min_compute=a["min_compute"], grid_points=a["grid_points"],
+                           n_boot=a["bootstrap"], seed=seed, extrapolate_fraction=a["extrapolate_fraction"],
+                           window=a["window"], ci=a["ci"], train=train, split=args.split, extrapolate=extrapolate,
+                           record_z=a["record_z"], se_window=a["se_window"])
     results["timings"] = pd.concat([pd.DataFrame({"phase": ["read"], "seconds": [read_s]}), results["timings"]],
                                    ignore_index=True)
     written = write_analysis(results, args.out, figures=not args.no_figures)

@@ -7,7 +7,6 @@ value re-runs exactly the stages that read it.
 
 from __future__ import annotations
 
-import json
 import logging
 import shutil
 import time
@@ -94,7 +93,6 @@ def cmd_splits(args) -> int:
 
     from isocompute.data.schema import problem_ids, read_problems
     from isocompute.data.splits import make_splits, split_frame
-    from isocompute.grid import check_split_sizes
 
     cfg = config_from_params(args.params)
     pool = read_problems(args.pool)
@@ -103,10 +101,7 @@ def cmd_splits(args) -> int:
         raise InputError(f"{args.difficulty}: problem ids do not match {args.pool}; re-run the difficulty stage")
     out = Path(args.out_dir)
     summary = {}
-    splits = make_splits(difficulty, cfg)
-    if args.grid_max_bp:
-        check_split_sizes(json.loads(args.grid_max_bp), {s: len(parts["train"]) for s, parts in splits.items()})
-    for split, parts in splits.items():
+    for split, parts in make_splits(difficulty, cfg).items():
         for part, idx in parts.items():
             atomic.write_parquet(out / split / f"{part}.parquet", split_frame(pool, difficulty, idx, split))
         summary[split] = {part: int(len(idx)) for part, idx in parts.items()}
@@ -154,8 +149,6 @@ def register(sub) -> None:
     p.add_argument("--pool", required=True)
     p.add_argument("--difficulty", required=True)
     p.add_argument("--out-dir", required=True)
-    p.add_argument("--grid-max-bp", default=None, metavar="JSON",
-                   help="largest B_p per split of the training grid: each split must have that many problems")
     p = add("fig-difficulty", cmd_fig_difficulty, "Figure 2: avg@16 histograms of the pool and splits.")
     p.add_argument("--difficulty", required=True)
     p.add_argument("--splits-dir", required=True)

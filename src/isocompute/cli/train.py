@@ -37,6 +37,26 @@ def cmd_train(args) -> int:
     return 0
 
 
+def cmd_check_grid(args) -> int:
+    """Every split the grid trains on has at least its largest B_p of training problems."""
+    import pyarrow.parquet as pq
+
+    from isocompute.grid import check_split_sizes, grid_cells, max_bp_per_split
+
+    cfg = config_from_params(args.params)
+    sizes = {}
+    for pair in args.train_files:
+        split, _, path = pair.partition("=")
+        if not Path(path).is_file():
+            raise InputError(f"--train-files: split file not found: {path}")
+        sizes[split] = pq.ParquetFile(path).metadata.num_rows
+    max_bp = max_bp_per_split(grid_cells(cfg))
+    check_split_sizes(max_bp, sizes)
+    atomic.write_json(args.out, provenance(cfg, train_problems=sizes, max_B_p=max_bp))
+    log.info("grid fits the splits: %s", ", ".join(f"{s} B_p <= {b} of {sizes.get(s)}" for s, b in max_bp.items()))
+    return 0
+
+
 def add_cell_arguments(p) -> None:
     p.add_argument("--split", required=True)
     p.add_argument("--bp", type=int, required=True, help="B_p, problems per step")
@@ -44,6 +64,10 @@ def add_cell_arguments(p) -> None:
 
 
 def register(sub) -> None:
+    p = add_stage_parser(sub, "check-grid", cmd_check_grid,
+                         "Check that every split has at least its grid's largest B_p of training problems.")
+    p.add_argument("--train-files", nargs="+", required=True, metavar="SPLIT=PATH")
+    p.add_argument("--out", required=True)
     p = add_stage_parser(sub, "train", cmd_train,
                          "Train one (B_p, n) grid cell with GRPO (local or verl backend), resumably.")
     add_cell_arguments(p)

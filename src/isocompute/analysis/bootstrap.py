@@ -1,0 +1,197 @@
+"""Intervals by resampling: refit every cell on resampled data, then recompute
+the frontier, n*(C) and the n* law per replicate.
+
+With one training run per cell, each run's evaluation points are drawn with
+replacement (the paper's procedure). When the table has several seeds of a
+cell, the seeds are drawn instead (a bootstrap over runs), which also carries
+the run-to-run variation that resampling points cannot show. Either way a
+replicate of a cell is the fit to its drawn data, by the analysis method.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+
+from isocompute.analysis.fits import USABLE, FitGrid, check_method, fit_replicates, run_arrays
+from isocompute.analysis.fits_noise import NOISE_FIT_GRID, cell_arrays, fit_weighted, pooled_base
+from isocompute.analysis.frontier import envelope, study_grid
+from isocompute.analysis.nstar import LAW_PARAMS, LawGrid, fit_n_star_laws, running_average
+
+BOOT_COLUMNS = ["replicate", "B_p", "n", "R0", "A", "B", "C_mid", "status", "compute_min", "compute_max"]
+BAND_COLUMNS = ["reward_lo", "reward_hi", "n_star_lo", "n_star_hi", "log2_n_star_avg_lo", "log2_n_star_avg_hi"]
+
+
+def resampling_unit(evals: pd.DataFrame) -> str:
+    """'seeds' when some cell of the table has several seeds, else 'points'."""
+    if "seed" in evals.columns and evals.groupby(["B_p", "n"])["seed"].nunique().max() > 1:
+        return "seeds"
+    return "points"
+
+
+def _seed_draws(rng, seed_of_point, n_boot: int) -> np.ndarray:
+    """(n_boot, P) how often each point is drawn when a cell's seeds are drawn with replacement."""
+    seeds, which = np.unique(seed_of_point, return_inverse=True)
+    draws = rng.integers(0, seeds.size, size=(n_boot, seeds.size))
+    per_seed = np.stack([np.bincount(row, minlength=seeds.size) for row in draws])
+    return per_seed[:, which]
+
+
+def _indices_from_counts(counts: np.ndarray) -> np.ndarray:
+    """Sorted index rows (R, K) with each point repeated `counts` times; short
+    rows are padded with their last index (a repeated point is never a new record)."""
+    rows = [np.repeat(np.arange(counts.shape[1]), c) for c in counts]
+    width = max(len(r) for r in rows)
+    return np.stack([np.concatenate([r, np.full(width - len(r), r[-1])]) for r in rows])
+
+
+def bootstrap_fits(evals: pd.DataFrame, metric: str = "avg@4", *, n_boot: int = 200, seed: int = 0,
+                   method: str = "noise", bin_width: float = 0.01, ema_alpha: float | None = None,
+                   min_compute: float | None = None, grid: FitGrid | None = None, R0: float | None = None,
+                   unit: str | None = None) -> pd.DataFrame:
+    """Refit every cell on `n_boot` resamples of its data.
+
+    `unit` 'points' (default with one seed per cell) draws a run's points
+    with compute > 0 with replacement; 'seeds' (default with several) draws
+    the cell's seeds with replacement and pools their points. The paper
+    method recomputes the record points of each replicate (R0: the cell's
+    own step-0 value); the noise method refits all drawn points by weighted
+    least squares, with the pooled `R0` (default: pooled from the table).
+    Returns one row per (replicate, cell): replicate, B_p, n, R0, A, B,
+    C_mid, status, compute_min, compute_max.
+    """
+    check_method(method)
+    unit = resampling_unit(evals) if unit is None else unit
+    if unit not in ("points", "seeds"):
+        raise ValueError(f"unit must be 'points' or 'seeds', got {unit!r}")
+    if grid is None:
+        grid = NOISE_FIT_GRID if method == "noise" else FitGrid()
+    if method == "noise" and R0 is None:
+        R0 = pooled_base(evals, metric)["R0"]
+    rng = np.random.default_rng(seed)
+    parts = []
+    for (B_p, n), cell in evals.groupby(["B_p", "n"], sort=True):
+        arr = run_arrays(cell, metric, min_compute) if method == "paper" else cell_arrays(cell, metric, min_compute)
+        cell_R0 = arr["R0"] if method == "paper" else R0
+        P = arr["compute"].size
+        if np.isnan(cell_R0) or arr["compute_range"] is None or n_boot < 1:
+            continue
+        if unit == "points":
+            idx = np.sort(rng.integers(0, P, size=(n_boot, P)), axis=1)
+            counts = None
+        else:
+            counts = _seed_draws(rng, arr["seed"], n_boot)
+            idx = _indices_from_counts(counts) if method == "paper" else None
+        if method == "paper":
+            res = fit_replicates(arr["compute"], arr["values"], cell_R0, idx, bin_width=bin_width,
+                                 ema_alpha=ema_alpha, min_compute=min_compute,
+                                 compute_range=arr["compute_range"], grid=grid, dtype=np.float32)
+        else:
+            if counts is None:
+                counts = np.stack([np.bincount(row, minlength=P) for row in idx])
+            res = fit_weighted(arr["compute"], arr["values"], cell_R0, arr["weights"][:, None] * counts.T,
+                               compute_range=arr["compute_range"], grid=grid, dtype=np.float32,
+                               refine_c_mid=grid.boot_refine_c_mid)
+        parts.append(pd.DataFrame({
+            "replicate": np.arange(n_boot), "B_p": B_p, "n": n, "R0": cell_R0,
+            "A": res["A"], "B": res["B"], "C_mid": res["C_mid"], "status": res["status"],
+            "compute_min": arr["compute_min"], "compute_max": arr["compute_max"]}))
+    if not parts:
+        return pd.DataFrame(columns=BOOT_COLUMNS)
+    return pd.concat(parts, ignore_index=True)[BOOT_COLUMNS]
+
+
+def replicate_frontiers(boot: pd.DataFrame, grid, *, extrapolate: bool = True):
+    """n*(C) and reward per replicate on `grid`: arrays (R, G), NaN where undefined."""
+    boot = boot.sort_values(["replicate", "n", "B_p"], kind="stable")
+    reps = boot["replicate"].nunique()
+    K = len(boot) // max(reps, 1)
+    shape = (reps, K)
+    arr = lambda name: boot[name].to_numpy(dtype=float).reshape(shape)  # noqa: E731
+    best, reward = envelope(arr("R0"), arr("A"), arr("B"), arr("C_mid"),
+                            boot["status"].isin(USABLE).to_numpy().reshape(shape),
+                            arr("compute_max"), grid, extrapolate=extrapolate, compute_min=arr("compute_min"))
+    n = arr("n")
+    n_star = np.where(best >= 0, np.take_along_axis(n, np.maximum(best, 0), axis=1), np.nan)
+    return n_star, reward
+
+
+# The batch B = B_p * n is kept apart from the sigmoid exponent (column B).
+_GROUP_OF = {"B_p": lambda t: t["B_p"], "B": lambda t: t["B_p"] * t["n"]}
+
+
+def _groups(boot, fits, table, by):
+    """(key, fits of the group, replicates of the group, rows of `table` in the group)."""
+    if by is None:
+        yield None, fits, boot, np.ones(len(table), dtype=bool)
+        return
+    for key in table[by].unique():
+        yield (key, fits[(_GROUP_OF[by](fits) == key).to_numpy()], boot[(_GROUP_OF[by](boot) == key).to_numpy()],
+               (table[by] == key).to_numpy())
+
+
+def bootstrap_intervals(boot: pd.DataFrame, fits: pd.DataFrame, laws: pd.DataFrame,
+                        frontier: pd.DataFrame | None = None, *, by: str | None = "B_p",
+                        scale_by_batch: bool = False, grid_points: int = 100, window: int = 5, ci: float = 0.95,
+                        extrapolate: bool = True, law_grid: LawGrid = LawGrid()):
+    """Percentile intervals of the law (and of the frontier) from replicate fits.
+
+    `fits`/`laws`/`frontier` are the point estimates (`fits` fixes each
+    group's grid, the grid `frontier` was computed on). `by`: 'B_p' (Q1),
+    'B' (Q2, x = steps M with `scale_by_batch`), or None (Q3). Returns
+    (laws plus <param>_lo, <param>_hi and n_boot, the replicates whose law fit
+    succeeded; frontier plus reward_lo/hi, n_star_lo/hi and
+    log2_n_star_avg_lo/hi per grid point, or None without `frontier`).
+    """
+    lo_q, hi_q = 50 * (1 - ci), 50 * (1 + ci)
+    out = laws.copy()
+    for name in LAW_PARAMS:
+        out[f"{name}_lo"] = np.nan
+        out[f"{name}_hi"] = np.nan
+    out["n_boot"] = 0
+    bands = None
+    if frontier is not None:
+        bands = frontier.copy()
+        for col in BAND_COLUMNS:
+            bands[col] = np.nan
+    for key, g_fits, g_boot, rows in _groups(boot, fits, out, by):
+        if g_boot.empty:
+            continue
+        scale = float(key) if scale_by_batch else 1.0
+        grid = study_grid(g_fits, grid_points, scale=scale)
+        if grid is None:
+            continue
+        n_star, reward = replicate_frontiers(g_boot, grid * scale, extrapolate=extrapolate)
+        log2_avg = running_average(np.log2(n_star), window)
+        res = fit_n_star_laws(np.log10(grid), log2_avg, grid=law_grid)
+        good = np.isin(res["status"], ("ok", "constant"))
+        if bands is not None:
+            in_group = np.ones(len(bands), dtype=bool) if by is None else (bands[by] == key).to_numpy()
+            if in_group.sum() == grid.size:
+                _fill_bands(bands, in_group, reward, n_star, log2_avg, lo_q, hi_q)
+        if not good.any():
+            continue
+        i = np.flatnonzero(rows)[0]
+        for name in LAW_PARAMS:
+            out.loc[out.index[i], f"{name}_lo"] = np.percentile(res[name][good], lo_q)
+            out.loc[out.index[i], f"{name}_hi"] = np.percentile(res[name][good], hi_q)
+        out.loc[out.index[i], "n_boot"] = int(good.sum())
+    return out, bands
+
+
+def _fill_bands(bands, rows, reward, n_star, log2_avg, lo_q, hi_q) -> None:
+    """Percentiles over replicates (axis 0) of each grid point, into `bands` rows."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)     # a grid point no replicate reaches
+        for name, values, lo_method, hi_method in (("reward", reward, "linear", "linear"),
+                                                   ("n_star", n_star, "lower", "higher"),
+                                                   ("log2_n_star_avg", log2_avg, "linear", "linear")):
+            bands.loc[rows, f"{name}_lo"] = np.nanpercentile(values, lo_q, axis=0, method=lo_method)
+            bands.loc[rows, f"{name}_hi"] = np.nanpercentile(values, hi_q, axis=0, method=hi_method)
+
+
+def bootstrap_law_intervals(boot: pd.DataFrame, fits: pd.DataFrame, laws: pd.DataFrame, **kw) -> pd.DataFrame:
+    """The law's percentile intervals alone (`bootstrap_intervals` without a frontier)."""
+    return bootstrap_intervals(boot, fits, laws, None, **kw)[0]

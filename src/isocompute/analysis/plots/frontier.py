@@ -1,0 +1,131 @@
+"""Figures of reward against compute: the record-breaking points (paper Fig. 5),
+the fitted curves and their frontier coloured by n* (Fig. 6, and one panel
+per B_p in the appendix), with the bootstrap band of the frontier where the
+tables carry one.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from matplotlib.collections import LineCollection
+from matplotlib.lines import Line2D
+
+from isocompute.analysis.fits import fit_sigmoid, predict, sigmoid_reward
+from isocompute.analysis.records import RECORD_Z, record_points
+from isocompute.analysis.plots.style import (BP, FORMATS, _band, _log2_x, _n_palette, _panels, _save, _styled,
+                                             _subplots)
+
+
+def _draw_frontier(ax, evals, fits, front, metric, palette, x="compute", legend=True, extrapolate=True):
+    """Raw points and fitted curve per n, and the frontier coloured by n*.
+
+    One collection per kind of mark (not one per run): drawing time is what
+    the benchmark spends most on. Without `extrapolate` each curve is drawn
+    only over its run's evaluations, as the frontier uses it.
+    """
+    grid = front[x].to_numpy(dtype=float)
+    if grid.size == 0:
+        return
+    fits = fits.sort_values("n")
+    raw = evals[evals[x] > 0].merge(fits[["B_p", "n"]], on=["B_p", "n"])
+    ax.scatter(raw[x], raw[metric], s=4, c=[palette.get(int(n), "grey") for n in raw["n"]], alpha=0.25,
+               linewidths=0, rasterized=True)
+    fitted = predict(fits, grid)
+    if not extrapolate:
+        lo, hi = (fits[c].to_numpy(dtype=float)[:, None] for c in ("compute_min", "compute_max"))
+        fitted = np.where((grid >= lo * (1 - 1e-12)) & (grid <= hi * (1 + 1e-12)), fitted, np.nan)
+    ok = np.isfinite(fitted).any(axis=1)
+    lines = [np.column_stack([grid, f]) for f in fitted[ok]]
+    colors = [palette.get(int(n), "grey") for n in fits["n"].to_numpy()[ok]]
+    ax.add_collection(LineCollection(lines, colors=colors, linewidths=1.0))
+    banded = _band(ax, front, x, "reward")
+    good = np.isfinite(front["n_star"].to_numpy(dtype=float))
+    ax.scatter(front.loc[good, x], front.loc[good, "reward"], s=14, marker="o", zorder=3,
+               c=[palette.get(int(n), "black") for n in front.loc[good, "n_star"]],
+               edgecolors="black", linewidths=0.3)
+    _log2_x(ax, x)
+    ax.autoscale_view()
+    ax.set_ylabel(f"Validation reward ({metric})")
+    if legend:
+        handles = [Line2D([], [], color=palette.get(int(n), "grey"), lw=1.2, label=f"n={int(n)}")
+                   for n in fits["n"].to_numpy()[ok]]
+        handles.append(Line2D([], [], color="white", marker="o", markeredgecolor="black", markersize=4,
+                              label="frontier (colour: n*)"))
+        if banded:
+            handles.append(Line2D([], [], color="0.5", alpha=0.4, lw=5, label="frontier 95% band"))
+        ax.legend(handles=handles, fontsize=6, ncols=2, loc="lower right")
+
+
+# ------------------------------------------------------------------ Fig 5 and 6
+
+@_styled
+def plot_record_points(evals: pd.DataFrame, B_p: int, path_stem, *, metric: str = "avg@4",
+                       bin_width: float = 0.01, ema_alpha: float | None = None, method: str = "paper",
+                       frontier: pd.DataFrame | None = None, z: float = RECORD_Z, formats=FORMATS) -> list[Path]:
+    """Fig. 5: all evaluation points of the runs at `B_p` (grey) and the pooled
+    record-breaking points (orange). Paper method: with the monotonic fit
+    through the records. Noise method: significant records (`z` standard
+    errors, column `<metric>_se`) and the frontier of the fitted curves
+    (`frontier`, the Q1 table) instead, which is what the noise method fits."""
+    pool = evals[evals["B_p"] == B_p]
+    rec = record_points(pool, metric, bin_width=bin_width, ema_alpha=ema_alpha, method=method, z=z)
+    value = "smoothed" if "smoothed" in rec.columns else metric
+    fig, ax = _subplots(panel=(4.2, 3.0))
+    ax = ax[0, 0]
+    pos = pool[pool["compute"] > 0]
+    ax.scatter(pos["compute"], pos[metric], s=5, color="0.65", alpha=0.5, linewidths=0, rasterized=True,
+               label="evaluation points")
+    r = rec[rec["compute"] > 0]
+    ax.scatter(r["compute"], r[value], s=16, color="tab:orange", edgecolors="black", linewidths=0.3,
+               zorder=3, label="record-breaking points" if method == "paper" else f"records (+{z:g} s.e.)")
+    if method == "paper":
+        R0 = (float(pool.loc[pool["step"] == 0, metric].mean()) if (pool["step"] == 0).any()
+              else float(rec[value].iloc[0]))
+        fit = fit_sigmoid(rec["compute"], rec[value], R0)
+        if fit.status == "ok" and len(pos):
+            c = np.geomspace(pos["compute"].min(), pos["compute"].max(), 200)
+            ax.plot(c, sigmoid_reward(c, fit.R0, fit.A, fit.B, fit.C_mid), "--", color="black", lw=1.2,
+                    label="sigmoid fit")
+    elif frontier is not None:
+        f = frontier[frontier["B_p"] == B_p]
+        _band(ax, f, "compute", "reward")
+        ax.plot(f["compute"], f["reward"], "--", color="black", lw=1.2, label="frontier of fitted curves")
+    _log2_x(ax)
+    ax.set_ylabel(f"Validation reward ({metric})")
+    ax.set_title(f"Record-breaking points, {BP} = {B_p}")
+    ax.legend(fontsize=7, loc="lower right")
+    return _save(fig, path_stem, formats)
+
+
+@_styled
+def plot_frontier(evals: pd.DataFrame, fits: pd.DataFrame, frontier: pd.DataFrame, B_p: int, path_stem, *,
+                  metric: str = "avg@4", extrapolate: bool = True, formats=FORMATS) -> list[Path]:
+    """Fig. 6: reward vs compute per n at fixed B_p, fitted curves, frontier coloured by n*."""
+    fig, ax = _subplots(panel=(4.8, 3.4))
+    ax = ax[0, 0]
+    palette = _n_palette(fits["n"])
+    _draw_frontier(ax, evals, fits[fits["B_p"] == B_p], frontier[frontier["B_p"] == B_p], metric, palette,
+                   extrapolate=extrapolate)
+    ax.set_title(f"Reward vs compute, {BP} = {B_p}")
+    return _save(fig, path_stem, formats)
+
+
+@_styled
+def plot_frontiers_grid(points: pd.DataFrame, fits: pd.DataFrame, frontier: pd.DataFrame, path_stem, *,
+                        metric: str = "avg@4", x: str = "compute", extrapolate: bool = True,
+                        formats=FORMATS) -> list[Path]:
+    """Appendix: the frontier for every fixed B_p, one panel each (x: compute or
+    tokens). `points` are the marks behind the curves: the evaluation table, or
+    (lighter to draw, as `plot_all` does) the record-breaking points."""
+    groups = sorted(frontier["B_p"].unique())
+    fig, axes = _panels(max(len(groups), 1), sharey=True)
+    palette = _n_palette(fits["n"])
+    for ax, B_p in zip(axes, groups):
+        _draw_frontier(ax, points, fits[fits["B_p"] == B_p], frontier[frontier["B_p"] == B_p], metric,
+                       palette, x=x, legend=B_p == groups[0], extrapolate=extrapolate)
+        ax.set_title(f"{BP} = {B_p}")
+        ax.label_outer()
+    return _save(fig, path_stem, formats)

@@ -1,0 +1,146 @@
+"""Figures of the compute-optimal n: the n*(C) law for one group (paper Fig. 7)
+and for all groups (appendix), n*(M) and B_p*(M) at fixed batch (Fig. 9),
+and the joint frontier over all cells; with bootstrap bands of the running
+average of log2 n* (and of the frontier reward) where the tables carry them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import seaborn as sns
+
+from isocompute.analysis.nstar import law_points, n_star_sigmoid
+from isocompute.analysis.plots.style import (BP, FORMATS, PAPER_BATCH_SIZES, _band, _log2_x, _n_palette, _pow2_y,
+                                             _save, _styled, _subplots)
+
+
+def _draw_law(ax, pts, law, x_name):
+    """The running average of log2 n* (colour: frontier reward), its bootstrap
+    band where present, and the fitted law."""
+    _band(ax, pts, x_name, "log2_n_star_avg", color="tab:red")
+    sc = ax.scatter(pts[x_name], pts["log2_n_star_avg"], c=pts["reward"], cmap="viridis", s=10,
+                    linewidths=0, zorder=2)
+    if law is not None and law.get("status") in ("ok", "constant"):
+        xs = pts["log10_x"].to_numpy(dtype=float)
+        ax.plot(10 ** xs, n_star_sigmoid(xs, law["L"], law["U"], law["k"], law["c0"]), color="red", lw=1.5,
+                label="sigmoid fit")
+        text = f"2^U = {2 ** law['U']:.0f}, c0 = {law['c0']:.2f}"
+        if np.isfinite(law.get("U_lo", np.nan)):
+            text += f"\nU in [{law['U_lo']:.2f}, {law['U_hi']:.2f}]"
+        ax.text(0.03, 0.95, text, transform=ax.transAxes, va="top", fontsize=7)
+    _log2_x(ax, x_name)
+    _pow2_y(ax, "n* (running average)")
+    return sc
+
+
+@_styled
+def plot_n_star_law(frontier: pd.DataFrame, laws: pd.DataFrame, path_stem, *, by: str | None = "B_p",
+                    key=None, x: str = "compute", formats=FORMATS) -> list[Path]:
+    """Fig. 7: running average of log2 n*(C) (colour: frontier reward) and the
+    sigmoid law for one group (`key`; default the smallest, as the paper's B_p = 32)."""
+    if by is not None:
+        key = sorted(frontier[by].unique())[0] if key is None else key
+        frontier, laws = frontier[frontier[by] == key], laws[laws[by] == key]
+    fig, ax = _subplots(panel=(4.6, 3.2), right=0.1)
+    ax = ax[0, 0]
+    pts = frontier.assign(log10_x=np.log10(frontier[x].to_numpy(dtype=float)))
+    if "log2_n_star_avg" not in pts.columns:
+        pts = law_points(frontier, x=x)
+    sc = _draw_law(ax, pts, laws.iloc[0].to_dict() if len(laws) else None, x)
+    fig.colorbar(sc, ax=ax, label="frontier reward")
+    ax.set_title("Compute-optimal n, all cells" if by is None else
+                 f"Compute-optimal n, {BP if by == 'B_p' else by} = {key}")
+    return _save(fig, path_stem, formats)
+
+
+@_styled
+def plot_n_star_laws(frontier: pd.DataFrame, laws: pd.DataFrame, path_stem, *, by: str = "B_p",
+                     x: str = "compute", formats=FORMATS) -> list[Path]:
+    """Appendix: the n* laws of every group in one panel (colour: group)."""
+    fig, ax = _subplots(panel=(5.0, 3.4))
+    ax = ax[0, 0]
+    keys = sorted(frontier[by].unique())
+    colors = dict(zip(keys, sns.color_palette("crest", max(len(keys), 1))))
+    ax.scatter(frontier[x], frontier["log2_n_star_avg"], s=5, c=[colors[k] for k in frontier[by]], alpha=0.5,
+               linewidths=0, rasterized=True)
+    for key in keys:
+        f, law = frontier[frontier[by] == key], laws[laws[by] == key]
+        xs = np.log10(f[x].to_numpy(dtype=float))
+        if len(law) and law.iloc[0]["status"] in ("ok", "constant"):
+            p = law.iloc[0]
+            ax.plot(10 ** xs, n_star_sigmoid(xs, p["L"], p["U"], p["k"], p["c0"]), color=colors[key], lw=1.4,
+                    label=f"{BP if by == 'B_p' else by} = {key}: 2^U = {2 ** p['U']:.0f}")
+    _log2_x(ax, x)
+    _pow2_y(ax, "n* (running average)")
+    ax.legend(fontsize=6, loc="upper left")
+    ax.set_title("Sigmoid laws of n*(C)")
+    return _save(fig, path_stem, formats)
+
+
+# ------------------------------------------------------------------ Fig 9
+
+@_styled
+def plot_fixed_batch(frontier_fb: pd.DataFrame, laws_fb: pd.DataFrame, path_stem, *, batch_sizes=None,
+                     formats=FORMATS) -> list[Path]:
+    """Fig. 9: under a fixed rollout batch B, n*(M) and B_p*(M) = B / n*(M).
+
+    `batch_sizes` default: the paper's (4096, 8192, 16384) where present, else
+    the three middle batch sizes of the table."""
+    fig, axes = _subplots(1, 2, panel=(4.4, 3.2))
+    ax_n, ax_b = axes[0]
+    present = sorted(frontier_fb["B"].unique())
+    if batch_sizes is None:
+        batch_sizes = [b for b in PAPER_BATCH_SIZES if b in present] or \
+            present[max(0, (len(present) - 3) // 2):][:3]
+    Bs = [b for b in batch_sizes if b in present]
+    colors = dict(zip(Bs, sns.color_palette("rocket", max(len(Bs), 1))))
+    shown = frontier_fb[frontier_fb["B"].isin(Bs)]
+    point_colors = [colors[B] for B in shown["B"]]
+    y_all = shown["log2_n_star_avg"].to_numpy(dtype=float)
+    ax_n.scatter(shown["M"], y_all, s=6, c=point_colors, alpha=0.6, linewidths=0, rasterized=True)
+    ax_b.scatter(shown["M"], np.log2(shown["B"].to_numpy(dtype=float)) - y_all, s=6, c=point_colors,
+                 alpha=0.6, linewidths=0, rasterized=True)
+    for B in Bs:
+        _band(ax_n, frontier_fb[frontier_fb["B"] == B], "M", "log2_n_star_avg", color=colors[B])
+        M = frontier_fb.loc[frontier_fb["B"] == B, "M"].to_numpy(dtype=float)
+        law = laws_fb[laws_fb["B"] == B]
+        if len(law) and law.iloc[0]["status"] in ("ok", "constant"):
+            p = law.iloc[0]
+            fit = n_star_sigmoid(np.log10(M), p["L"], p["U"], p["k"], p["c0"])
+            ax_n.plot(M, fit, color=colors[B], lw=1.4, label=f"B = {B}")
+            ax_b.plot(M, np.log2(B) - fit, color=colors[B], lw=1.4, label=f"B = {B}")
+    for ax, label in ((ax_n, "n*(M)"), (ax_b, f"{BP}*(M)")):
+        _log2_x(ax, "M")
+        _pow2_y(ax, label)
+    if Bs:
+        ax_n.legend(fontsize=6, ncols=2, loc="upper left")
+    ax_n.set_title("Optimal rollouts per problem, fixed B")
+    ax_b.set_title("Optimal problems per step, fixed B")
+    return _save(fig, path_stem, formats)
+
+
+# ------------------------------------------------------------------ Q3
+
+@_styled
+def plot_joint(frontier_joint: pd.DataFrame, laws_joint: pd.DataFrame, path_stem, *, formats=FORMATS) -> list[Path]:
+    """All cells jointly: frontier reward coloured by n*, and the n* law."""
+    fig, axes = _subplots(1, 2, panel=(4.4, 3.2))
+    ax_r, ax_n = axes[0]
+    f = frontier_joint[np.isfinite(frontier_joint["n_star"].to_numpy(dtype=float))]
+    palette = _n_palette(f["n_star"])
+    _band(ax_r, frontier_joint, "compute", "reward")
+    ax_r.scatter(f["compute"], f["reward"], c=[palette[int(n)] for n in f["n_star"]], s=12,
+                 edgecolors="black", linewidths=0.3)
+    for n, color in palette.items():
+        ax_r.scatter([], [], color=color, label=f"n*={n}")
+    ax_r.legend(fontsize=6, ncols=2, loc="lower right")
+    _log2_x(ax_r)
+    ax_r.set_ylabel("frontier reward")
+    ax_r.set_title(f"Joint frontier over all ({BP}, n)")
+    pts = frontier_joint.assign(log10_x=np.log10(frontier_joint["compute"].to_numpy(dtype=float)))
+    _draw_law(ax_n, pts, laws_joint.iloc[0].to_dict() if len(laws_joint) else None, "compute")
+    ax_n.set_title("n*(C), all cells")
+    return _save(fig, path_stem, formats)

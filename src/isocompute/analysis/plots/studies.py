@@ -1,0 +1,68 @@
+"""Figures of the secondary studies: metric-specific optimal n (paper Fig. 8),
+sensitivity to n vs B_p (Fig. 10) and training pass@1 histograms at matched
+compute (Fig. 11).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import seaborn as sns
+
+from isocompute.analysis.plots.style import BP, FORMATS, _n_palette, _panels, _pow2_y, _save, _styled, _subplots
+
+
+@_styled
+def plot_metric_optima(optima: pd.DataFrame, path_stem, *, formats=FORMATS) -> list[Path]:
+    """Fig. 8: per B_p, the n maximising best@4 and the n maximising worst@4."""
+    fig, ax = _subplots(panel=(4.6, 3.0))
+    ax = ax[0, 0]
+    data = optima.assign(log2_n=np.log2(optima["n_opt"].astype(float)), B_p=optima["B_p"].astype(str))
+    sns.barplot(data=data, x="B_p", y="log2_n", hue="metric", ax=ax, palette="Set2")
+    _pow2_y(ax, "optimal n")
+    ax.set_xlabel(f"{BP} (problems per step)")
+    ax.set_title("Metric-specific optimal n at the largest common compute")
+    return _save(fig, path_stem, formats)
+
+
+# ------------------------------------------------------------------ Fig 10
+
+@_styled
+def plot_sensitivity(sens: pd.DataFrame, path_stem, *, metric: str = "avg@4", formats=FORMATS) -> list[Path]:
+    """Fig. 10: range of the metric across n (fixed B_p) vs across B_p (fixed n)."""
+    fig, axes = _subplots(1, 2, panel=(4.4, 3.0), sharey=True, wgap=0.3)
+    ax_n, ax_b = axes[0]
+    for ax, varied, fixed in ((ax_n, "n", "B_p"), (ax_b, "B_p", "n")):
+        d = sens[sens["varied"] == varied].assign(fixed_value=lambda t: t["fixed_value"].astype(int).astype(str))
+        if len(d):
+            sns.barplot(data=d, x="fixed_value", y="range", ax=ax, color="tab:blue" if varied == "n" else "tab:green")
+        ax.set_xlabel(f"fixed {BP}" if fixed == "B_p" else "fixed n")
+        ax.set_title(f"varying {'n' if varied == 'n' else BP}")
+    ax_n.set_ylabel(f"range of {metric} at matched compute")
+    return _save(fig, path_stem, formats)
+
+
+# ------------------------------------------------------------------ Fig 11
+
+@_styled
+def plot_interference(hist: pd.DataFrame, path_stem, *, ns=None, formats=FORMATS) -> list[Path]:
+    """Fig. 11: training pass@1 histograms at matched compute, smallest vs largest
+    n (or the given `ns`), one panel per B_p."""
+    groups = sorted(hist["B_p"].unique())
+    fig, axes = _panels(max(len(groups), 1), panel=(3.6, 2.7))
+    for ax, B_p in zip(axes, groups):
+        h = hist[hist["B_p"] == B_p]
+        show = sorted(h["n"].unique())
+        show = [n for n in (ns or [show[0], show[-1]]) if n in set(show)]
+        palette = _n_palette(show)
+        for n in dict.fromkeys(show):
+            d = h[h["n"] == n]
+            ax.stairs(d["fraction"].to_numpy(), np.append(d["bin_lo"].to_numpy(), d["bin_hi"].iloc[-1]),
+                      color=palette[int(n)], lw=1.5, label=f"n={n}")
+        ax.set_xlabel("training pass@1")
+        ax.set_ylabel("fraction of problems")
+        ax.set_title(f"{BP} = {B_p}, C = {h['compute'].iloc[0]:.3g}")
+        ax.legend(fontsize=7, loc="upper right")
+    return _save(fig, path_stem, formats)

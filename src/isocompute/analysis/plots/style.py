@@ -1,0 +1,116 @@
+"""The house look of the figures: style, axes, palettes, layout and saving.
+
+Compute axes are log2-scaled as in the paper; n axes show powers of two.
+Figures are bare matplotlib Figures, so nothing here touches pyplot's global
+state.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import matplotlib
+import numpy as np
+import seaborn as sns
+from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
+
+FORMATS = ("png", "pdf")
+PAPER_BATCH_SIZES = (4096, 8192, 16384)   # the fixed-B values of the paper's Q2
+DPI = 150
+_LABELS = {"compute": "Compute C (rollouts)", "tokens": "Compute (generated tokens)", "M": "Steps M"}
+
+# The house look, applied per figure (importing this module changes no global
+# settings). A fixed title height: otherwise every draw measures all tick
+# labels to place the titles.
+STYLE = {**sns.axes_style("whitegrid"), **sns.plotting_context("paper", font_scale=0.95), "axes.titley": 1.0}
+
+
+def _styled(plot):
+    @functools.wraps(plot)
+    def wrapper(*args, **kwargs):
+        with matplotlib.rc_context(STYLE):
+            return plot(*args, **kwargs)
+    return wrapper
+
+
+_SUPERSCRIPT = str.maketrans("-0123456789", "\u207b\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079")
+BP = "B\u209a"   # B_p as plain text: mathtext layout is the slowest part of drawing
+
+
+def _pow2_label(value, _pos=None) -> str:
+    """2 to a power, written with Unicode superscripts (no mathtext)."""
+    if value <= 0:
+        return ""
+    k = np.log2(value)
+    if abs(k - round(k)) > 1e-6:
+        return ""
+    return "2" + str(int(round(k))).translate(_SUPERSCRIPT)
+
+
+def _save(fig, path_stem, formats=FORMATS) -> list[Path]:
+    stem = Path(path_stem)
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for fmt in formats:
+        path = stem.with_name(f"{stem.name}.{fmt}")
+        fig.savefig(path, dpi=DPI)
+        paths.append(path)
+    return paths
+
+
+def _n_palette(ns) -> dict:
+    ns = sorted({int(n) for n in ns if np.isfinite(n)})
+    colors = sns.color_palette("viridis", max(len(ns), 1))
+    return dict(zip(ns, colors))
+
+
+def _log2_x(ax, label="compute"):
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_locator(LogLocator(base=2, numticks=8))
+    ax.xaxis.set_major_formatter(FuncFormatter(_pow2_label))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_xlabel(_LABELS.get(label, label))
+
+
+def _pow2_y(ax, label="n*"):
+    """y holds log2 n: ticks at whole powers, labelled with the n values."""
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{2 ** v:g}"))
+    ax.set_ylabel(label)
+
+
+def _subplots(nrows=1, ncols=1, panel=(4.0, 2.9), *, left=0.75, right=0.2, bottom=0.55, top=0.35,
+              wgap=0.75, hgap=0.65, sharey=False):
+    """Figure with fixed margins and gaps in inches. A layout engine
+    (tight_layout) measures every text first and doubles the drawing time."""
+    w, h = panel
+    width = left + right + ncols * w + (ncols - 1) * wgap
+    height = bottom + top + nrows * h + (nrows - 1) * hgap
+    # A bare Figure (no pyplot): no global figure registry, PNG through Agg, PDF through the pdf backend.
+    fig = Figure(figsize=(width, height))
+    axes = fig.subplots(nrows, ncols, squeeze=False, sharey=sharey)
+    fig.subplots_adjust(left=left / width, right=1 - right / width, bottom=bottom / height, top=1 - top / height,
+                        wspace=wgap / w, hspace=hgap / h)
+    return fig, axes
+
+
+def _panels(count, panel=(4.0, 2.9), ncols=3, sharey=False):
+    ncols = max(1, min(ncols, count))
+    nrows = int(np.ceil(count / ncols))
+    fig, axes = _subplots(nrows, ncols, panel, sharey=sharey, wgap=0.25 if sharey else 0.75)
+    for ax in axes.flat[count:]:
+        ax.set_visible(False)
+    return fig, list(axes.flat[:count])
+
+
+def _band(ax, table, x, name, color="0.5", label=None) -> bool:
+    """Shade `<name>_lo`..`<name>_hi` of `table` against column `x` where present
+    (the bootstrap interval); returns whether anything was drawn."""
+    lo, hi = f"{name}_lo", f"{name}_hi"
+    if lo not in table.columns or not np.isfinite(table[lo].to_numpy(dtype=float)).any():
+        return False
+    ax.fill_between(table[x].to_numpy(dtype=float), table[lo].to_numpy(dtype=float),
+                    table[hi].to_numpy(dtype=float), color=color, alpha=0.2, linewidth=0, label=label, zorder=1)
+    return True
