@@ -1,0 +1,23 @@
+"""The project's one answer grader: is a completion's final answer the ground truth?
+
+Every stage that needs a correctness bit -- difficulty sampling, GRPO rewards,
+validation scoring and the verl reward function -- calls `grade`, so they all
+agree on what "correct" means. The pipeline of one call: `extract` picks the
+answer, `numeric` decides plain numbers in microseconds, anything else goes to
+math-verify in a killable worker process (`sandbox`); `cache` keeps verdicts
+between runs.
+"""
+
+from isocompute.grading.cache import GradeCache
+from isocompute.grading.extract import extract_answer
+from isocompute.grading.sandbox import warm_up
+from isocompute.grading.verdict import GRADER_VERSION, grade, grade_many
+
+__all__ = [
+    "GRADER_VERSION",
+    "GradeCache",
+    "extract_answer",
+    "grade",
+    "grade_many",
+    "warm_up",
+]
