@@ -3,6 +3,8 @@ with, and math-verify's own verdict to compare against."""
 
 from __future__ import annotations
 
+import time
+
 from math_verify import parse, verify
 
 # Pathological for sympy: latex2sympy builds the tower and verify tries to
@@ -50,3 +52,10 @@ TABLE = [
     ("\\boxed{2\\sqrt{2}}", "\\sqrt{8}", True),
     ("\\boxed{\\pi}", "3", False),
 ]
+
+
+def timed(fn, *args, **kwargs):
+    """(fn's result, wall-clock seconds it took)."""
+    start = time.monotonic()
+    result = fn(*args, **kwargs)
+    return result, time.monotonic() - start

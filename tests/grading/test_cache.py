@@ -7,7 +7,7 @@ import json
 import pytest
 from grading_cases import TABLE
 
-from isocompute.grading import GradeCache, grade, grade_many
+from isocompute.grading import GRADER_VERSION, GradeCache, grade, grade_many, sandbox
 
 
 def test_grade_many_matches_grade_and_fills_cache(tmp_path):
@@ -42,3 +42,23 @@ def test_cache_keys_and_versions(tmp_path):
     stale = tmp_path / "stale.json"
     stale.write_text(json.dumps({"grader_version": "0", "grades": {GradeCache.key("a", "b"): True}}))
     assert len(GradeCache.load(stale)) == 0
+
+
+def test_pairs_that_found_no_time_are_not_cached(monkeypatch):
+    # "No time left" says nothing about the pair (a worker was still starting):
+    # a saved cache must not keep it as a verdict.
+    monkeypatch.setattr(sandbox, "slow_verdict", lambda answer, truth, budget_s: (False, sandbox.NO_TIME))
+    cache = GradeCache()
+    assert grade_many(["\\boxed{x+x}", "\\boxed{2}"], ["2x", "2"], cache=cache) == [False, True]
+    assert ("\\boxed{x+x}", "2x") not in cache
+    assert cache.get("\\boxed{2}", "2") is True
+
+
+def test_save_is_atomic_and_compact(tmp_path):
+    cache = GradeCache()
+    cache.put("\\boxed{1}", "1", True)
+    path = tmp_path / "run" / "grades.json"
+    cache.save(path)
+    assert json.loads(path.read_text()) == {"grader_version": GRADER_VERSION, "grades": {GradeCache.key("\\boxed{1}", "1"): True}}
+    assert "\n" not in path.read_text()
+    assert [p.name for p in path.parent.iterdir()] == ["grades.json"]  # no temporary left behind

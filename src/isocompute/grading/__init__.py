@@ -2,16 +2,16 @@
 
 Every stage that needs a correctness bit -- difficulty sampling, GRPO rewards,
 validation scoring and the verl reward function -- calls `grade`, so they all
-agree on what "correct" means. The pipeline of one call: `extract` picks the
-answer, `numeric` decides plain numbers in microseconds, anything else goes to
-math-verify in a killable worker process (`sandbox`); `cache` keeps verdicts
-between runs.
+agree on what "correct" means. The pipeline of one call (`verdict`), under one
+deadline for any input: `extract` picks the answer in linear time, `numeric`
+decides plain numbers in microseconds, anything else goes to math-verify in a
+killable worker process (`sandbox`); `cache` keeps verdicts between runs.
 """
 
 from isocompute.grading.cache import GradeCache
 from isocompute.grading.extract import extract_answer
 from isocompute.grading.sandbox import warm_up
-from isocompute.grading.verdict import GRADER_VERSION, grade, grade_many
+from isocompute.grading.verdict import GRADER_VERSION, grade, grade_many, grade_with_reason
 
 __all__ = [
     "GRADER_VERSION",
@@ -19,5 +19,6 @@ __all__ = [
     "extract_answer",
     "grade",
     "grade_many",
+    "grade_with_reason",
     "warm_up",
 ]

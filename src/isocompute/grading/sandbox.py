@@ -1,10 +1,12 @@
-"""The grader's slow path: math-verify in killable worker processes, under a timeout.
+"""The grader's slow path: math-verify in killable worker processes, within a deadline.
 
-Pairs that `numeric` cannot decide come here. Each concurrent caller gets its
-own worker (a fresh interpreter started with `subprocess`, not a fork of the
-caller, which may hold torch threads); a worker that misses its deadline is
-killed and replaced, and its pair graded False. Where no interpreter can be
-started, one fork per comparison does the same job.
+Pairs that `numeric` cannot decide come here with the time left of their
+call's deadline. Each concurrent caller gets its own worker (a fresh
+interpreter started with `subprocess`, not a fork of the caller, which may hold
+torch threads); a worker that misses the deadline is killed and replaced, and
+its pair graded False. Waiting for a worker to start counts against the
+deadline too, except the first start of a process, which no input causes.
+Where no interpreter can be started, one fork per comparison does the same job.
 
 Hand-written rather than pebble's ProcessPool (measured on 2 cores: round trip
 0.7 vs 0.8-0.9 ms, symbolic pair 8 vs 7-10 ms p50, restart after a timeout
@@ -24,9 +26,13 @@ import subprocess
 import sys
 import threading
 import time
-from functools import lru_cache
 
 logger = logging.getLogger(__name__)
+
+# How a slow-path verdict came about (`grade_with_reason` passes these on).
+MATH_VERIFY = "math-verify"  # math-verify decided
+TIMEOUT = "timeout"  # math-verify ran past the deadline, or crashed on the pair
+NO_TIME = "no time left"  # the deadline passed before math-verify could start
 
 
 def mv_compare(answer: str, truth: str) -> bool:
@@ -49,8 +55,8 @@ def mv_compare(answer: str, truth: str) -> bool:
     return bool(verify(gold, pred, timeout_seconds=None))
 
 
-# Covers interpreter start, math-verify import and a warm-up parse; not counted
-# against a call's timeout_s, which bounds the comparison itself.
+# Covers interpreter start, math-verify import and a warm-up parse: the most a
+# process's first start may take (later starts count against the deadline).
 _STARTUP_TIMEOUT_S = 120.0
 # The worker kills itself this long after the parent's deadline, so a worker
 # whose parent died mid-request cannot spin forever.
@@ -119,6 +125,7 @@ class _Worker:
             stdout=subprocess.PIPE,
             env=env,
         )
+        self.started = time.monotonic()
         self._fd = self.proc.stdout.fileno()
         self._buf = b""
         self.ready = False
@@ -127,10 +134,9 @@ class _Worker:
         return self.proc.poll() is None
 
     def _readline(self, deadline: float) -> bytes | None:
+        # Looks at the pipe at least once, so a past deadline means "only if already there".
         while b"\n" not in self._buf:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return None
+            remaining = max(0.0, deadline - time.monotonic())
             readable, _, _ = select.select([self._fd], [], [], remaining)
             if not readable:
                 return None
@@ -141,17 +147,29 @@ class _Worker:
         line, _, self._buf = self._buf.partition(b"\n")
         return line
 
-    def wait_ready(self) -> None:
+    def wait_ready(self, deadline: float) -> bool:
+        """True once the worker is ready; False if it is still starting at `deadline`."""
         if self.ready:
-            return
-        if self._readline(time.monotonic() + _STARTUP_TIMEOUT_S) != b"ready":
+            return True
+        give_up = self.started + _STARTUP_TIMEOUT_S
+        line = self._readline(min(deadline, give_up))
+        if line == b"ready":
+            self.ready = True
+            return True
+        if line is not None or not self.alive() or time.monotonic() >= give_up:
             raise _WorkerStartError(f"grading worker did not start (exit code {self.proc.poll()})")
-        self.ready = True
+        return False
 
-    def compare(self, answer: str, truth: str, timeout_s: float) -> bool | None:
+    def ready_now(self) -> bool:
+        try:
+            return self.wait_ready(0.0)
+        except (OSError, _WorkerStartError):
+            return False
+
+    def compare(self, answer: str, truth: str, deadline: float) -> bool | None:
         """The verdict, or None if the worker missed the deadline or died."""
-        payload = json.dumps({"a": answer, "g": truth, "t": timeout_s}).encode() + b"\n"
-        deadline = time.monotonic() + timeout_s
+        remaining = deadline - time.monotonic()
+        payload = json.dumps({"a": answer, "g": truth, "t": remaining}).encode() + b"\n"
         self.proc.stdin.write(payload)
         self.proc.stdin.flush()
         line = self._readline(deadline)
@@ -183,6 +201,7 @@ class _WorkerPool:
         self._idle: list[_Worker] = []
         self._pid = os.getpid()
         self.broken = False
+        self.ever_ready = False  # a worker of this process has started
 
     def _check_fork(self) -> None:
         # Workers inherited through fork belong to the parent process; talking
@@ -190,15 +209,23 @@ class _WorkerPool:
         if os.getpid() != self._pid:
             self._idle = []
             self._pid = os.getpid()
+            self.ever_ready = False
 
     def acquire(self) -> _Worker:
+        """An idle worker, a ready one if any (else the one started first); or a new one."""
         with self._lock:
             self._check_fork()
-            while self._idle:
-                worker = self._idle.pop()
-                if worker.alive():
-                    return worker
+            for worker in [w for w in self._idle if not w.alive()]:
+                self._idle.remove(worker)
                 worker.close()
+            # The replacement of a killed worker may still be starting; a
+            # ready sibling spares the caller that wait.
+            chosen = next((w for w in reversed(self._idle) if w.ready_now()), None)
+            if chosen is None and self._idle:
+                chosen = self._idle[0]
+            if chosen is not None:
+                self._idle.remove(chosen)
+                return chosen
         return _Worker()
 
     def release(self, worker: _Worker) -> None:
@@ -229,20 +256,35 @@ atexit.register(_POOL.close)
 
 
 def warm_up(n: int = 1) -> None:
-    """Start `n` math-verify workers now, so that no grade() pays their start-up."""
-    workers = [_POOL.acquire() for _ in range(n)]
-    for worker in workers:
-        worker.wait_ready()
+    """Have `n` math-verify workers ready now, so that no grade() waits for one to start.
+
+    Where no worker can start, logs why; grading then forks per comparison.
+    """
+    if _POOL.broken:
+        return
+    workers = []
+    try:
+        for _ in range(n):
+            workers.append(_POOL.acquire())
+        for worker in workers:
+            worker.wait_ready(worker.started + _STARTUP_TIMEOUT_S)
+        _POOL.ever_ready = True
+    except (OSError, _WorkerStartError) as exc:
+        logger.warning("math-verify worker unavailable (%s); forking per comparison", exc)
+        _POOL.broken = True
     for worker in workers:
         _POOL.release(worker)
 
 
-def _compare_in_fork(answer: str, truth: str, timeout_s: float) -> bool:
+def _compare_in_fork(answer: str, truth: str, deadline: float) -> tuple[bool, str]:
     # Fallback where no worker can be started (no usable sys.executable). A
     # thread would not do: a runaway bigint operation holds the GIL, so the
     # caller could not even return. A forked child can always be killed.
     import math_verify  # noqa: F401  -- the child must not need the import lock
 
+    timeout_s = deadline - time.monotonic()
+    if timeout_s <= 0:
+        return False, NO_TIME
     read_fd, write_fd = os.pipe()
     pid = os.fork()
     if pid == 0:  # child: answer once, never return into the caller's code
@@ -264,36 +306,83 @@ def _compare_in_fork(answer: str, truth: str, timeout_s: float) -> bool:
         except ProcessLookupError:
             pass
         os.waitpid(pid, 0)
-    return verdict == b"1"
+    return verdict == b"1", (MATH_VERIFY if verdict else TIMEOUT)
 
 
-def _compare_guarded(answer: str, truth: str, timeout_s: float) -> bool:
+def _compare_guarded(answer: str, truth: str, deadline: float) -> tuple[bool, str]:
     if _POOL.broken:
-        return _compare_in_fork(answer, truth, timeout_s)
+        return _compare_in_fork(answer, truth, deadline)
     for _ in range(2):  # one retry for a pooled worker that died while idle
         try:
             worker = _POOL.acquire()
-            worker.wait_ready()
+            if _POOL.ever_ready:
+                ready = worker.wait_ready(deadline)
+            else:
+                # A process's first start is paid once whatever the input, and
+                # would otherwise fail its first symbolic answers on a slow
+                # machine: the deadline moves by the time it took.
+                waited_from = time.monotonic()
+                ready = worker.wait_ready(worker.started + _STARTUP_TIMEOUT_S)
+                deadline += time.monotonic() - waited_from
         except (OSError, _WorkerStartError) as exc:
             logger.warning("math-verify worker unavailable (%s); forking per comparison", exc)
             _POOL.broken = True
-            return _compare_in_fork(answer, truth, timeout_s)
+            return _compare_in_fork(answer, truth, deadline)
+        if not ready or deadline <= time.monotonic():
+            _POOL.release(worker)  # it goes on starting, for the next call
+            return False, NO_TIME
+        _POOL.ever_ready = True
         try:
-            verdict = worker.compare(answer, truth, timeout_s)
+            verdict = worker.compare(answer, truth, deadline)
         except (BrokenPipeError, OSError):
             worker.close()
             continue
         if verdict is None:
             # Timed out or crashed on this input: the answer is not gradable, so wrong.
             _POOL.replace(worker)
-            return False
+            return False, TIMEOUT
         _POOL.release(worker)
-        return verdict
-    return False
+        return verdict, MATH_VERIFY
+    return False, TIMEOUT
 
 
-@lru_cache(maxsize=1 << 16)
-def slow_verdict(answer: str, truth: str, timeout_s: float) -> bool:
-    # Cached, timeouts included: a policy that repeats one pathological answer
-    # must not cost timeout_s per sample.
-    return _compare_guarded(answer, truth, timeout_s)
+# Budgets jitter by a few milliseconds between calls; a pair that ran out of
+# time is not retried with less than this factor more.
+_RETRY_BUDGET_FACTOR = 1.1
+_MEMO_SIZE = 1 << 16
+# (answer, truth) -> (verdict, the budget that ran out, or 0 for a verdict).
+# Single get/set operations, atomic under the GIL; emptied when full.
+_MEMO: dict[tuple[str, str], tuple[bool, float]] = {}
+
+
+def clear_memo() -> None:
+    """Forget remembered slow-path outcomes (tests; a changed math-verify)."""
+    _MEMO.clear()
+
+
+def _remember(key: tuple[str, str], outcome: tuple[bool, float]) -> None:
+    if len(_MEMO) >= _MEMO_SIZE:
+        _MEMO.clear()
+    _MEMO[key] = outcome
+
+
+def slow_verdict(answer: str, truth: str, budget_s: float) -> tuple[bool, str]:
+    """(math-verify's verdict, how it came about) within `budget_s` seconds from now."""
+    # Remembered, timeouts included: a policy that repeats one pathological
+    # answer must not cost its timeout per sample.
+    key = (answer, truth)
+    known = _MEMO.get(key)
+    if known is not None:
+        verdict, ran_out = known
+        if not ran_out:
+            return verdict, MATH_VERIFY
+        if budget_s <= ran_out * _RETRY_BUDGET_FACTOR:
+            return False, TIMEOUT
+    if budget_s <= 0:
+        return False, NO_TIME
+    verdict, reason = _compare_guarded(answer, truth, time.monotonic() + budget_s)
+    if reason == MATH_VERIFY:
+        _remember(key, (verdict, 0.0))
+    elif reason == TIMEOUT:
+        _remember(key, (False, budget_s))
+    return verdict, reason
