@@ -5,7 +5,8 @@ validation scoring and the verl reward function -- calls `grade`, so they all
 agree on what "correct" means. The pipeline of one call (`verdict`), under one
 deadline for any input: `extract` picks the answer in linear time, `numeric`
 decides plain numbers in microseconds, anything else goes to math-verify in a
-killable worker process (`sandbox`); `cache` keeps verdicts between runs.
+killable worker process (`sandbox`); `cache` keeps verdicts between runs, and
+`adversarial` generates the inputs that keep the bound honest.
 """
 
 from isocompute.grading.cache import GradeCache
