@@ -1,0 +1,73 @@
+"""Benchmark of the grader's time bound (issue 14) and of its fast path.
+
+Grades the adversarial corpus of `isocompute.grading.adversarial` one `grade`
+call at a time and prints the total, the worst call (its kind and length) and
+the per-call p50/p99; then grades 100k ordinary integer completions with
+`grade_many` (the numeric fast path), so that a speed regression there shows.
+Before the bound, 1,000 such completions took 1,025 s, 35 calls over 10 s.
+
+    .venv/bin/python benchmarks/bench_grader_adversarial.py [--n 1000] [--seed 14] [--timeout 1.0]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections import Counter
+
+
+def percentile(sorted_values: list[float], q: float) -> float:
+    return sorted_values[min(len(sorted_values) - 1, int(q * len(sorted_values)))]
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--n", type=int, default=1_000, help="adversarial completions (default: 1000)")
+    parser.add_argument("--seed", type=int, default=14, help="corpus seed (default: 14)")
+    parser.add_argument("--timeout", type=float, default=1.0, help="timeout_s of each call (default: 1.0)")
+    parser.add_argument("--ordinary", type=int, default=100_000, help="ordinary completions (default: 100000)")
+    args = parser.parse_args(argv)
+
+    from isocompute.grading import adversarial, grade_many, grade_with_reason, warm_up
+
+    start = time.perf_counter()
+    cases = adversarial.corpus(args.n, seed=args.seed)
+    print(f"corpus: {len(cases)} completions, {sum(len(c.completion) for c in cases) / 1e6:.1f} M characters, "
+          f"generated in {time.perf_counter() - start:.1f} s")
+    warm_up(2)
+
+    calls = []  # (seconds, kind, length, reason)
+    start = time.perf_counter()
+    for case in cases:
+        t0 = time.perf_counter()
+        _, reason = grade_with_reason(case.completion, case.ground_truth, timeout_s=args.timeout)
+        calls.append((time.perf_counter() - t0, case.kind, len(case.completion), reason))
+    total = time.perf_counter() - start
+
+    seconds = sorted(c[0] for c in calls)
+    worst = max(calls)
+    print(f"adversarial: total {total:.2f} s, mean {statistics.fmean(seconds) * 1e3:.1f} ms, "
+          f"p50 {percentile(seconds, 0.5) * 1e3:.2f} ms, p99 {percentile(seconds, 0.99) * 1e3:.0f} ms")
+    print(f"  worst call: {worst[0]:.3f} s ({worst[1]}, {worst[2]:,} characters, {worst[3]}); "
+          f"bound timeout + 0.5 = {args.timeout + 0.5:.1f} s; over it: {sum(s > args.timeout + 0.5 for s in seconds)}")
+    print("  outcomes: " + ", ".join(f"{reason} {count}" for reason, count in Counter(c[3] for c in calls).most_common()))
+    by_kind: dict[str, float] = {}
+    for s, kind, _, _ in calls:
+        by_kind[kind] = by_kind.get(kind, 0.0) + s
+    print("  seconds by kind: " + ", ".join(f"{k} {v:.2f}" for k, v in sorted(by_kind.items(), key=lambda kv: -kv[1])))
+
+    completions = [f"Adding them gives \\boxed{{{i % 1000}}}" for i in range(args.ordinary)]
+    truths = [str(i % 997) for i in range(args.ordinary)]
+    runs = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        grade_many(completions, truths)
+        runs.append(time.perf_counter() - t0)
+    print(f"ordinary: {args.ordinary:,} integer completions (fast path) in {min(runs):.3f} s "
+          f"(best of 3; {min(runs) / args.ordinary * 1e6:.2f} us each)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,25 @@
+"""The project's one answer grader: is a completion's final answer the ground truth?
+
+Every stage that needs a correctness bit -- difficulty sampling, GRPO rewards,
+validation scoring and the verl reward function -- calls `grade`, so they all
+agree on what "correct" means. The pipeline of one call (`verdict`), under one
+deadline for any input: `extract` picks the answer in linear time, `numeric`
+decides plain numbers in microseconds, anything else goes to math-verify in a
+killable worker process (`sandbox`); `cache` keeps verdicts between runs, and
+`adversarial` generates the inputs that keep the bound honest.
+"""
+
+from isocompute.grading.cache import GradeCache
+from isocompute.grading.extract import extract_answer
+from isocompute.grading.sandbox import warm_up
+from isocompute.grading.verdict import GRADER_VERSION, grade, grade_many, grade_with_reason
+
+__all__ = [
+    "GRADER_VERSION",
+    "GradeCache",
+    "extract_answer",
+    "grade",
+    "grade_many",
+    "grade_with_reason",
+    "warm_up",
+]

@@ -1,0 +1,82 @@
+"""The grader is bounded in time for any input (issue 14): on a generated corpus
+of 1,000 adversarial completions, every call returns within its timeout plus
+slack, and the corpus as a whole in bounded time."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from grading_cases import timed
+
+from isocompute.grading import adversarial, grade_many, grade_with_reason, sandbox, warm_up
+from isocompute.grading.extract import MAX_CHARS
+
+TIMEOUT_S = 1.0
+SLACK_S = 0.5
+# Measured: about 20 s on 2 busy cores, mostly the dozen distinct answers that
+# run math-verify out of time; the rest is linear-time extraction.
+CORPUS_BUDGET_S = 45.0
+UNSETTLED = {"timeout", "no time left"}  # outcomes that depend on the machine's speed
+
+
+@pytest.fixture(scope="module")
+def corpus() -> list[adversarial.Case]:
+    return adversarial.corpus(1_000, seed=14)
+
+
+@pytest.fixture(scope="module")
+def graded(corpus) -> tuple[list[tuple[bool, str, float]], float]:
+    warm_up(2)  # a spare worker for the call after a kill
+    sandbox.clear_memo()
+    start = time.monotonic()
+    outcomes = []
+    for case in corpus:
+        (verdict, reason), seconds = timed(grade_with_reason, case.completion, case.ground_truth, timeout_s=TIMEOUT_S)
+        outcomes.append((verdict, reason, seconds))
+    return outcomes, time.monotonic() - start
+
+
+def test_corpus_is_deterministic_and_adversarial(corpus):
+    assert adversarial.corpus(60, seed=3) == adversarial.corpus(60, seed=3)
+    assert adversarial.corpus(60, seed=3) != adversarial.corpus(60, seed=4)
+    assert len(corpus) == 1_000
+    assert {case.kind for case in corpus} == set(adversarial.KINDS)
+    lengths = [len(case.completion) for case in corpus]
+    assert max(lengths) >= 1_000_000
+    assert sum(MAX_CHARS - 1_000 <= n <= MAX_CHARS for n in lengths) >= 40  # read in full
+    completions = {case.completion for case in corpus}
+    assert "\\boxed{" * 16_000 in completions and "123," * 25_000 + "1" in completions
+
+
+def test_every_call_is_bounded(corpus, graded):
+    outcomes, total = graded
+    late = [
+        (round(seconds, 2), case.kind, len(case.completion), reason)
+        for case, (_, reason, seconds) in zip(corpus, outcomes)
+        if seconds > TIMEOUT_S + SLACK_S
+    ]
+    assert not late, late
+    assert total < CORPUS_BUDGET_S, total
+
+
+def test_policies_hold_on_the_corpus(corpus, graded):
+    outcomes, _ = graded
+    by_kind: dict[str, set[tuple[bool, str]]] = {}
+    for case, (verdict, reason, _) in zip(corpus, outcomes):
+        by_kind.setdefault(case.kind, set()).add((verdict, reason))
+    assert by_kind["control characters"] == {(False, "control character")}
+    assert by_kind["unicode digits"] == {(True, "numeric")}
+    assert by_kind["1M characters"] == {(False, "too long")}
+    assert not any(verdict for verdict, _ in by_kind["power tower"])
+
+
+def test_grade_many_agrees_on_the_corpus(corpus, graded):
+    outcomes, _ = graded
+    verdicts, seconds = timed(
+        grade_many, [c.completion for c in corpus], [c.ground_truth for c in corpus], timeout_s=TIMEOUT_S
+    )
+    # Pathological answers are remembered from the calls above: no second timeout each.
+    assert seconds < CORPUS_BUDGET_S / 2, seconds
+    settled = [(v, o[0]) for v, o in zip(verdicts, outcomes) if o[1] not in UNSETTLED]
+    assert all(a == b for a, b in settled)

@@ -1,0 +1,77 @@
+"""The numeric fast path gives math-verify's verdicts, without starting it."""
+
+from __future__ import annotations
+
+import random
+import time
+
+import pytest
+from grading_cases import raw_math_verify
+
+from isocompute.grading import grade, grade_many, numeric, sandbox
+
+
+def _random_int_pairs(n: int, seed: int) -> list[tuple[str, str]]:
+    rng = random.Random(seed)
+    pairs = []
+    for _ in range(n):
+        a = rng.choice([rng.randint(-10, 10), rng.randint(-10**6, 10**6), rng.randint(0, 10**30)])
+        b = a if rng.random() < 0.5 else a + rng.choice([-1, 1, 10, -100, 10**12])
+        fmt = rng.choice(["{}", "{}", "{:03d}"])  # leading zeros parse to the same value
+        pairs.append((fmt.format(a) if a >= 0 else str(a), str(b)))
+    return pairs
+
+
+@pytest.mark.parametrize(("answer", "truth"), _random_int_pairs(120, seed=1))
+def test_fast_path_agrees_on_integers(answer, truth):
+    fast = numeric.fast_verdict(answer, truth)
+    assert fast is not None
+    assert fast == sandbox.mv_compare(answer, truth)
+    assert grade(f"so \\boxed{{{answer}}}", truth) == raw_math_verify(f"so \\boxed{{{answer}}}", truth)
+
+
+def test_fast_path_agrees_on_decimals_and_fractions():
+    rng = random.Random(2)
+
+    def number() -> str:
+        kind = rng.randrange(5)
+        if kind == 0:
+            return str(rng.randint(-50, 50))
+        if kind == 1:
+            return f"{rng.uniform(-20, 20):.{rng.randint(1, 7)}f}"
+        if kind == 2:
+            return f"\\frac{{{rng.randint(-12, 12)}}}{{{rng.randint(1, 12)}}}"
+        if kind == 3:
+            return f"{rng.randint(0, 12)}/{rng.randint(1, 12)}"
+        return rng.choice(["0.5", "0.25", "0.333333", "0.3333333", "1.000001", "1.0000001", "2.0"])
+
+    pairs = [(number(), number()) for _ in range(150)]
+    pairs += [(x, x) for x, _ in pairs[:50]]
+    pairs += [("0.333333", "\\frac{1}{3}"), ("0.33333", "\\frac{1}{3}"), ("1.0000001", "1")]
+    decided = 0
+    for answer, truth in pairs:
+        fast = numeric.fast_verdict(answer, truth)
+        if fast is not None:
+            decided += 1
+            assert fast == sandbox.mv_compare(answer, truth), (answer, truth)
+    assert decided > 0.9 * len(pairs)
+
+
+def test_fast_path_spawns_nothing(monkeypatch):
+    def no_workers(*args, **kwargs):
+        raise AssertionError("the fast path must not start a worker")
+
+    monkeypatch.setattr(sandbox, "_Worker", no_workers)
+    monkeypatch.setattr(sandbox, "_POOL", sandbox._WorkerPool())
+    assert grade("\\boxed{17}", "17") and not grade("\\boxed{17}", "18")
+    assert grade("\\boxed{\\frac{1}{2}}", "0.5") and grade("it is 2.50", "\\frac{5}{2}")
+
+
+def test_100k_integer_completions_are_cheap():
+    completions = [f"Adding them gives \\boxed{{{i % 1000}}}" for i in range(100_000)]
+    truths = [str(i % 997) for i in range(100_000)]
+    start = time.perf_counter()
+    verdicts = grade_many(completions, truths)
+    elapsed = time.perf_counter() - start
+    assert sum(verdicts) == sum(i % 1000 == i % 997 for i in range(100_000))
+    assert elapsed < 3.0, elapsed
