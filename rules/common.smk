@@ -88,9 +88,11 @@ def all_targets():
 
 from isocompute.grading import GRADER_VERSION
 from isocompute.grid import find_cell, grid_cells
+from isocompute.train.recipe import check_schedules
 
 try:
     CELLS = grid_cells(config)
+    check_schedules(config, CELLS)
 except ConfigError as _err:
     sys.stderr.write(f"isocompute config error: {_err}\n")
     sys.exit(1)

@@ -9,9 +9,10 @@ import subprocess
 import pytest
 
 from conftest import REPO, VENV_BIN
-from isocompute.cluster.plan import cell_costs, evaluations, format_plan, split_summary
+from isocompute.cluster.plan import cell_costs, format_plan, split_summary
 from isocompute.config import load_config
-from isocompute.grid import grid_cells
+from isocompute.grid import find_cell, grid_cells
+from isocompute.train.recipe import cell_recipe
 
 PAPER = sorted((REPO / "config" / "paper").glob("*.yaml"))
 PAPER_MAIN = REPO / "config" / "paper" / "qwen25_7b.yaml"
@@ -27,8 +28,13 @@ def test_plan_counts_runs_rollouts_and_gpu_hours():
     # The cost model by hand for one cell: easy bp1024_n64, B = 65536, M = 64, 8 GPUs.
     row = costs[(costs.B_p == 1024) & (costs.n == 64)].iloc[0]
     step_h = 60 / 3600 + 65536 / (6000 * 8)
-    evals = evaluations(64, 10)
-    assert evals == 8  # steps 0, 10, ..., 60 and 64
+    cell = find_cell(grid_cells(cfg), "easy", 1024, 64)
+    evals = len(cell_recipe(cfg, cell).eval_steps)
+    # 4 compute points per doubling from 2^8 (the smallest batch) to 2^22; this run reaches those from
+    # half a step (2^15) up, 29 points on 21 distinct steps (from step 1 on several share a step).
+    assert evals == row["evaluations"] == 21
+    steps = load_config(PAPER_MAIN, {"train": {"eval_schedule": "steps"}})
+    assert cell_recipe(steps, cell).eval_steps == (0, 10, 20, 30, 40, 50, 60, 64)
     assert row["gpu_hours"] == pytest.approx(8 * (64 * step_h + evals * 300 * 4 / (6000 * 8)))
     text = format_plan(cfg)
     assert "66 training runs" in text and "6,000 rollouts per GPU-hour" in text

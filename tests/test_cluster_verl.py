@@ -22,7 +22,8 @@ from conftest import REPO
 from isocompute.config import load_config
 from isocompute.grid import find_cell, grid_cells
 from isocompute.layout import run_paths
-from isocompute.train.backends.verl import verl_command
+from isocompute.train.backends.verl import scheduled, verl_command
+from isocompute.train.recipe import cell_recipe
 
 MAIN = REPO / "config" / "paper" / "qwen25_7b.yaml"
 MIXTURES = REPO / "config" / "paper" / "mixtures.yaml"
@@ -30,7 +31,8 @@ MIXTURES = REPO / "config" / "paper" / "mixtures.yaml"
 # (config, split, B_p, n): Easy and Hard, small and large batches, a mixture.
 CLI_CELLS = [(MAIN, "easy", 32, 8), (MAIN, "hard", 1024, 16)]
 COMPOSED_CELLS = [(MAIN, "easy", 32, 2048), (MAIN, "easy", 1024, 64), (MAIN, "hard", 32, 512),
-                  (MAIN, "hard", 256, 64), (MIXTURES, "dual", 32, 64)]
+                  (MAIN, "hard", 256, 64), (MIXTURES, "dual", 32, 64),
+                  (MAIN, "easy", 64, 16, {"train": {"eval_schedule": "steps"}})]  # the paper's periodic schedule
 
 # Runs in a subprocess: compose each cell's overrides with verl's config and validate them.
 COMPOSE = r"""
@@ -51,8 +53,8 @@ print("RESULT" + json.dumps(out, default=str))
 """
 
 
-def command_of(path: Path, split: str, B_p: int, n: int, root: Path):
-    cfg = load_config(path)
+def command_of(path: Path, split: str, B_p: int, n: int, root: Path, overrides: dict | None = None):
+    cfg = load_config(path, overrides)
     cell = find_cell(grid_cells(cfg), split, B_p, n)
     paths = run_paths(cfg, cell)
     paths = type(paths)(root / paths.run_dir, root / paths.train_file, root / paths.val_file, paths.model)
@@ -83,7 +85,16 @@ def check_recipe(resolved: dict, cfg: dict, cell) -> None:
     assert resolved["algorithm"]["rollout_correction"]["rollout_is_threshold"] == 2.0
     trainer = resolved["trainer"]
     assert trainer["total_training_steps"] == cell.M_max
-    assert trainer["test_freq"] == trainer["save_freq"] == cfg["train"]["eval_interval"]
+    steps = list(cell_recipe(cfg, cell).eval_steps)
+    if cfg["train"]["eval_schedule"] == "steps":
+        assert trainer["test_freq"] == trainer["save_freq"] == cfg["train"]["eval_interval"]
+        assert steps == sorted(set(range(0, cell.M_max + 1, trainer["test_freq"])) | {cell.M_max})
+    else:  # verl asks every step; the scheduled trainer mode answers at the recipe's steps
+        assert trainer["test_freq"] == trainer["save_freq"] == 1
+        assert trainer["v1"]["trainer_mode"] == scheduled.TRAINER_MODE
+        assert trainer[scheduled.STEPS_KEY] == steps and steps[0] == 0 and steps[-1] == cell.M_max
+        hook = resolved["ray_kwargs"]["ray_init"]["runtime_env"]["worker_process_setup_hook"]
+        assert hook == scheduled.SETUP_HOOK
     assert trainer["resume_mode"] == "auto" and trainer["logger"] == ["console", "file"]
     assert trainer["experiment_name"] == f"{cfg['experiment']}-{cell.split}-{cell.name}"
     assert trainer["validation_data_dir"].endswith(f"runs/{cell.split}/{cell.name}/generations")

@@ -141,3 +141,23 @@ def test_vectorised_advantage_equals_verls_grpo_estimator_on_random_batches():
             theirs, _ = core_algos.compute_grpo_outcome_advantage(
                 grpo.outcome_token_rewards(rewards, mask), mask.float(), index, norm_adv_by_std_in_grpo=norm)
             assert torch.allclose(ours, theirs, atol=1e-6)
+
+
+def test_objective_is_that_of_the_sampling_distribution_logits_over_temperature():
+    """verl's actor divides logits by the rollout temperature before log-probs, entropy and KL;
+    the objective at temperature T equals the T = 1 objective of logits / T, and differs from it
+    on the raw logits."""
+    g = torch.Generator().manual_seed(0)
+    logits = torch.randn(4, 5, 11, generator=g, requires_grad=True)
+    responses = torch.randint(0, 11, (4, 5), generator=g)
+    mask = torch.ones(4, 5, dtype=torch.long)
+    adv = torch.randn(4, 1, generator=g).expand(4, 5)
+    ref = grpo.token_log_probs(torch.randn(4, 5, 11, generator=g) / 0.6, responses)
+    hot = grpo.LossWeights(kl_coef=1e-2, entropy_coef=1e-2, temperature=0.6)
+    cold = grpo.LossWeights(kl_coef=1e-2, entropy_coef=1e-2)
+    loss_t, m_t = grpo.grpo_objective(logits, responses, mask, adv, hot, ref)
+    loss_1, m_1 = grpo.grpo_objective(logits / 0.6, responses, mask, adv, cold, ref)
+    assert loss_t.item() == pytest.approx(loss_1.item(), rel=1e-6)
+    assert m_t["actor/entropy"] == pytest.approx(m_1["actor/entropy"], rel=1e-6)
+    raw, m_raw = grpo.grpo_objective(logits, responses, mask, adv, cold, ref)
+    assert abs(m_raw["actor/entropy"] - m_t["actor/entropy"]) > 1e-3

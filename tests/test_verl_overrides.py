@@ -17,6 +17,7 @@ from isocompute.errors import ConfigError
 from isocompute.grid import Cell
 from isocompute.layout import RunPaths
 from isocompute.train.backends.verl.overrides import hydra_value, verl_command, verl_overrides
+from isocompute.train.recipe import cell_recipe
 
 PAPER_MAIN = REPO / "config" / "paper" / "qwen25_7b.yaml"
 
@@ -59,7 +60,17 @@ def test_recipe_overrides_follow_the_split_and_the_batch(run_paths):
         == ("token", "2.0")
     # Length from the budget, evaluation and checkpoints every K.
     assert (easy["trainer.total_training_steps"], hard["trainer.total_training_steps"]) == ("640", "4")
-    assert easy["trainer.test_freq"] == easy["trainer.save_freq"] == "10"
+    # The compute-matched schedule: verl asks every step, the scheduled trainer answers at the recipe's steps.
+    assert easy["trainer.test_freq"] == easy["trainer.save_freq"] == "1"
+    assert easy["trainer.v1.trainer_mode"] == "isocompute_scheduled"
+    steps = cell_recipe(cfg, Cell("easy", 32, 8, 640, 163840)).eval_steps
+    assert easy["+trainer.isocompute_eval_steps"] == "[" + ",".join(map(str, steps)) + "]"
+    assert steps[0] == 0 and steps[-1] == 640
+    # The paper's periodic schedule is verl's own test_freq/save_freq.
+    periodic = overrides_dict(verl_overrides(verl_cfg(train={"eval_schedule": "steps"}),
+                                             Cell("easy", 32, 8, 640, 163840), run_paths))
+    assert periodic["trainer.test_freq"] == periodic["trainer.save_freq"] == "10"
+    assert not any("isocompute_eval_steps" in k or "trainer_mode" in k for k in periodic)
     # The reward function verl 0.9 actually reads (reward.*), not the legacy top-level keys.
     assert easy["reward.custom_reward_function.path"].endswith("isocompute/train/backends/verl/reward.py")
     assert easy["reward.custom_reward_function.name"] == "compute_score"

@@ -15,10 +15,12 @@ from __future__ import annotations
 def cmd_check_config(args) -> int:
     from isocompute.config import check_paths, load_config
     from isocompute.grid import grid_cells
+    from isocompute.train.recipe import check_schedules
 
     cfg = load_config(args.config)
     check_paths(cfg)
     cells = grid_cells(cfg)
+    check_schedules(cfg, cells)
     print(f"{args.config}: ok (experiment {cfg['experiment']}, {len(cells)} training runs)")
     return 0
 

@@ -7,7 +7,7 @@ from one measured run:
 
     hours per step   = step_overhead_s / 3600 + B_p * n / (rollouts_per_gpu_hour * gpus)
     run GPU-hours    = gpus * M_max * hours per step  +  evaluation rollouts / rollouts_per_gpu_hour
-    evaluations      = step 0, every eval_interval steps, and the last step
+    evaluations      = the recipe's validation steps (train.eval_schedule)
 """
 
 from __future__ import annotations
@@ -17,11 +17,7 @@ import math
 import pandas as pd
 
 from isocompute.grid import grid_cells
-
-
-def evaluations(max_steps: int, interval: int) -> int:
-    """Evaluation points of a run: step 0, every `interval` steps, and M_max."""
-    return max_steps // interval + 1 + (1 if max_steps % interval else 0)
+from isocompute.train.recipe import cell_recipe
 
 
 def cell_costs(cfg: dict) -> pd.DataFrame:
@@ -34,7 +30,7 @@ def cell_costs(cfg: dict) -> pd.DataFrame:
     for cell in grid_cells(cfg):
         B = cell.B_p * cell.n
         step_h = thr["step_overhead_s"] / 3600.0 + B / (rate * gpus)
-        n_eval = evaluations(cell.M_max, cfg["train"]["eval_interval"])
+        n_eval = len(cell_recipe(cfg, cell).eval_steps)
         eval_rollouts = n_eval * val_problems * cfg["eval"]["samples"]
         wall_h = cell.M_max * step_h + eval_rollouts / (rate * gpus)
         rows.append({
@@ -83,10 +79,12 @@ def format_plan(cfg: dict) -> str:
     costs = cell_costs(cfg)
     thr, job = cfg["cluster"]["throughput"], cfg["cluster"]["train"]
     summary = split_summary(costs, cfg["cluster"]["max_runtime"])
+    t = cfg["train"]
+    when = (f"every {t['eval_interval']} steps" if t["eval_schedule"] == "steps"
+            else f"at {t['eval_points_per_octave']} compute points per doubling")
     lines = [f"experiment {cfg['experiment']}: {len(costs)} training runs "
-             f"(backend {cfg['train']['backend']}, {job['gpus']} GPUs per run, eval every "
-             f"{cfg['train']['eval_interval']} steps on {thr['val_problems'] or cfg['splits']['val_size']} problems "
-             f"x {cfg['eval']['samples']} samples)"]
+             f"(backend {t['backend']}, {job['gpus']} GPUs per run, validated {when} "
+             f"on {thr['val_problems'] or cfg['splits']['val_size']} problems x {cfg['eval']['samples']} samples)"]
     if costs.empty:
         lines.append("no grid: the config trains nothing (add grid.<split> entries)")
         return "\n".join(lines)

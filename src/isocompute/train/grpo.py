@@ -103,12 +103,19 @@ def entropy(logits: torch.Tensor, response_mask: torch.Tensor, loss_agg_mode: st
 
 @dataclass(frozen=True)
 class LossWeights:
-    """Coefficients of one step's objective: pg_loss - entropy_coef * H + kl_coef * KL."""
+    """Coefficients of one step's objective: pg_loss - entropy_coef * H + kl_coef * KL.
+
+    `temperature` is the sampling temperature: log-probs, entropy and KL are
+    those of the distribution the rollouts were drawn from, logits / T, as
+    verl's actor computes them (dp_actor divides its logits by the rollout
+    temperature).
+    """
     clip_ratio: float = 0.2
     loss_agg_mode: str = "token-mean"
     kl_coef: float = 0.0
     entropy_coef: float = 0.0
     kl_type: str = "low_var_kl"
+    temperature: float = 1.0
 
 
 def grpo_objective(logits: torch.Tensor, responses: torch.Tensor, response_mask: torch.Tensor,
@@ -117,8 +124,10 @@ def grpo_objective(logits: torch.Tensor, responses: torch.Tensor, response_mask:
     """The scalar loss of one on-policy update and its metrics (verl's actor composition).
 
     On-policy: the behaviour log-probs are the current ones, detached, so the
-    ratio is 1 and clipping only matters through its gradient mask.
+    ratio is 1 and clipping only matters through its gradient mask. `logits`
+    are the model's raw logits; `ref_log_prob` are already at the temperature.
     """
+    logits = logits / weights.temperature
     log_prob = token_log_probs(logits, responses)
     pg_loss, metrics = policy_loss(log_prob.detach(), log_prob, advantages, response_mask,
                                    weights.clip_ratio, weights.loss_agg_mode)

@@ -3,12 +3,18 @@
 The one place that derives a cell's learning rate, warm-up, regularisation and
 evaluation schedule from the config. Both backends (local, verl) and
 `isocompute plan` read a `Recipe`; none of them derives these values itself.
-Pure: no torch, no I/O.
+The evaluation schedule is shared by every run of a split: by default the
+split's log-spaced compute points (analysis.schedule), so that runs of every
+batch size are validated at the same compute. Pure: no torch, no I/O.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+
+from isocompute.analysis.schedule import compute_schedule_steps
+from isocompute.errors import ConfigError
 
 LR_EXPONENTS = {"sqrt": 0.5, "linear": 1.0, "constant": 0.0}
 
@@ -32,8 +38,51 @@ def warmup_lr(lr: float, step: int, warmup_steps: int) -> float:
 
 
 def evaluation_steps(M_max: int, K: int) -> tuple[int, ...]:
-    """Steps with a validation point (and a checkpoint): 0, every K-th, and the last."""
+    """The paper's schedule: a validation point (and a checkpoint) at 0, every K-th step, and the last."""
     return tuple(sorted(set(range(0, M_max + 1, K)) | {M_max}))
+
+
+def study_compute_range(cfg: dict, cell) -> tuple[float, float]:
+    """(first, last) compute point of the schedule every run of `cell`'s split shares:
+    train.eval_min_compute (default: the split's smallest batch) to the split's C_max."""
+    spec = cfg.get("grid", {}).get(cell.split)
+    c_max = float(spec["C_max"]) if spec else float(cell.C_max)
+    lo = cfg["train"]["eval_min_compute"]
+    if lo is None:
+        lo = float(min(spec["B_p"]) * min(spec["n"])) if spec else float(cell.B_p * cell.n)
+    if not 0 < lo <= c_max:
+        raise ConfigError(f"config key 'train.eval_min_compute': expected a compute in (0, C_max = {c_max:g}] "
+                          f"of grid.{cell.split}, got {lo:g}")
+    return float(lo), c_max
+
+
+def validation_steps(cfg: dict, cell) -> tuple[int, ...]:
+    """The steps at which `cell` validates and checkpoints, under train.eval_schedule.
+
+    compute: the split's compute points (eval_points_per_octave per doubling
+    from study_compute_range), each at the run's nearest step, plus 0 and M_max.
+    steps: every train.eval_interval steps, plus 0 and M_max.
+    """
+    t = cfg["train"]
+    if t["eval_schedule"] == "steps":
+        return evaluation_steps(cell.M_max, int(t["eval_interval"]))
+    lo, c_max = study_compute_range(cfg, cell)
+    points = int(round(math.log2(c_max / lo) * t["eval_points_per_octave"])) + 1
+    return compute_schedule_steps(cell.B_p * cell.n, cell.M_max, points, min_compute=lo, c_max=c_max)
+
+
+MIN_EVALUATIONS = 3
+
+
+def check_schedules(cfg: dict, cells) -> None:
+    """Every run gets at least MIN_EVALUATIONS validation points (a sigmoid needs them)."""
+    for cell in cells:
+        steps = validation_steps(cfg, cell)
+        if len(steps) < MIN_EVALUATIONS:
+            key = ("train.eval_points_per_octave" if cfg["train"]["eval_schedule"] == "compute"
+                   else "train.eval_interval")
+            raise ConfigError(f"config key '{key}': run {cell.split}/{cell.name} ({cell.M_max} steps) would "
+                              f"validate only at steps {list(steps)}; at least {MIN_EVALUATIONS} are needed")
 
 
 @dataclass(frozen=True)
@@ -64,5 +113,5 @@ def cell_recipe(cfg: dict, cell) -> Recipe:
         regularized=regularized,
         kl_coef=float(t["kl_coef"]) if regularized else 0.0,
         entropy_coef=float(t["entropy_coef"]) if regularized else 0.0,
-        eval_steps=evaluation_steps(cell.M_max, int(t["eval_interval"])),
+        eval_steps=validation_steps(cfg, cell),
     )

@@ -151,7 +151,8 @@ class LocalGRPO:
         self.regularized = recipe.regularized
         self.weights = grpo.LossWeights(
             clip_ratio=t["clip_ratio"], loss_agg_mode=t["loss_agg_mode"], kl_type=t["kl_type"],
-            kl_coef=recipe.kl_coef, entropy_coef=recipe.entropy_coef)
+            kl_coef=recipe.kl_coef, entropy_coef=recipe.entropy_coef,
+            temperature=self.params.temperature)
         # The KL anchor is the frozen base model; only regularised splits pay for its forward pass.
         self.ref_model = None
         if recipe.kl_coef > 0:
@@ -238,7 +239,7 @@ class LocalGRPO:
         if self.ref_model is not None:
             with torch.no_grad():
                 ref_logits = response_logits(self.ref_model, prompt_batch, row_group, responses, mask)
-                ref_log_prob = grpo.token_log_probs(ref_logits, responses)
+                ref_log_prob = grpo.token_log_probs(ref_logits / self.weights.temperature, responses)
         self.model.train()
         logits = response_logits(self.model, prompt_batch, row_group, responses, mask)
         loss, loss_metrics = grpo.grpo_objective(logits, responses, mask, advantages, self.weights, ref_log_prob)

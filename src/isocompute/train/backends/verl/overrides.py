@@ -14,6 +14,7 @@ from pathlib import Path
 
 from isocompute.errors import ConfigError
 from isocompute.train.backends.verl.files import VerlRunFiles
+from isocompute.train.backends.verl import scheduled
 from isocompute.train.backends.verl.resume import resume_state
 from isocompute.train.recipe import cell_recipe
 
@@ -137,15 +138,25 @@ def recipe_overrides(cfg: dict, cell) -> dict:
 
 
 def evaluation_schedule_overrides(cfg: dict, cell) -> dict:
-    """When verl validates and checkpoints: step 0 (val_before_train), every
-    train.eval_interval steps and the last one -- the recipe's eval_steps.
+    """When verl validates and checkpoints: the recipe's eval_steps.
 
-    verl 0.9.1 takes a period, not a list of steps; the one place to change when
-    the schedule stops being periodic. save_freq == test_freq, so a resumed run
-    restarts after a step that was already evaluated.
+    The paper's periodic schedule (train.eval_schedule: steps) is verl's own
+    test_freq/save_freq. The compute-matched schedule is a list of steps, which
+    verl 0.9.1 cannot take: its trainer asks at every step (freq 1) and the
+    `scheduled` trainer mode answers only at the listed steps (registered in
+    verl's Ray workers by a setup hook). save_freq == test_freq either way, so a
+    resumed run restarts after a step that was already evaluated.
     """
-    interval = int(cfg["train"]["eval_interval"])
-    return {"trainer.test_freq": interval, "trainer.save_freq": interval}
+    if cfg["train"]["eval_schedule"] == "steps":
+        interval = int(cfg["train"]["eval_interval"])
+        return {"trainer.test_freq": interval, "trainer.save_freq": interval}
+    return {
+        "trainer.test_freq": 1,
+        "trainer.save_freq": 1,
+        "trainer.v1.trainer_mode": scheduled.TRAINER_MODE,
+        f"+trainer.{scheduled.STEPS_KEY}": list(cell_recipe(cfg, cell).eval_steps),
+        "+ray_kwargs.ray_init.runtime_env.worker_process_setup_hook": scheduled.SETUP_HOOK,
+    }
 
 
 def engineering_overrides(cfg: dict) -> dict:

@@ -1,0 +1,48 @@
+"""The compute-matched evaluation schedule inside verl 0.9.1, whose trainer
+validates and checkpoints every `trainer.test_freq` steps: a trainer mode that
+validates and checkpoints only at the listed steps of the recipe.
+
+verl's sync trainer loop asks at every step when test_freq = save_freq = 1;
+`ScheduledTrainer` (registered as TRAINER_MODE with verl's own
+`register_trainer`) answers only at the steps in `trainer.isocompute_eval_steps`
+and does nothing at the others, so validation dumps, checkpoints and resumption
+keep verl's own code and formats. verl looks the mode up inside its Ray
+TaskRunner actor, so `register` runs there as Ray's worker_process_setup_hook.
+"""
+
+from __future__ import annotations
+
+TRAINER_MODE = "isocompute_scheduled"
+STEPS_KEY = "isocompute_eval_steps"
+SETUP_HOOK = f"{__name__}.register"
+
+
+def is_scheduled(config, step: int) -> bool:
+    """Whether verl's global step `step` is one of the run's validation (and checkpoint) steps."""
+    return int(step) in {int(s) for s in config.trainer[STEPS_KEY]}
+
+
+def register() -> None:
+    """Register ScheduledTrainer with verl (idempotent); Ray runs this in every worker process."""
+    from verl.trainer.ppo.v1 import PPOTrainerSync, get_trainer_cls, register_trainer
+
+    try:
+        get_trainer_cls(TRAINER_MODE)
+        return
+    except ValueError:
+        pass
+
+    class ScheduledTrainer(PPOTrainerSync):
+        """verl's sync trainer, validating and checkpointing at the recipe's steps only."""
+
+        def _validate(self, *args, **kwargs):
+            if not is_scheduled(self.config, self.global_steps):
+                return {}
+            return super()._validate(*args, **kwargs)
+
+        def _save_checkpoint(self, *args, **kwargs):
+            if not is_scheduled(self.config, self.global_steps):
+                return None
+            return super()._save_checkpoint(*args, **kwargs)
+
+    register_trainer(TRAINER_MODE)(ScheduledTrainer)
