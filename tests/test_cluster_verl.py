@@ -110,7 +110,7 @@ def test_verl_resolves_generated_commands_with_the_recipe(tmp_path):
         cfg, cell, cmd = command_of(path, split, B_p, n, tmp_path)
         argv = [sys.executable, *cmd.argv[1:3], "--cfg", "job", "--resolve", *cmd.argv[3:]]
         cli.append((cfg, cell, subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)))
-    composed = [command_of(*spec, tmp_path) for spec in COMPOSED_CELLS]
+    composed = [command_of(*spec[:4], tmp_path, *spec[4:]) for spec in COMPOSED_CELLS]
     proc = subprocess.run([sys.executable, "-c", COMPOSE], input=json.dumps([c.argv[3:] for _, _, c in composed]),
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-4000:]
