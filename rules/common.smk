@@ -87,7 +87,7 @@ def all_targets():
 # --- training grid and scoring ---------------------------------------------------
 
 from isocompute.grading import GRADER_VERSION
-from isocompute.grid import find_cell, grid_cells
+from isocompute.grid import find_cell, grid_cells, replicate_of
 from isocompute.train.recipe import check_schedules
 
 try:
@@ -101,24 +101,36 @@ except ConfigError as _err:
 wildcard_constraints:
     B_p=r"[1-9][0-9]*",
     n=r"[1-9][0-9]*",
+    rep=r"(_s[1-9][0-9]*)?",
 
 
-def run_dir(split, B_p, n):
-    return LAYOUT.run_dir(split, B_p, n)
+def run_dir(split, B_p, n, rep=""):
+    return LAYOUT.run_dir(split, B_p, n, rep)
 
 
 # A run's files with the cell as wildcards: the train and score rules' outputs.
-RUN_MARKER = str(LAYOUT.run_files("{split}", "{B_p}", "{n}").marker)
-RUN_EVALS = str(LAYOUT.run_files("{split}", "{B_p}", "{n}").evals)
-CELL_NAME = "{split}/bp{B_p}_n{n}"
+RUN_MARKER = str(LAYOUT.run_files("{split}", "{B_p}", "{n}", "{rep}").marker)
+RUN_EVALS = str(LAYOUT.run_files("{split}", "{B_p}", "{n}", "{rep}").evals)
+CELL_NAME = "{split}/bp{B_p}_n{n}{rep}"
 
 
 def cell_of(wildcards):
-    return find_cell(CELLS, wildcards.split, int(wildcards.B_p), int(wildcards.n))
+    return find_cell(
+        CELLS,
+        wildcards.split,
+        int(wildcards.B_p),
+        int(wildcards.n),
+        replicate_of(wildcards.rep),
+    )
 
 
 def run_dir_of(wildcards):
-    return run_dir(wildcards.split, wildcards.B_p, wildcards.n)
+    return run_dir(wildcards.split, wildcards.B_p, wildcards.n, wildcards.rep)
+
+
+def replicate_index(wildcards):
+    """The seed replicate of a run (0 for bp{B_p}_n{n}, r for bp{B_p}_n{n}_s{r})."""
+    return replicate_of(wildcards.rep)
 
 
 def max_steps_of(wildcards):
@@ -171,11 +183,17 @@ def grader_version():
 
 
 def run_markers():
-    return [str(LAYOUT.run_files(c.split, c.B_p, c.n).marker) for c in CELLS]
+    return [
+        str(LAYOUT.run_files(c.split, c.B_p, c.n, c.replicate_suffix).marker)
+        for c in CELLS
+    ]
 
 
 def eval_tables():
-    return [str(LAYOUT.run_files(c.split, c.B_p, c.n).evals) for c in CELLS]
+    return [
+        str(LAYOUT.run_files(c.split, c.B_p, c.n, c.replicate_suffix).evals)
+        for c in CELLS
+    ]
 
 
 def train_targets():
@@ -257,12 +275,16 @@ def analysis_splits():
 
 
 def split_run_dirs(wildcards):
-    return [run_dir(c.split, c.B_p, c.n) for c in CELLS if c.split == wildcards.split]
+    return [
+        run_dir(c.split, c.B_p, c.n, c.replicate_suffix)
+        for c in CELLS
+        if c.split == wildcards.split
+    ]
 
 
 def split_eval_tables(wildcards):
     return [
-        str(LAYOUT.run_files(c.split, c.B_p, c.n).evals)
+        str(LAYOUT.run_files(c.split, c.B_p, c.n, c.replicate_suffix).evals)
         for c in CELLS
         if c.split == wildcards.split
     ]

@@ -18,6 +18,7 @@ rule score:
         cfg=params_json("eval"),
         grader=grader_version(),
         run_dir=run_dir_of,
+        replicate=replicate_index,
     shell:
         "isocompute score --params {params.cfg:q} --split {wildcards.split} --bp {wildcards.B_p}"
-        " --n {wildcards.n} --run-dir {params.run_dir} --out {output} > {log} 2>&1"
+        " --n {wildcards.n} --replicate {params.replicate} --run-dir {params.run_dir} --out {output} > {log} 2>&1"

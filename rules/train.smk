@@ -38,7 +38,9 @@ rule train:
         model=model_arg,
         run_dir=run_dir_of,
         max_steps=max_steps_of,
+        replicate=replicate_index,
     shell:
         "isocompute train --params {params.cfg:q} --split {wildcards.split} --bp {wildcards.B_p}"
         " --n {wildcards.n} --max-steps {params.max_steps} --train-file {input.train} --val-file {input.val}"
-        " --model {params.model} --run-dir {params.run_dir} --threads {threads} > {log} 2>&1"
+        " --replicate {params.replicate} --model {params.model} --run-dir {params.run_dir} --threads {threads}"
+        " > {log} 2>&1"

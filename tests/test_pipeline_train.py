@@ -1,25 +1,30 @@
 """End to end: the whole tiny study through snakemake (data stages, a 2-cell
-(B_p, n) grid trained and scored, analysis tables and figures); a changed
+(B_p, n) grid with two seed replicates, trained on the compute-matched
+evaluation schedule and scored, analysis tables and figures); a changed
 analysis parameter re-runs only analysis, a changed eval.k only scoring."""
 
 from __future__ import annotations
 
 import json
+import re
 
 import pandas as pd
 import pytest
 
 from conftest import TINY_CONFIG, make_study_dir, run_snakemake, write_config
+from isocompute.config import check_config
+from isocompute.grid import Cell
+from isocompute.train.recipe import cell_recipe
 
 pytestmark = pytest.mark.slow
 
 TINY_GRID = {
     **TINY_CONFIG,
-    "grid": {"easy": {"B_p": [2], "n": [2, 4], "B_max": 8, "C_max": 24}},
+    "grid": {"easy": {"B_p": [2], "n": [2, 4], "B_max": 8, "C_max": 24, "seeds": 2}},
     "train": {"eval_interval": 2, "lr_base": 1e-3, "B_ref": 8, "warmup_steps": 2},
     "eval": {"k": 4, "samples": 4},
 }
-RUNS = {"bp2_n2": 6, "bp2_n4": 3}  # run -> M_max = 24 // (B_p * n)
+RUNS = {"bp2_n2": 6, "bp2_n2_s1": 6, "bp2_n4": 3, "bp2_n4_s1": 3}  # run -> M_max = 24 // (B_p * n)
 
 
 @pytest.fixture(scope="module")
@@ -35,16 +40,20 @@ def test_grid_runs_and_scores_every_cell(tiny_grid):
     runs = work / "results" / "tiny" / "runs" / "easy"
     assert sorted(p.name for p in runs.iterdir()) == sorted(RUNS)
     for run, M_max in RUNS.items():
-        B_p, n = 2, int(run.split("_n")[1])
+        n, replicate = (int(x or 0) for x in re.fullmatch(r"bp2_n(\d+)(?:_s(\d+))?", run).groups())
+        B_p = 2
         marker = json.loads((runs / run / "run.json").read_text())
         assert (marker["B_p"], marker["n"], marker["M_max"], marker["backend"]) == (B_p, n, M_max, "local")
         assert marker["versions"]["torch"] and marker["config"]["train"]["eval_interval"] == 2
         evals = pd.read_parquet(runs / run / "evals.parquet")
-        assert list(evals.columns[:7]) == ["split", "run", "B_p", "n", "step", "compute", "tokens"]
+        assert list(evals.columns[:8]) == ["split", "run", "B_p", "n", "seed", "step", "compute", "tokens"]
+        assert (evals["seed"] == replicate).all() and marker["config_hash"]
         for col in ("avg@4", "best@4", "worst@4", "pass@1", "pass@4_unbiased", "worst@4_unbiased"):
             assert evals[col].between(0, 1).all(), col
-        expected_steps = sorted(set(range(0, M_max + 1, 2)) | {M_max})
-        assert evals["step"].tolist() == expected_steps
+        # The compute-matched schedule, shared by both batch sizes (and seeds).
+        cell = Cell("easy", B_p, n, M_max, 24, replicate)
+        expected_steps = list(cell_recipe(check_config(json.loads(json.dumps(TINY_GRID))), cell).eval_steps)
+        assert evals["step"].tolist() == expected_steps and expected_steps[0] == 0 and expected_steps[-1] == M_max
         assert (evals["compute"] == B_p * n * evals["step"]).all()
         assert evals["tokens"].iloc[0] == 0 and evals["tokens"].is_monotonic_increasing
         assert (evals["worst@4"] <= evals["avg@4"]).all() and (evals["avg@4"] <= evals["best@4"]).all()

@@ -19,6 +19,12 @@ class Cell:
     n: int
     M_max: int
     C_max: int
+    replicate: int = 0    # seed replicate: trains with seed + replicate
+
+    @property
+    def replicate_suffix(self) -> str:
+        """'' for the first replicate, '_s<r>' for the others (run directory names)."""
+        return f"_s{self.replicate}" if self.replicate else ""
 
     @property
     def rollouts_per_step(self) -> int:
@@ -26,7 +32,7 @@ class Cell:
 
     @property
     def name(self) -> str:
-        return f"bp{self.B_p}_n{self.n}"
+        return f"bp{self.B_p}_n{self.n}{self.replicate_suffix}"
 
 
 def grid_cells(config: dict) -> list[Cell]:
@@ -42,9 +48,9 @@ def grid_cells(config: dict) -> list[Cell]:
         if split not in splits:
             raise ConfigError(f"config key 'grid.{split}': split {split!r} is not built "
                               f"(splits.names is {splits})")
-        kept = [Cell(split, B_p, n, spec["C_max"] // (B_p * n), spec["C_max"])
+        kept = [Cell(split, B_p, n, spec["C_max"] // (B_p * n), spec["C_max"], r)
                 for B_p in sorted(set(spec["B_p"])) for n in sorted(set(spec["n"]))
-                if B_p * n <= min(spec["B_max"], spec["C_max"])]
+                if B_p * n <= min(spec["B_max"], spec["C_max"]) for r in range(spec.get("seeds", 1))]
         if not kept:
             smallest = min(spec["B_p"]) * min(spec["n"])
             reason = (f"the smallest batch B_p * n = {smallest} exceeds B_max = {spec['B_max']}"
@@ -53,14 +59,20 @@ def grid_cells(config: dict) -> list[Cell]:
                       "could take a step")
             raise ConfigError(f"config key 'grid.{split}': no cell is left to train ({reason})")
         cells += kept
-    return sorted(cells, key=lambda c: (splits.index(c.split), c.B_p, c.n))
+    return sorted(cells, key=lambda c: (splits.index(c.split), c.B_p, c.n, c.replicate))
 
 
-def find_cell(cells: list[Cell], split: str, B_p: int, n: int) -> Cell:
+def find_cell(cells: list[Cell], split: str, B_p: int, n: int, replicate: int = 0) -> Cell:
     for cell in cells:
-        if (cell.split, cell.B_p, cell.n) == (split, int(B_p), int(n)):
+        if (cell.split, cell.B_p, cell.n, cell.replicate) == (split, int(B_p), int(n), int(replicate)):
             return cell
-    raise ConfigError(f"no grid cell {split}/bp{B_p}_n{n} in the config's grid")
+    suffix = f"_s{replicate}" if int(replicate) else ""
+    raise ConfigError(f"no grid cell {split}/bp{B_p}_n{n}{suffix} in the config's grid")
+
+
+def replicate_of(suffix: str) -> int:
+    """The replicate index of a run directory suffix ('' -> 0, '_s2' -> 2)."""
+    return int(suffix[2:]) if suffix else 0
 
 
 

@@ -112,12 +112,13 @@ class StudyLayout:
         return f"{self.results}/figures/fig2_difficulty"
 
     # --- training and scoring --------------------------------------------------
-    def run_dir(self, split, B_p, n) -> str:
-        """results/{experiment}/runs/{split}/bp{B_p}_n{n}: one training run's directory."""
-        return f"{self.results}/runs/{split}/bp{B_p}_n{n}"
+    def run_dir(self, split, B_p, n, replicate_suffix="") -> str:
+        """results/{experiment}/runs/{split}/bp{B_p}_n{n}[_s{r}]: one training run's directory
+        (seed replicates after the first carry their index)."""
+        return f"{self.results}/runs/{split}/bp{B_p}_n{n}{replicate_suffix}"
 
-    def run_files(self, split, B_p, n) -> RunFiles:
-        return RunFiles(Path(self.run_dir(split, B_p, n)))
+    def run_files(self, split, B_p, n, replicate_suffix="") -> RunFiles:
+        return RunFiles(Path(self.run_dir(split, B_p, n, replicate_suffix)))
 
     # --- analysis ----------------------------------------------------------------
     def analysis_dir(self, split) -> str:
@@ -158,5 +159,6 @@ def run_paths(cfg: dict, cell, root: str = RESULTS_ROOT) -> RunPaths:
     """The RunPaths the train rule passes for a cell."""
     layout = study_layout(cfg, root)
     files = layout.split_files(cell.split)
-    return RunPaths(Path(layout.run_dir(cell.split, cell.B_p, cell.n)), Path(files["train"]), Path(files["val"]),
+    return RunPaths(Path(layout.run_dir(cell.split, cell.B_p, cell.n, cell.replicate_suffix)),
+                    Path(files["train"]), Path(files["val"]),
                     base_model_path(cfg, root))

@@ -41,8 +41,11 @@ def read_generations(directory: Path):
     return pd.concat(frames, ignore_index=True)
 
 
-def score_run(run_dir: Path | str, k: int, *, B_p: int, n: int, split: str) -> pd.DataFrame:
+def score_run(run_dir: Path | str, k: int, *, B_p: int, n: int, split: str, replicate: int = 0) -> pd.DataFrame:
     """The evaluation table of one run (one row per evaluation step), re-graded from its dumps.
+
+    `replicate` is the run's seed replicate (column `seed`: the analysis
+    resamples seeds for its intervals when a cell has several).
 
     Grades are cached in run_dir/grades_cache.json, keyed by the grader version.
     """
@@ -69,12 +72,14 @@ def score_run(run_dir: Path | str, k: int, *, B_p: int, n: int, split: str) -> p
     samples = gens.assign(problem=key.astype(str), correct=correct)
     keep = [c for c in ("step", "problem", "correct", "sample", "n_tokens") if c in samples.columns]
     tokens = cumulative_tokens(read_jsonl(files.metrics), B_p * n)
-    table = eval_table(samples[keep], k, B_p=B_p, n=n, tokens=tokens, split=split, run=f"bp{B_p}_n{n}")
+    suffix = f"_s{replicate}" if replicate else ""
+    table = eval_table(samples[keep], k, B_p=B_p, n=n, tokens=tokens, split=split, run=f"bp{B_p}_n{n}{suffix}")
+    table.insert(4, "seed", int(replicate))
     dumped = gens["score"].astype(float).to_numpy() if "score" in gens.columns else None
     if dumped is not None and len(dumped) and (dumped > 0.5).astype(int).tolist() != [int(c) for c in correct]:
         log.info("score: the project grader disagrees with %d dumped scores (re-graded values are used)",
                  int(sum((d > 0.5) != c for d, c in zip(dumped, correct))))
-    log.info("score %s bp%d_n%d: %d eval steps, %d samples (%d newly graded); avg@%d %.3f -> %.3f",
-             split, B_p, n, len(table), len(gens), len(cache) - before, k,
+    log.info("score %s bp%d_n%d%s: %d eval steps, %d samples (%d newly graded); avg@%d %.3f -> %.3f",
+             split, B_p, n, suffix, len(table), len(gens), len(cache) - before, k,
              table[f"avg@{k}"].iloc[0], table[f"avg@{k}"].iloc[-1])
     return table

@@ -12,7 +12,8 @@ def cmd_score(args) -> int:
     from isocompute.scoring import score_run
 
     cfg = config_from_params(args.params)
-    table = score_run(args.run_dir, cfg["eval"]["k"], B_p=args.bp, n=args.n, split=args.split)
+    table = score_run(args.run_dir, cfg["eval"]["k"], B_p=args.bp, n=args.n, split=args.split,
+                      replicate=args.replicate)
     atomic.write_parquet(args.out, table)
     return 0
 

@@ -25,7 +25,7 @@ def cmd_train(args) -> int:
     for name in ("train_file", "val_file"):
         if not Path(getattr(args, name)).is_file():
             raise InputError(f"--{name.replace('_', '-')}: split file not found: {getattr(args, name)}")
-    cell = Cell(args.split, args.bp, args.n, args.max_steps, args.max_steps * args.bp * args.n)
+    cell = Cell(args.split, args.bp, args.n, args.max_steps, args.max_steps * args.bp * args.n, args.replicate)
     paths = RunPaths(Path(args.run_dir), Path(args.train_file), Path(args.val_file), args.model)
     start = time.perf_counter()
     summary = train_run(cfg, cell, paths, progress_factory=progress)
@@ -61,6 +61,7 @@ def add_cell_arguments(p) -> None:
     p.add_argument("--split", required=True)
     p.add_argument("--bp", type=int, required=True, help="B_p, problems per step")
     p.add_argument("--n", type=int, required=True, help="rollouts per problem")
+    p.add_argument("--replicate", type=int, default=0, help="seed replicate (trains with seed + replicate)")
 
 
 def register(sub) -> None:

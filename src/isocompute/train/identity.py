@@ -51,7 +51,7 @@ def training_identity(cfg: dict, cell, paths, **backend_keys) -> dict:
     train = {k: v for k, v in cfg["train"].items() if k != "device"}
     s = cfg["sampling"]
     return {
-        "seed": cfg["seed"], "split": cell.split, "B_p": cell.B_p, "n": cell.n, "train": train,
+        "seed": int(cfg["seed"]) + int(getattr(cell, "replicate", 0)), "split": cell.split, "B_p": cell.B_p, "n": cell.n, "train": train,
         "sampling": {k: s[k] for k in ("temperature", "top_p", "max_new_tokens")},
         "eval_samples": cfg["eval"]["samples"],
         "model": model_fingerprint(paths.model),

@@ -71,6 +71,11 @@ def validation_steps(cfg: dict, cell) -> tuple[int, ...]:
     return compute_schedule_steps(cell.B_p * cell.n, cell.M_max, points, min_compute=lo, c_max=c_max)
 
 
+def run_seed(cfg: dict, cell) -> int:
+    """The seed a run trains with: the config's seed, plus the cell's seed replicate."""
+    return int(cfg["seed"]) + int(getattr(cell, "replicate", 0))
+
+
 MIN_EVALUATIONS = 3
 
 
@@ -94,6 +99,7 @@ class Recipe:
     kl_coef: float                 # 0.0 on unregularised splits
     entropy_coef: float            # 0.0 on unregularised splits
     eval_steps: tuple[int, ...]    # validation (and checkpoint) steps, 0 and M_max included
+    seed: int                      # the run's training seed: config seed + the cell's replicate
 
     def lr_at(self, step: int) -> float:
         """The learning rate of update `step` (1-based), warm-up included."""
@@ -114,4 +120,5 @@ def cell_recipe(cfg: dict, cell) -> Recipe:
         kl_coef=float(t["kl_coef"]) if regularized else 0.0,
         entropy_coef=float(t["entropy_coef"]) if regularized else 0.0,
         eval_steps=validation_steps(cfg, cell),
+        seed=run_seed(cfg, cell),
     )

@@ -146,8 +146,8 @@ class LocalGRPO:
         self.device = next(model.parameters()).device
         self.params = SamplingParams.from_config(cfg)
         self.batch_size = cfg["sampling"]["batch_size"]
-        self.seed = cfg["seed"]
         self.recipe = recipe = cell_recipe(cfg, cell)
+        self.seed = recipe.seed
         self.regularized = recipe.regularized
         self.weights = grpo.LossWeights(
             clip_ratio=t["clip_ratio"], loss_agg_mode=t["loss_agg_mode"], kl_type=t["kl_type"],

@@ -102,7 +102,7 @@ def recipe_overrides(cfg: dict, cell) -> dict:
         "algorithm.rollout_correction.rollout_is_threshold": float(train["tis_cap"]),
         "data.train_batch_size": cell.B_p,
         "data.max_response_length": int(train["max_response_length"]),
-        "data.seed": int(cfg["seed"]),
+        "data.seed": recipe.seed,
         # One policy update per step (fully on-policy): the mini-batch is the whole batch.
         "actor_rollout_ref.actor.ppo_mini_batch_size": cell.B_p,
         "actor_rollout_ref.actor.ppo_epochs": 1,
@@ -124,7 +124,7 @@ def recipe_overrides(cfg: dict, cell) -> dict:
         "actor_rollout_ref.rollout.top_p": float(samp["top_p"]),
         "actor_rollout_ref.rollout.do_sample": True,
         "actor_rollout_ref.rollout.calculate_log_probs": True,
-        "actor_rollout_ref.rollout.seed": int(cfg["seed"]),
+        "actor_rollout_ref.rollout.seed": recipe.seed,
         "actor_rollout_ref.rollout.val_kwargs.n": int(ev["samples"]),
         "actor_rollout_ref.rollout.val_kwargs.temperature": float(samp["temperature"]),
         "actor_rollout_ref.rollout.val_kwargs.top_p": float(samp["top_p"]),
