@@ -45,7 +45,7 @@ SLURM_STUDY = {
     **TINY_CONFIG,
     "experiment": "slurm",
     "grid": {"easy": {"B_p": [2], "n": [2, 4], "B_max": 8, "C_max": 16}},
-    "train": {"backend": "local", "device": "cpu", "eval_interval": 2},
+    "train": {"backend": "local", "device": "cpu", "eval_schedule": "steps", "eval_interval": 2},
     "eval": {"k": 4, "samples": 4},
     "cluster": {"cpu": {"threads": 1, "mem_mb": 1000, "runtime": 20}, "max_runtime": 30},
 }

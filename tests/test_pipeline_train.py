@@ -21,7 +21,8 @@ pytestmark = pytest.mark.slow
 TINY_GRID = {
     **TINY_CONFIG,
     "grid": {"easy": {"B_p": [2], "n": [2, 4], "B_max": 8, "C_max": 24, "seeds": 2}},
-    "train": {"eval_interval": 2, "lr_base": 1e-3, "B_ref": 8, "warmup_steps": 2},
+    "train": {"eval_interval": 2, "lr_base": 1e-3, "B_ref": 8, "warmup_steps": 2, "probe_problems": 3,
+              "probe_samples": 8, "probe_at": [0.5, 1.0]},
     "eval": {"k": 4, "samples": 4},
 }
 RUNS = {"bp2_n2": 6, "bp2_n2_s1": 6, "bp2_n4": 3, "bp2_n4_s1": 3}  # run -> M_max = 24 // (B_p * n)
@@ -66,6 +67,12 @@ def test_grid_runs_and_scores_every_cell(tiny_grid):
             assert key in metrics[-1]["data"], key
         rates = pd.read_json(runs / run / "train_pass_rates.jsonl", lines=True)
         assert len(rates) == M_max * B_p and rates["pass_rate"].between(0, 1).all()
+        # The fixed probe: the same 3 problems in every run, 8 draws each, at C = 12 and 24 for both batches.
+        probe = pd.read_json(runs / run / "train_probe.jsonl", lines=True)
+        assert sorted(probe["compute"].unique()) == [12.0, 24.0] and len(probe) == 6
+        assert (probe["pass_rate"] * 8).round(9).apply(float.is_integer).all()
+        first = pd.read_json(runs / "bp2_n2" / "train_probe.jsonl", lines=True)
+        assert set(probe["problem_id"]) == set(first["problem_id"])
         assert (runs / run / "grades_cache.json").is_file()
         assert (work / "results" / "tiny" / "logs" / "train" / "easy" / f"{run}.log").is_file()
 
@@ -94,6 +101,10 @@ def test_analysis_tables_figures_and_partial_rerun(tiny_grid):
     for table in ("frontier.csv", "n_star_fit.csv", "extrapolation.csv", "interference.csv"):
         assert (res / "tables" / table).is_file(), table
     assert (res / "figures" / "fig11_interference.png").is_file()
+    train = pd.read_parquet(res / "train_pass_rates.parquet")
+    assert (train["source"] == "probe").all() and set(train["compute"]) == {12.0, 24.0}
+    interference = pd.read_csv(res / "tables" / "interference.csv")
+    assert set(interference["compute"]) == {24.0} and (interference.groupby("n")["count"].sum() == 6).all()
     # Analysis parameters are rule params: a new bin width re-runs analysis and figures only.
     proc = run_snakemake(work, "-n", "--configfile", str(write_config(work, {**TINY_GRID, "analysis": {"bin_width": 0.02}})))
     assert set(job_counts(proc.stdout + proc.stderr)) == {"analyze", "figures", "all"}

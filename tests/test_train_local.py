@@ -43,7 +43,8 @@ def tiny_model_and_splits(tmp_path_factory):
 
 def tiny_cfg(**train):
     return check_config({"seed": 0, "splits": {"names": ["easy", "hard"]}, "sampling": {"max_new_tokens": 8},
-                         "train": {"eval_interval": 2, "lr_base": 1e-3, "B_ref": 8, "warmup_steps": 2, **train},
+                         "train": {"eval_schedule": "steps", "eval_interval": 2, "lr_base": 1e-3, "B_ref": 8,
+                                   "warmup_steps": 2, **train},
                          "eval": {"samples": 4}})
 
 

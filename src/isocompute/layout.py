@@ -31,6 +31,7 @@ class RunFiles:
                                  (input, output, gts, score, step) + problem_id, sample, n_tokens
       metrics.jsonl              per step, verl's file-logger envelope {"step": N, "data": {...}}
       train_pass_rates.jsonl     per step and training problem: {"step", "problem_id", "pass_rate"}
+      train_probe.jsonl          the fixed interference probe at matched compute (local backend)
       run.json                   completion marker, written last (the train rule's output)
       evals.parquet              the evaluation table (the score rule's output)
     """
@@ -47,6 +48,11 @@ class RunFiles:
     @property
     def pass_rates(self) -> Path:
         return Path(self.run_dir) / "train_pass_rates.jsonl"
+
+    @property
+    def probe(self) -> Path:
+        """Per probe step and problem: pass rate of train.probe_samples draws (the Fig. 11 probe)."""
+        return Path(self.run_dir) / "train_probe.jsonl"
 
     @property
     def marker(self) -> Path:

@@ -1,6 +1,7 @@
 """Gathering a split's runs into the study tables the analysis reads: the
-evaluation points of every run, and the per-step training pass rates (for
-the interference figure). The only I/O is in `read_run_tables`."""
+evaluation points of every run, and the training pass rates of the
+interference figure (the fixed probe's when the runs have one, else the
+training batches'; column `source`). The only I/O is in `read_run_tables`."""
 
 from __future__ import annotations
 
@@ -22,11 +23,16 @@ def read_run_tables(run_dir: Path | str) -> tuple[pd.DataFrame, pd.DataFrame]:
             raise InputError(f"{path}: missing; the run has not finished or was not scored")
     evals = pd.read_parquet(evals_path)
     meta = json.loads(marker.read_text())
-    rates_path = files.pass_rates
-    rates = pd.read_json(rates_path, lines=True) if rates_path.is_file() and rates_path.stat().st_size else pd.DataFrame(
-        columns=["step", "problem_id", "pass_rate"])
     B_p, n = int(meta["B_p"]), int(meta["n"])
-    rates = rates.assign(B_p=B_p, n=n, compute=rates["step"].astype("int64") * B_p * n)
+    if files.probe.is_file() and files.probe.stat().st_size:
+        # The fixed probe (same problems and draws for every n, at a nominal matched compute).
+        rates = pd.read_json(files.probe, lines=True).assign(source="probe")
+    else:
+        path = files.pass_rates
+        rates = pd.read_json(path, lines=True) if path.is_file() and path.stat().st_size else pd.DataFrame(
+            columns=["step", "problem_id", "pass_rate"])
+        rates = rates.assign(source="batch", compute=rates["step"].astype("int64") * B_p * n)
+    rates = rates.assign(B_p=B_p, n=n, seed=int(meta.get("replicate", 0)))
     return evals, rates
 
 
@@ -35,10 +41,12 @@ def collect_runs(run_dirs) -> tuple[pd.DataFrame, pd.DataFrame]:
     evals, rates = zip(*(read_run_tables(d) for d in run_dirs)) if run_dirs else ((), ())
     if not evals:
         raise InputError("no runs to collect")
-    all_evals = pd.concat(evals, ignore_index=True).sort_values(["B_p", "n", "step"], kind="stable")
+    all_evals = pd.concat(evals, ignore_index=True)
+    keys = ["B_p", "n"] + (["seed"] if "seed" in all_evals.columns else []) + ["step"]
+    all_evals = all_evals.sort_values(keys, kind="stable")
     all_rates = pd.concat(rates, ignore_index=True)
     if len(all_rates):
-        all_rates = all_rates.sort_values(["B_p", "n", "step", "problem_id"], kind="stable")
+        all_rates = all_rates.sort_values(["B_p", "n", "seed", "step", "problem_id"], kind="stable")
     return all_evals.reset_index(drop=True), all_rates.reset_index(drop=True)
 
 

@@ -141,7 +141,9 @@ def interference_histograms(train: pd.DataFrame, *, bins: int = 10, compute: flo
             seen = run[run["compute"] <= C * (1 + 1e-12)]
             if seen.empty:
                 continue
-            latest = seen.sort_values(["step"], kind="stable").groupby("problem_id").tail(1)
+            # Each problem's latest pass rate in each seed replicate (pooled over seeds).
+            per_run = ["problem_id"] + (["seed"] if "seed" in seen.columns else [])
+            latest = seen.sort_values(["step"], kind="stable").groupby(per_run).tail(1)
             counts, _ = np.histogram(np.clip(latest["pass_rate"].to_numpy(dtype=float), 0, 1), bins=edges)
             total = max(int(counts.sum()), 1)
             for lo, hi, cnt in zip(edges[:-1], edges[1:], counts):

@@ -71,6 +71,18 @@ def validation_steps(cfg: dict, cell) -> tuple[int, ...]:
     return compute_schedule_steps(cell.B_p * cell.n, cell.M_max, points, min_compute=lo, c_max=c_max)
 
 
+def probe_steps(cfg: dict, cell) -> dict[int, float]:
+    """{step: nominal compute} of the interference probe: for each train.probe_at fraction
+    of the split's C_max, the run's nearest step (at least 1, at most M_max). Every run
+    records the nominal compute, so runs of every batch size are compared at the same C."""
+    t = cfg["train"]
+    if not t["probe_problems"]:
+        return {}
+    _, c_max = study_compute_range(cfg, cell)
+    B = cell.B_p * cell.n
+    return {min(max(1, int(math.floor(f * c_max / B + 0.5))), cell.M_max): f * c_max for f in t["probe_at"]}
+
+
 def run_seed(cfg: dict, cell) -> int:
     """The seed a run trains with: the config's seed, plus the cell's seed replicate."""
     return int(cfg["seed"]) + int(getattr(cell, "replicate", 0))
@@ -100,6 +112,7 @@ class Recipe:
     entropy_coef: float            # 0.0 on unregularised splits
     eval_steps: tuple[int, ...]    # validation (and checkpoint) steps, 0 and M_max included
     seed: int                      # the run's training seed: config seed + the cell's replicate
+    probe_steps: dict              # step -> nominal compute of the interference probe ({} = off)
 
     def lr_at(self, step: int) -> float:
         """The learning rate of update `step` (1-based), warm-up included."""
@@ -121,4 +134,5 @@ def cell_recipe(cfg: dict, cell) -> Recipe:
         entropy_coef=float(t["entropy_coef"]) if regularized else 0.0,
         eval_steps=validation_steps(cfg, cell),
         seed=run_seed(cfg, cell),
+        probe_steps=probe_steps(cfg, cell),
     )

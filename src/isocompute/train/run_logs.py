@@ -75,12 +75,12 @@ def reset_logs(files: RunFiles, last_step: int | None) -> None:
     """Cut every log back to `last_step` (None: a fresh start, remove them)."""
     if last_step is None:
         shutil.rmtree(files.generations, ignore_errors=True)
-        for p in (files.metrics, files.pass_rates):
+        for p in (files.metrics, files.pass_rates, files.probe):
             p.unlink(missing_ok=True)
         return
     for step in generation_steps(files.generations):
         if step > last_step:
             (files.generations / f"{step}.jsonl").unlink()
-    dropped = truncate_jsonl(files.metrics, last_step) + truncate_jsonl(files.pass_rates, last_step)
+    dropped = sum(truncate_jsonl(p, last_step) for p in (files.metrics, files.pass_rates, files.probe))
     if dropped:
         log.info("resume: dropped %d log records beyond step %d", dropped, last_step)

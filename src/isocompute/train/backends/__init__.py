@@ -51,5 +51,6 @@ def train_run(cfg: dict, cell, paths, **hooks) -> dict:
     start = time.perf_counter()
     paths.marker.unlink(missing_ok=True)
     summary = entry(cfg, cell, paths, **hooks)
-    return {"backend": backend, "split": cell.split, "B_p": cell.B_p, "n": cell.n, "M_max": cell.M_max,
+    return {"backend": backend, "split": cell.split, "B_p": cell.B_p, "n": cell.n,
+            "replicate": getattr(cell, "replicate", 0), "M_max": cell.M_max,
             "session_wall_s": time.perf_counter() - start, **(summary or {})}

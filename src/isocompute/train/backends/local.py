@@ -255,6 +255,24 @@ class LocalGRPO:
         return evaluate(self.model, self.tokenizer, self.val_set, self.cfg["eval"]["samples"], self.params,
                         self.seed, step, self.batch_size)
 
+    def probe(self, step: int) -> list[dict]:
+        """The interference probe (Fig. 11): train.probe_samples completions for each of a fixed
+        subset of training problems, the same for every run of the split (chosen by the config's
+        seed, not the replicate's), sampled from its own generator so training is untouched."""
+        t = self.cfg["train"]
+        count = min(t["probe_problems"], len(self.train_set))
+        rows = np.random.default_rng([int(self.cfg["seed"]), 5]).permutation(len(self.train_set))[:count]
+        generator = torch.Generator(device=self.device).manual_seed(derived_seed(self.seed, 4, step))
+        groups = self.sampler.sample([self.train_set.prompt_ids[i] for i in rows], t["probe_samples"], self.params,
+                                     generator=generator)
+        texts = self.tokenizer.batch_decode([c for g in groups for c in g], skip_special_tokens=True)
+        gts = [self.train_set.ground_truths[i] for i in rows for _ in range(t["probe_samples"])]
+        rates = np.asarray(grade_many(texts, gts), dtype=float).reshape(count, t["probe_samples"]).mean(1)
+        compute = self.recipe.probe_steps[step]
+        return [{"step": step, "problem_id": self.train_set.problem_ids[i], "pass_rate": float(r),
+                 "samples": t["probe_samples"], "B_p": self.cell.B_p, "n": self.cell.n, "compute": compute,
+                 "compute_actual": step * self.cell.B_p * self.cell.n} for i, r in zip(rows, rates)]
+
     # --- checkpoint state -----------------------------------------------------
 
     def state_dict(self) -> dict:
@@ -363,6 +381,8 @@ def train_local(cfg: dict, cell, paths, on_step_end=None, progress_factory=None)
                         "training/compute_rollouts": step * cell.B_p * cell.n})
         files.append_jsonl(paths.metrics, [{"step": step, "data": metrics}])
         files.append_jsonl(paths.pass_rates, pass_rates)
+        if step in trainer.recipe.probe_steps:
+            files.append_jsonl(paths.probe, trainer.probe(step))
         if on_step_end is not None:
             on_step_end(step)
         if trainer.recipe.evaluates_at(step):
