@@ -32,11 +32,17 @@ TINY_CONFIG = {
 }
 
 
-def run_snakemake(workdir: Path, *args: str, check: bool = True, env_extra: dict | None = None):
-    """Run snakemake on the repo's Snakefile with results under `workdir`."""
+def snakemake_command(workdir: Path, *args: str, env_extra: dict | None = None) -> tuple[list[str], dict]:
+    """The command line and environment that run snakemake on the repo's Snakefile in `workdir`."""
     env = {**os.environ, "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}", **(env_extra or {})}
     cmd = [str(VENV_BIN / "snakemake"), "--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir),
            *args]
+    return cmd, env
+
+
+def run_snakemake(workdir: Path, *args: str, check: bool = True, env_extra: dict | None = None):
+    """Run snakemake on the repo's Snakefile with results under `workdir`."""
+    cmd, env = snakemake_command(workdir, *args, env_extra=env_extra)
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=workdir)
     if check and proc.returncode != 0:
         raise AssertionError(f"snakemake failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-6000:]}")

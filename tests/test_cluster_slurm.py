@@ -2,6 +2,9 @@
 munge, started by tests/slurm/cluster.py) runs a tiny study to completion with
 `snakemake --profile slurm` -- data stages, a two-cell training grid (local
 backend on the CPU) and scoring -- as SLURM jobs, with the repository's profile.
+The first attempt of one training job is killed mid-run (a test double of
+`isocompute` first on PATH); SLURM runs it again with the longer time limit of
+a retry, and the retry resumes from the checkpoint the killed attempt left.
 
 Needs root (the daemons) and the packages, which .ci/run installs; the fixture
 installs them itself when it can and skips with the reason when it cannot.
@@ -69,6 +72,39 @@ def slurm_cluster(tmp_path_factory):
     cluster.stop()
 
 
+# The training job whose first attempt dies: wildcards split, B_p, n as the SLURM plugin
+# joins them in job comments and log folders. 16 // (2 x 2) = 4 steps, evaluations 0, 2, 4.
+FAILING_TRAIN = "easy_2_2"
+
+# A test double of `isocompute`, first on PATH in Snakemake and in every SLURM job (sbatch
+# exports the environment): the first `isocompute train` of cell bp2_n2 runs for real until
+# its step-2 validation dump is written, then is SIGKILLed as a node failure or the OOM killer
+# would; every other call is the real command.
+FAIL_ONCE = """#!{python}
+import os, subprocess, sys, time
+from pathlib import Path
+
+real, marker, args = "{real}", Path("{marker}"), sys.argv[1:]
+if args[:1] == ["train"] and args[args.index("--n") + 1] == "2" and not marker.exists():
+    marker.touch()
+    dump = Path(args[args.index("--run-dir") + 1]) / "generations" / "2.jsonl"
+    proc = subprocess.Popen([real, *args])
+    while proc.poll() is None and not dump.exists():
+        time.sleep(0.01)
+    proc.kill()
+    proc.wait()
+    sys.exit(137)
+os.execv(real, [real, *args])
+"""
+
+
+def write_fail_once(bin_dir: Path, marker: Path) -> None:
+    bin_dir.mkdir()
+    wrapper = bin_dir / "isocompute"
+    wrapper.write_text(FAIL_ONCE.format(python=sys.executable, real=VENV_BIN / "isocompute", marker=marker))
+    wrapper.chmod(0o755)
+
+
 def study_dir(tmp_path: Path) -> Path:
     """A copy of the workflow (as at the repository root) with the test's profile as ./slurm."""
     for name in ("Snakefile", "rules", "config", "workflow", "envs"):
@@ -104,10 +140,36 @@ def run_snakemake_bounded(cmd, cwd, env, timeout):
     return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
-def test_tiny_study_runs_to_completion_under_slurm(slurm_cluster, tmp_path):
-    work = study_dir(tmp_path)
+def squeue_history(cluster: LocalSlurm) -> list[dict]:
+    """Every job slurmctld still holds (MinJobAge = 600 s keeps finished ones): id, comment
+    (Snakemake's rule_<rule>_wildcards_<values>), time limit in minutes and state."""
+    proc = subprocess.run(["squeue", "-h", "--states=all", "-o", "%i|%k|%l|%T"], capture_output=True, text=True,
+                          env={**os.environ, **cluster.env}, check=True)
+    jobs = []
+    for line in proc.stdout.splitlines():
+        job_id, comment, limit, state = line.split("|")
+        jobs.append({"id": int(job_id), "comment": comment, "minutes": slurm_minutes(limit), "state": state})
+    return sorted(jobs, key=lambda j: j["id"])
+
+
+def slurm_minutes(limit: str) -> int:
+    """SLURM's [days-]hours:minutes:seconds (or minutes:seconds) as whole minutes."""
+    days, _, clock = limit.rpartition("-")
+    parts = [int(p) for p in clock.split(":")]
+    hours, minutes, seconds = [0] * (3 - len(parts)) + parts
+    return (int(days or 0) * 24 + hours) * 60 + minutes + (seconds > 0)
+
+
+@pytest.fixture(scope="module")
+def slurm_study(slurm_cluster, tmp_path_factory):
+    """The tiny study run once under SLURM, the first attempt of train FAILING_TRAIN killed."""
+    tmp_path = tmp_path_factory.mktemp("slurm_study")
+    (tmp_path / "study").mkdir()
+    work = study_dir(tmp_path / "study")
+    marker = tmp_path / "train_failed_once"
+    write_fail_once(tmp_path / "bin", marker)
     env = {**os.environ, **slurm_cluster.env}
-    env["PATH"] = f"{VENV_BIN}{os.pathsep}{env['PATH']}"
+    env["PATH"] = f"{tmp_path / 'bin'}{os.pathsep}{VENV_BIN}{os.pathsep}{env['PATH']}"
     env.pop("SLURM_JOB_ID", None)
     # The study's config replaces config/config.yaml (the embedded study, with its own grid
     # and recipe) in Snakemake and in every job: the evaluation steps below show which won.
@@ -123,7 +185,12 @@ def test_tiny_study_runs_to_completion_under_slurm(slurm_cluster, tmp_path):
                              sorted(logs.rglob("*.log")) + sorted((work / "results").rglob("logs/**/*.log")))
         pytest.fail(f"snakemake --profile slurm failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n"
                     f"{proc.stderr[-6000:]}\n{job_logs[-6000:]}\n{slurm_cluster.logs(1500)}")
+    return {"work": work, "cmd": cmd, "env": env, "marker": marker, "proc": proc, "jobs": squeue_history(slurm_cluster)}
 
+
+def test_tiny_study_runs_to_completion_under_slurm(slurm_cluster, slurm_study):
+    work, cmd, env = slurm_study["work"], slurm_study["cmd"], slurm_study["env"]
+    logs = work / ".snakemake" / "slurm_logs"
     res = work / "results" / "slurm"
     for split in ("easy", "hard"):
         assert (res / "splits" / split / "train.parquet").is_file()
@@ -148,3 +215,27 @@ def test_tiny_study_runs_to_completion_under_slurm(slurm_cluster, tmp_path):
     again = subprocess.run([*cmd, "-n"], cwd=work, env=env, capture_output=True, text=True,
                            stdin=subprocess.DEVNULL, timeout=300)
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
+
+
+def test_failed_train_job_is_retried_with_a_longer_time_limit(slurm_study):
+    """The killed first attempt and its retry are two SLURM jobs of the same cell; the retry
+    asks for attempt 2 x cluster.cpu.runtime (capped at cluster.max_runtime) and resumes from
+    the killed attempt's checkpoint."""
+    work = slurm_study["work"]
+    assert slurm_study["marker"].exists(), "the test double never failed a train job"
+    comment = f"rule_train_wildcards_{FAILING_TRAIN}"
+    attempts = [j for j in slurm_study["jobs"] if j["comment"] == comment]
+    assert [j["state"] for j in attempts] == ["FAILED", "COMPLETED"], slurm_study["jobs"]
+    cpu, cap = SLURM_STUDY["cluster"]["cpu"]["runtime"], SLURM_STUDY["cluster"]["max_runtime"]
+    assert [j["minutes"] for j in attempts] == [cpu, min(2 * cpu, cap)], attempts
+    assert attempts[1]["minutes"] > attempts[0]["minutes"]
+    # Each submission left its own job log; the other cell was submitted once.
+    train_logs = work / ".snakemake" / "slurm_logs" / "rule_train"
+    assert sorted(int(p.stem) for p in (train_logs / FAILING_TRAIN).glob("*.log")) == [j["id"] for j in attempts]
+    assert len(list((train_logs / "easy_2_4").glob("*.log"))) == 1
+    others = [j for j in slurm_study["jobs"] if j["comment"].startswith("rule_train") and j["comment"] != comment]
+    assert [j["state"] for j in others] == ["COMPLETED"] and others[0]["minutes"] == cpu, others
+    # Snakemake saw the failure and retried it, and the retry went on from a checkpoint.
+    assert "Trying to restart job" in slurm_study["proc"].stdout + slurm_study["proc"].stderr
+    marker = json.loads((work / "results" / "slurm" / "runs" / "easy" / "bp2_n2" / "run.json").read_text())
+    assert marker["resumed_from"] in (0, 2) and marker["steps"] == 4, marker

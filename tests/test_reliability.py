@@ -1,19 +1,28 @@
 """The fault table as tests: every config-knowable mistake stops `snakemake -n`
 before any job, in one line naming the key, with no traceback and no file
 written; a grid too large for its split stops once the splits are cut, before
-any training job."""
+any training job; and a study killed (SIGKILL, the whole process group) at
+seeded moments in every stage, then unlocked and re-run with
+--rerun-incomplete, ends with the tables of an uninterrupted run."""
 
 from __future__ import annotations
 
 import copy
+import json
+import os
+import random
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
+from pandas.testing import assert_frame_equal
 
-from conftest import TINY_CONFIG, make_study_dir, run_snakemake
+from conftest import TINY_CONFIG, make_study_dir, run_snakemake, snakemake_command, write_config
 
 BIN = Path(sys.executable).parent
 
@@ -114,3 +123,153 @@ def test_grid_larger_than_a_split_stops_before_any_training_job(tmp_path):
     assert "config key 'grid.easy.B_p': B_p = 4096 exceeds the" in log
     assert (work / "results" / "tiny" / "splits" / "easy" / "train.parquet").exists()
     assert not (work / "results" / "tiny" / "runs").exists()
+
+
+# --- killed at random moments, resumed, same tables ------------------------------------
+
+FAULT_STUDY = tiny(grid={"easy": {"B_p": [2], "n": [2, 4], "B_max": 8, "C_max": 64}},
+                   # A learning rate that moves the model: a resumed run that lost its
+                   # optimiser or RNG state would show in its evaluations and weights.
+                   train={"eval_interval": 2, "lr_base": 1e-3, "B_ref": 8, "warmup_steps": 2},
+                   eval={"samples": 4, "k": 4})
+FAULT_RUNS = ("bp2_n2", "bp2_n4")  # M_max = 64 // (2 n) = 16 and 8 steps
+FAULT_SEED = 14
+RESULTS = Path("results") / "tiny"
+
+
+def kill_points(seed: int) -> list[tuple[str, float]]:
+    """(file pattern under results/tiny, delay in s): a kill once a file matching the pattern
+    appears in an attempt, after the delay. One per stage with work to lose, in DAG order,
+    with seeded delays (and, for training, a seeded evaluation step) so that the moments
+    are pseudo-random but reproducible."""
+    rng = random.Random(seed)
+    return [
+        ("logs/base_model.log", rng.uniform(1.0, 5.0)),  # pretraining (a directory output)
+        ("logs/difficulty.log", rng.uniform(2.0, 12.0)),  # avg@16 sampling over the pool
+        # Training runs take well under a second once loaded: kill right after one of the
+        # first validation dumps, before or after the checkpoint that follows it.
+        (f"runs/easy/*/generations/{rng.choice([2, 4])}.jsonl", rng.uniform(0.0, 0.2)),
+        ("runs/easy/*/evals.parquet", rng.uniform(0.0, 1.5)),  # scoring, collection, analysis
+    ]
+
+
+def appeared_since(work: Path, pattern: str, since: float) -> bool:
+    return any(p.stat().st_mtime >= since for p in (work / RESULTS).glob(pattern))
+
+
+def live_processes_in_group(pgid: int) -> list[str]:
+    """Processes of group `pgid` that are not zombies (/proc/PID/stat: state and pgrp after the name)."""
+    alive = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        state, _ppid, pgrp = text[text.rindex(")") + 2:].split()[:3]
+        if int(pgrp) == pgid and state != "Z":
+            alive.append(text[: text.rindex(")") + 1])
+    return alive
+
+
+def kill_at(work: Path, args: list[str], pattern: str, delay: float, log: Path, timeout: float = 300) -> None:
+    """Start snakemake in its own session; once `pattern` appears, wait `delay` s and SIGKILL the group."""
+    cmd, env = snakemake_command(work, *args)
+    started = time.time()
+    with open(log, "a") as out:
+        proc = subprocess.Popen(cmd, cwd=work, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+        try:
+            while not appeared_since(work, pattern, started):
+                assert proc.poll() is None, f"snakemake ended ({proc.returncode}) before {pattern} appeared; see {log}"
+                assert time.time() - started < timeout, f"{pattern} did not appear in {timeout} s; see {log}"
+                time.sleep(0.01)
+            time.sleep(delay)
+            assert proc.poll() is None, f"snakemake ended ({proc.returncode}) before the kill at {pattern}; see {log}"
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    deadline = time.time() + 10
+    while live_processes_in_group(proc.pid) and time.time() < deadline:
+        time.sleep(0.1)
+    assert not live_processes_in_group(proc.pid), "a job outlived the SIGKILL of its group"
+
+
+def study_frames(work: Path) -> dict[str, pd.DataFrame]:
+    """The tables a study's claims rest on, by path under results/tiny."""
+    res = work / RESULTS
+    paths = ["data/pool.parquet", "data/difficulty.parquet",
+             *(f"splits/{s}/{part}.parquet" for s in ("easy", "hard") for part in ("train", "val")),
+             *(f"runs/easy/{run}/evals.parquet" for run in FAULT_RUNS),
+             "analysis/easy/evals.parquet", "analysis/easy/train_pass_rates.parquet",
+             "analysis/easy/tables/fits.csv", "analysis/easy/tables/frontier.csv"]
+    return {p: pd.read_parquet(res / p) if p.endswith(".parquet") else pd.read_csv(res / p) for p in paths}
+
+
+def run_metrics(run: Path) -> list[dict]:
+    """A run's metrics.jsonl without the wall-clock ones, which a resumed run cannot repeat."""
+    clock = ("timing_s/", "time/", "perf/rollouts_per_s", "perf/tokens_per_s")
+    return [{"step": r["step"], **{k: v for k, v in r["data"].items() if not k.startswith(clock)}}
+            for r in map(json.loads, (run / "metrics.jsonl").read_text().splitlines())]
+
+
+def assert_same_state(got, want, where: str) -> None:
+    """Exact equality of nested checkpoint state: dicts, sequences, tensors, arrays, scalars."""
+    import torch
+
+    assert type(got) is type(want), f"{where}: {type(got).__name__} != {type(want).__name__}"
+    if isinstance(want, dict):
+        assert got.keys() == want.keys(), where
+        for key in want:
+            assert_same_state(got[key], want[key], f"{where}[{key!r}]")
+    elif isinstance(want, (list, tuple)):
+        assert len(got) == len(want), where
+        for i, (g, w) in enumerate(zip(got, want)):
+            assert_same_state(g, w, f"{where}[{i}]")
+    elif isinstance(want, torch.Tensor):
+        assert torch.equal(got, want), f"{where} differs"
+    elif hasattr(want, "shape"):  # a numpy array
+        assert got.shape == want.shape and (got == want).all(), f"{where} differs"
+    else:
+        assert got == want, f"{where}: {got!r} != {want!r}"
+
+
+@pytest.fixture(scope="module")
+def uninterrupted_study(tmp_path_factory) -> Path:
+    work = make_study_dir(tmp_path_factory.mktemp("uninterrupted"))
+    run_snakemake(work, "--cores", "2", "--configfile", str(write_config(work, FAULT_STUDY)))
+    return work
+
+
+@pytest.mark.slow
+def test_study_killed_in_every_stage_resumes_to_the_same_tables(uninterrupted_study, tmp_path):
+    import torch
+
+    work = make_study_dir(tmp_path / "killed")
+    cfg = str(write_config(work, FAULT_STUDY))
+    log = tmp_path / "snakemake.log"
+    args = ["--cores", "2", "--configfile", cfg]
+    for i, (pattern, delay) in enumerate(kill_points(FAULT_SEED)):
+        kill_at(work, args, pattern, delay, log)
+        if i == 0:  # the killed Snakemake kept its lock: what the README's resume advice is for
+            locked = run_snakemake(work, "--cores", "2", "--configfile", cfg, "--rerun-incomplete", check=False)
+            assert locked.returncode != 0 and "Directory cannot be locked" in locked.stderr, locked.stderr[-2000:]
+        run_snakemake(work, "--unlock", "--configfile", cfg)
+        args = ["--cores", "2", "--configfile", cfg, "--rerun-incomplete"]
+    run_snakemake(work, *args)
+
+    reference, resumed = study_frames(uninterrupted_study), study_frames(work)
+    for path, table in reference.items():
+        assert_frame_equal(resumed[path], table, check_exact=True, obj=path)
+    # Training itself resumed where it stopped and went on as if never stopped: the kill in
+    # training hit a run after its step-0 checkpoint, and every run's records, weights,
+    # optimiser and RNG states equal the uninterrupted run's.
+    markers = {run: json.loads((work / RESULTS / "runs/easy" / run / "run.json").read_text()) for run in FAULT_RUNS}
+    assert any(m.get("resumed_from") is not None for m in markers.values()), markers
+    for run in FAULT_RUNS:
+        ref_run, run_dir = uninterrupted_study / RESULTS / "runs/easy" / run, work / RESULTS / "runs/easy" / run
+        assert run_metrics(run_dir) == run_metrics(ref_run), run
+        ref_state, state = (torch.load(d / "checkpoint" / "state.pt", weights_only=False) for d in (ref_run, run_dir))
+        assert state.keys() == ref_state.keys()
+        for key in ref_state.keys() - {"wall_s"}:
+            assert_same_state(state[key], ref_state[key], f"{run}: checkpoint[{key!r}]")
