@@ -26,7 +26,7 @@ def test_gpu_and_cpu_resources_come_from_the_config():
                                     "train": {"gpus": 4, "runtime": 900, "mem_mb": 1000, "cpus_per_gpu": 6}}})
     res = gpu_job_resources(cfg, "train")
     assert {k: v for k, v in res.items() if k != "runtime"} == \
-        {"gpu": 4, "gpu_model": "h200", "cpus_per_gpu": 6, "mem_mb": 1000}
+        {"gpu": 4, "gpu_model": "h200", "nodes": 1, "cpus_per_gpu": 6, "mem_mb": 1000}
     assert [res["runtime"](None, a) for a in (1, 2, 3)] == [900, 1800, 2000]
     gres = gpu_job_resources(check_config({"cluster": {"gres": "gpu:a100:8"}}), "sample")
     assert gres["gres"] == "gpu:a100:8" and "gpu" not in gres and "gpu_model" not in gres
@@ -51,20 +51,23 @@ def test_the_slurm_profile_resolves_from_the_repo_root(monkeypatch):
     assert "cpus_per_task" not in profile["default-resources"]
 
 
-def dry_run(path: Path, workdir: Path) -> subprocess.CompletedProcess:
+def dry_run(path: Path, workdir: Path, *args: str) -> subprocess.CompletedProcess:
+    """`snakemake -n --profile slurm` of a paper config (or of a config file inside `workdir`)."""
     for name in ("Snakefile", "rules", "config", "workflow", "envs", "slurm"):
         src = REPO / name
         target = workdir / name
         if not target.exists():
-            (os.symlink if src.is_dir() else os.symlink)(src, target)
+            os.symlink(src, target)
     # The data a user fetches before launching (the pipeline checks that it exists).
     pool = load_config(path)["pool"]
     if pool["source"] == "file":
         (workdir / pool["path"]).parent.mkdir(parents=True, exist_ok=True)
         (workdir / pool["path"]).touch()
     env = {**os.environ, "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
-    return subprocess.run([str(VENV_BIN / "snakemake"), "-n", "--profile", "slurm", "--configfile",
-                           f"config/paper/{path.name}"], cwd=workdir, env=env, capture_output=True, text=True)
+    config = path.relative_to(workdir) if path.is_relative_to(workdir) else Path("config/paper") / path.name
+    return subprocess.run([str(VENV_BIN / "snakemake"), "-n", "--profile", "slurm", "--configfile", str(config),
+                           *args],
+                          cwd=workdir, env=env, capture_output=True, text=True)
 
 
 def jobs_of(output: str) -> list[dict]:
@@ -103,3 +106,62 @@ def test_dry_run_with_the_slurm_profile_builds_the_full_dag(path, tmp_path):
     diff = next(j for j in jobs if j["rule"] == "difficulty")
     assert diff["resources"]["gpu"] == "1" and '"vllm": {' in diff["shell"]
     assert not any(j["rule"] == "base_model" for j in jobs)  # a hub model is not built
+
+
+# --- the sbatch call and the job step the SLURM plugin builds from our resources -----
+
+class _Resources(dict):
+    """The slice of snakemake's job.resources the plugin reads: .get() and attributes."""
+
+    def __getattr__(self, name):
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+class _Job:
+    def __init__(self, resources: dict, threads: int):
+        self.resources, self.threads = _Resources(resources), threads
+
+
+def plugin_job(job: dict) -> _Job:
+    """A dry run's job as the plugin sees it: integer resources as ints, threads from the command."""
+    res = {k: int(v) if v.isdigit() else v for k, v in job["resources"].items() if "<TBD>" not in v}
+    threads = int(job["shell"].split(" --threads ", 1)[1].split()[0])
+    return _Job(res, threads)
+
+
+def slurm_calls(job: _Job, *, slurm_gpus: str | None) -> tuple[str, str]:
+    """The plugin's sbatch call for the job (as its run_job builds it), and the job step's srun
+    options inside the allocation (SLURM_GPUS is set only when the job asked with --gpus, not --gres)."""
+    from snakemake_executor_plugin_slurm.submit_string import get_submit_command
+    from snakemake_executor_plugin_slurm.utils import set_gres_string
+    from snakemake_executor_plugin_slurm_jobstep import get_cpu_setting, get_gpu_setting, get_node_setting
+
+    params = {"run_uuid": "u", "slurm_logfile": "log", "comment_str": "c", "account": "", "partition": "",
+              "workdir": "."}
+    sbatch = get_submit_command(job, params) + set_gres_string(job)
+    step = " ".join([get_cpu_setting(job, slurm_gpus), get_gpu_setting(job), get_node_setting(job)])
+    return sbatch, step
+
+
+@pytest.mark.parametrize("gres", [None, "gpu:h200:8"], ids=["gpus", "gres"])
+def test_gpu_jobs_ask_for_one_node(gres, tmp_path):
+    """A verl run is one node (verl is told nnodes=1): sbatch gets --nodes=1."""
+    path = tmp_path / "main.yaml"
+    cfg = yaml.safe_load((REPO / "config" / "paper" / "qwen25_7b.yaml").read_text())
+    if gres:  # one literal request for every GPU job: here both ask for 8
+        cfg["cluster"]["gres"] = gres
+        cfg["cluster"]["sample"]["gpus"] = 8
+    path.write_text(yaml.safe_dump(cfg))
+    # A dry run caps threads at --cores (1 by default); the submitting run has no cap.
+    proc = dry_run(path, tmp_path, "--cores", "1024")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    jobs = jobs_of(proc.stdout)
+    for rule, gpus in (("train", 8), ("difficulty", 8 if gres else 1)):
+        job = plugin_job(next(j for j in jobs if j["rule"] == rule))
+        sbatch, step = slurm_calls(job, slurm_gpus=None if gres else f"h200:{gpus}")
+        assert " --nodes=1" in sbatch and "--cpus-per-gpu=8" in sbatch, sbatch
+        assert (f"--gres={gres}" if gres else f"--gpus=h200:{gpus}") in sbatch, sbatch
+        assert "--nodes=1" in step

@@ -123,3 +123,18 @@ def test_verl_command_cli_prints_the_rules_command(tmp_path):
     bad = subprocess.run([str(VENV_BIN / "isocompute"), "verl-command", str(PAPER_MAIN), "--split", "hard",
                           "--bp", "1024", "--n", "64"], capture_output=True, text=True, cwd=tmp_path)
     assert bad.returncode == 2 and "no grid cell hard/bp1024_n64" in bad.stderr
+
+
+def test_verl_topology_is_the_train_jobs(run_paths):
+    """verl runs on the one node the train job asks for, with the GPUs and CPUs the job gets
+    (cluster.train.gpus, or the count of a literal cluster.gres)."""
+    cell = Cell("easy", 32, 8, 10, 2560)
+    plain = overrides_dict(verl_overrides(verl_cfg(cluster={"train": {"gpus": 4, "cpus_per_gpu": 6}}), cell,
+                                          run_paths))
+    assert (plain["trainer.nnodes"], plain["trainer.n_gpus_per_node"]) == ("1", "4")
+    assert plain["ray_kwargs.ray_init.num_cpus"] == "24"
+    gres = overrides_dict(verl_overrides(verl_cfg(cluster={"gres": "gpu:h200:2"}), cell, run_paths))
+    assert (gres["trainer.nnodes"], gres["trainer.n_gpus_per_node"]) == ("1", "2")
+    assert gres["ray_kwargs.ray_init.num_cpus"] == "16"
+    with pytest.raises(ConfigError, match="cluster.gres"):
+        check_config({"cluster": {"gres": "h200:8"}})
