@@ -224,12 +224,25 @@ def cpu_resources():
     return cluster_resources.cpu_job_resources(config)
 
 
+def train_threads():
+    """All CPUs of a GPU training job (GPUs x cpus_per_gpu: the SLURM job step runs on
+    `threads` CPUs when GPUs come through --gres); threads_per_job for a CPU run."""
+    if config["train"]["backend"] == "verl":
+        return cluster_resources.gpu_job_threads(config, "train")
+    if train_uses_gpu():
+        return cluster_resources.gpu_job_threads(config, "train", gpus=1)
+    return config["threads_per_job"]
+
+
 def sampling_threads():
-    """Every core of a local run; cluster.cpu.threads for a cluster job, where Snakemake has no
-    --cores and the job itself (remote mode) would otherwise see all of its node's cores.
+    """All CPUs of a vLLM sampling job; else every core of a local run, and cluster.cpu.threads
+    for a cluster job, where Snakemake has no --cores and the job itself (remote mode) would
+    otherwise see all of its node's cores.
     """
     from snakemake.exceptions import WorkflowError
 
+    if cluster_resources.sampling_uses_gpu(config):
+        return cluster_resources.gpu_job_threads(config, "sample")
     if workflow.remote_exec:
         return config["cluster"]["cpu"]["threads"]
     try:

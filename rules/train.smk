@@ -30,7 +30,7 @@ rule train:
         LAYOUT.benchmark(f"train/{CELL_NAME}")
     conda:
         GPU_ENV
-    threads: config["threads_per_job"]
+    threads: train_threads()
     resources:
         **train_resources(),
     params:

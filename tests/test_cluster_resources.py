@@ -147,8 +147,10 @@ def slurm_calls(job: _Job, *, slurm_gpus: str | None) -> tuple[str, str]:
 
 
 @pytest.mark.parametrize("gres", [None, "gpu:h200:8"], ids=["gpus", "gres"])
-def test_gpu_jobs_ask_for_one_node(gres, tmp_path):
-    """A verl run is one node (verl is told nnodes=1): sbatch gets --nodes=1."""
+def test_gpu_jobs_ask_for_one_node_and_run_their_step_on_all_their_cpus(gres, tmp_path):
+    """A verl run is one node (verl is told nnodes=1): sbatch gets --nodes=1, and the job
+    step gets every CPU of the job, also where GPUs come through --gres (the plugin's step
+    then asks for --cpus-per-task=threads, not --cpus-per-gpu)."""
     path = tmp_path / "main.yaml"
     cfg = yaml.safe_load((REPO / "config" / "paper" / "qwen25_7b.yaml").read_text())
     if gres:  # one literal request for every GPU job: here both ask for 8
@@ -165,3 +167,7 @@ def test_gpu_jobs_ask_for_one_node(gres, tmp_path):
         assert " --nodes=1" in sbatch and "--cpus-per-gpu=8" in sbatch, sbatch
         assert (f"--gres={gres}" if gres else f"--gpus=h200:{gpus}") in sbatch, sbatch
         assert "--nodes=1" in step
+        if gres:
+            assert f"--cpus-per-task={8 * gpus}" in step, step
+        else:
+            assert "--cpus-per-gpu=8" in step and f"--gpus={gpus}" in step, step
