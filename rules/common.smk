@@ -88,6 +88,7 @@ def all_targets():
 
 from isocompute.grading import GRADER_VERSION
 from isocompute.grid import find_cell, grid_cells
+from isocompute.train.backends.verl import overrides as verl_overrides
 
 try:
     CELLS = grid_cells(config)
@@ -135,7 +136,18 @@ def train_inputs(wildcards):
         **split_files(wildcards.split),
         "grid_check": ancient(LAYOUT.grid_check),
         "model": base_model_input(),
+        # Ancient too: rewritten when a time limit or retention changes, re-running nothing.
+        "options": ancient(LAYOUT.train_options) if uses_train_options() else [],
     }
+
+
+def uses_train_options():
+    return config["train"]["backend"] == "verl"
+
+
+def train_options_arg(wildcards, input):
+    """`--options FILE` of the train rule when it has one."""
+    return f"--options {input.options}" if input.options else ""
 
 
 def grid_split_train_files():
@@ -153,9 +165,16 @@ def train_params_json():
     sections = {k: config[k] for k in ("seed", "sampling", "train")}
     sections["eval"] = {"samples": config["eval"]["samples"]}
     if config["train"]["backend"] == "verl":
-        # verl's engine and hardware settings shape its runs (and their checkpoints) too.
-        sections["cluster"] = {k: config["cluster"][k] for k in ("train", "verl")}
+        # verl's GPUs and engine settings shape its runs (and their checkpoints) too;
+        # time limits, memory, CPUs and checkpoint retention do not (train_options_json).
+        sections["cluster"] = verl_overrides.training_engine(config)
     return json.dumps(sections, sort_keys=True)
+
+
+def train_options_json():
+    """The cluster keys a verl train job reads that are not its params (CPUs, checkpoint
+    retention): the params of the train_options rule, whose file the train jobs read."""
+    return json.dumps({"cluster": verl_overrides.run_options(config)}, sort_keys=True)
 
 
 def train_uses_gpu():
@@ -198,6 +217,7 @@ ANALYSIS_ENV = "../envs/analysis.yaml"
 localrules:
     all,
     pool,
+    train_options,
     fig_difficulty,
     check_grid,
     collect,

@@ -19,6 +19,22 @@ rule check_grid:
         "isocompute check-grid --params {params.cfg:q} --train-files {params.files} --out {output} > {log} 2>&1"
 
 
+# The cluster settings train jobs read that are not their params (CPUs, checkpoint
+# retention): a changed value rewrites this file, which the jobs read as an ancient
+# input, so finished runs are not resubmitted and the next attempt of a run sees it.
+rule train_options:
+    output:
+        LAYOUT.train_options,
+    log:
+        LAYOUT.log("train_options"),
+    conda:
+        ANALYSIS_ENV
+    params:
+        cfg=train_options_json(),
+    shell:
+        "isocompute train-options --params {params.cfg:q} --out {output} > {log} 2>&1"
+
+
 rule train:
     input:
         unpack(train_inputs),
@@ -38,7 +54,8 @@ rule train:
         model=model_arg,
         run_dir=run_dir_of,
         max_steps=max_steps_of,
+        options=train_options_arg,
     shell:
-        "isocompute train --params {params.cfg:q} --split {wildcards.split} --bp {wildcards.B_p}"
+        "isocompute train --params {params.cfg:q} {params.options} --split {wildcards.split} --bp {wildcards.B_p}"
         " --n {wildcards.n} --max-steps {params.max_steps} --train-file {input.train} --val-file {input.val}"
         " --model {params.model} --run-dir {params.run_dir} --threads {threads} > {log} 2>&1"

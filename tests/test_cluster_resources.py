@@ -5,7 +5,9 @@ test_cluster_slurm.py.
 
 from __future__ import annotations
 
+import json
 import os
+import shlex
 import subprocess
 from pathlib import Path
 
@@ -171,3 +173,35 @@ def test_gpu_jobs_ask_for_one_node_and_run_their_step_on_all_their_cpus(gres, tm
             assert f"--cpus-per-task={8 * gpus}" in step, step
         else:
             assert "--cpus-per-gpu=8" in step and f"--gpus={gpus}" in step, step
+
+
+def train_params(tmp_path: Path, name: str, rule: str = "train", **cluster) -> dict:
+    """The --params of the first `rule` job of the main paper config with `cluster` keys changed."""
+    cfg = yaml.safe_load((REPO / "config" / "paper" / "qwen25_7b.yaml").read_text())
+    for key, value in cluster.items():
+        cfg["cluster"][key] = {**cfg["cluster"].get(key, {}), **value} if isinstance(value, dict) else value
+    workdir = tmp_path / name
+    workdir.mkdir()
+    (workdir / "study.yaml").write_text(yaml.safe_dump(cfg))
+    proc = dry_run(workdir / "study.yaml", workdir)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    shell = next(j for j in jobs_of(proc.stdout) if j["rule"] == rule)["shell"]
+    assert rule != "train" or " --options results/paper_qwen25_7b/runs/options.json " in shell
+    return json.loads(shlex.split(shell.split("--params", 1)[1])[0])
+
+
+def test_time_memory_cpus_and_retention_are_not_the_train_rules_params(tmp_path):
+    """The train rule's params are its rerun contract: a longer time limit, more memory or CPUs,
+    or another checkpoint retention must not resubmit finished runs; GPUs and verl's engine
+    settings shape the run and stay in."""
+    base = train_params(tmp_path, "base")
+    same = train_params(tmp_path, "resources", max_runtime=4000,
+                        train={"runtime": 600, "mem_mb": 256000, "cpus_per_gpu": 4},
+                        verl={"max_checkpoints": 2})
+    assert same == base
+    assert base["cluster"]["train"] == {"gpus": 8}
+    # They reach the jobs through the train_options rule's file, an ancient input of theirs.
+    options = train_params(tmp_path, "options", "train_options", train={"cpus_per_gpu": 4}, verl={"max_checkpoints": 2})
+    assert options == {"cluster": {"train": {"cpus_per_gpu": 4}, "verl": {"max_checkpoints": 2}}}
+    assert train_params(tmp_path, "gpus", train={"gpus": 4}) != base
+    assert train_params(tmp_path, "engine", verl={"gpu_memory_utilization": 0.5}) != base

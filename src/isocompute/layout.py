@@ -6,6 +6,7 @@
       splits/{split}/{train,val}.parquet, splits/splits.json
       figures/fig2_difficulty.{png,pdf,counts.csv}
       runs/{split}/bp{B_p}_n{n}/                          one training run (RunFiles below)
+      runs/options.json                                   train jobs' settings outside their params
       analysis/{split}/{evals,train_pass_rates}.parquet, tables/, figures/
       logs/..., benchmarks/...                            one per rule and job
 
@@ -118,6 +119,11 @@ class StudyLayout:
 
     def run_files(self, split, B_p, n) -> RunFiles:
         return RunFiles(Path(self.run_dir(split, B_p, n)))
+
+    @property
+    def train_options(self) -> str:
+        """What the train jobs read besides their params (CPUs, checkpoint retention)."""
+        return f"{self.results}/runs/options.json"
 
     # --- analysis ----------------------------------------------------------------
     def analysis_dir(self, split) -> str:

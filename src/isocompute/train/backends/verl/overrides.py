@@ -89,6 +89,29 @@ def check_supported(cfg: dict) -> None:
                           f"got {v['rollout_tensor_parallel']}")
 
 
+# --- what of cluster.* a verl run is made of --------------------------------------------
+# Keys the job reads that shape no training step: CPUs (Ray's num_cpus), how many
+# checkpoints are kept, the guard on prompts verl filters out. They travel outside the
+# train rule's params (its rerun contract) and the run identity, so that changing them
+# neither resubmits finished runs nor restarts running ones. Runtime and memory reach
+# only SLURM.
+RUN_OPTION_KEYS = {"train": ("cpus_per_gpu",), "verl": ("max_checkpoints",)}
+
+
+def training_engine(cfg: dict) -> dict:
+    """The cluster settings a verl run is made of: its GPUs (what the job gets: cluster.train.gpus
+    or the count of cluster.gres) and verl's engine settings. The train rule's params and part of
+    the run identity."""
+    _, gpus = train_topology(cfg)
+    verl = {k: v for k, v in cfg["cluster"]["verl"].items() if k not in RUN_OPTION_KEYS["verl"]}
+    return {"train": {"gpus": gpus}, "verl": verl}
+
+
+def run_options(cfg: dict) -> dict:
+    """The cluster keys the train job reads that are not its params (RUN_OPTION_KEYS)."""
+    return {section: {k: cfg["cluster"][section][k] for k in keys} for section, keys in RUN_OPTION_KEYS.items()}
+
+
 def recipe_overrides(cfg: dict, cell) -> dict:
     """The healthy-GRPO recipe of METHODS section 3 as verl keys, for one grid cell
     (its learning rate, warm-up and regularisation from `train.recipe`)."""

@@ -15,7 +15,7 @@ from isocompute.errors import InputError
 from isocompute.train.backends import register_backend
 from isocompute.train.backends.verl.dumps import annotate_dumps
 from isocompute.train.backends.verl.files import VerlRunFiles, latest_checkpoint_step
-from isocompute.train.backends.verl.overrides import check_supported, verl_command
+from isocompute.train.backends.verl.overrides import check_supported, training_engine, verl_command
 from isocompute.train.backends.verl.pass_rates import PassRateRecorder, problem_lookup
 from isocompute.train.backends.verl.resume import dump_is_complete, merge_metrics, prepare_run_dir
 from isocompute.train.identity import training_identity
@@ -29,9 +29,8 @@ POLL_S = 30.0  # how often run_verl turns finished rollout dumps into pass rates
 
 def run_identity(cfg: dict, cell, paths) -> dict:
     """What a run's checkpoints depend on (the recipe, the data, the model, the engine); not M_max."""
-    return training_identity(cfg, cell, paths, backend="verl",
-                             verl={k: v for k, v in cfg["cluster"]["verl"].items() if k != "max_checkpoints"},
-                             gpus=cfg["cluster"]["train"]["gpus"])
+    engine = training_engine(cfg)
+    return training_identity(cfg, cell, paths, backend="verl", verl=engine["verl"], gpus=engine["train"]["gpus"])
 
 
 def check_split_size(train_file: Path, B_p: int) -> int:
