@@ -76,6 +76,22 @@ def test_prepare_run_dir_resumes_from_the_last_checkpoint(tmp_path):
     assert prepare_run_dir(files, {"recipe": 2}, max_steps=5) == ResumeState(None, True)
 
 
+def test_checkpoints_of_earlier_sessions_and_unfinished_saves_are_pruned(tmp_path):
+    """verl rotates checkpoints (max_actor_ckpt_to_keep) only among those its own session saved:
+    a run resumed over many SLURM attempts would keep one ~90 GB checkpoint per attempt, and a
+    save killed half-way stays on disk. Before a session, only the last `keep` complete ones stay."""
+    files = VerlRunFiles(tmp_path / "run")
+    for step in (10, 20, 30):        # three sessions, each ended after its last save
+        fake_checkpoint(files.run_dir, step)
+    (files.checkpoints / "global_step_5").mkdir()          # what verl's rotation leaves (data.pt)
+    (files.checkpoints / "global_step_40" / "actor").mkdir(parents=True)   # killed mid-save
+    assert prepare_run_dir(files, {"recipe": 1}, keep=2).step == 30
+    assert sorted(p.name for p in files.checkpoints.glob("global_step_*")) == ["global_step_20", "global_step_30"]
+    assert prepare_run_dir(files, {"recipe": 1}, keep=1).step == 30
+    assert sorted(p.name for p in files.checkpoints.glob("global_step_*")) == ["global_step_30"]
+    assert (files.checkpoints / "isocompute_identity.json").is_file()
+
+
 def fake_popen(work):
     """A stand-in for verl's process: `work(argv, env)` does what verl would, then it exits 0."""
     class FakePopen:

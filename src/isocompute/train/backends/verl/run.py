@@ -17,7 +17,7 @@ from isocompute.train.backends.verl.dumps import annotate_dumps
 from isocompute.train.backends.verl.files import VerlRunFiles, latest_checkpoint_step
 from isocompute.train.backends.verl.overrides import check_supported, training_engine, verl_command
 from isocompute.train.backends.verl.pass_rates import PassRateRecorder, problem_lookup
-from isocompute.train.backends.verl.resume import dump_is_complete, merge_metrics, prepare_run_dir
+from isocompute.train.backends.verl.resume import dump_is_complete, merge_metrics, prepare_run_dir, prune_checkpoints
 from isocompute.train.identity import training_identity
 from isocompute.train.recipe import cell_recipe
 from isocompute.train.run_logs import read_jsonl
@@ -55,7 +55,8 @@ def run_verl(cfg: dict, cell, paths, **hooks) -> dict:
     check_supported(cfg)
     files = VerlRunFiles(Path(paths.run_dir).resolve())
     train_rows = check_split_size(Path(paths.train_file), cell.B_p)
-    state = prepare_run_dir(files, run_identity(cfg, cell, paths), cell.M_max)
+    keep = cfg["cluster"]["verl"]["max_checkpoints"]
+    state = prepare_run_dir(files, run_identity(cfg, cell, paths), cell.M_max, keep=keep)
     command = verl_command(cfg, cell, paths)
     log.info("verl %s bp%d_n%d: %s from step %s\n%s", cell.split, cell.B_p, cell.n,
              "resuming" if state.step is not None else "starting", state.step or 0, command.shell())
@@ -89,6 +90,7 @@ def run_verl(cfg: dict, cell, paths, **hooks) -> dict:
     if last != cell.M_max or missing:
         raise RuntimeError(f"verl finished without reaching M_max = {cell.M_max} (last checkpoint {last}, "
                            f"missing validation dumps for steps {missing[:5]}); see {files.session_log}")
+    prune_checkpoints(files.checkpoints, keep)  # a finished run holds only what resuming to a larger C_max needs
     annotated = annotate_dumps(files.generations, paths.model)
     return {"steps": cell.M_max, "train_problems": train_rows, "resumed_from": state.step,
             "verl_command": command.shell(), "dumps_annotated": annotated}
