@@ -88,10 +88,13 @@ def all_targets():
 
 from isocompute.grading import GRADER_VERSION
 from isocompute.grid import find_cell, grid_cells
+from isocompute.train.backends.verl import limits as verl_limits
 from isocompute.train.backends.verl import overrides as verl_overrides
 
 try:
     CELLS = grid_cells(config)
+    if config["train"]["backend"] == "verl":
+        verl_limits.check_batch_capacity(config, CELLS)
 except ConfigError as _err:
     sys.stderr.write(f"isocompute config error: {_err}\n")
     sys.exit(1)

@@ -19,6 +19,10 @@ def cmd_check_config(args) -> int:
     cfg = load_config(args.config)
     check_paths(cfg)
     cells = grid_cells(cfg)
+    if cfg["train"]["backend"] == "verl":
+        from isocompute.train.backends.verl.limits import check_batch_capacity
+
+        check_batch_capacity(cfg, cells)
     print(f"{args.config}: ok (experiment {cfg['experiment']}, {len(cells)} training runs)")
     return 0
 

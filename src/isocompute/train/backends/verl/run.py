@@ -15,6 +15,7 @@ from isocompute.errors import InputError
 from isocompute.train.backends import register_backend
 from isocompute.train.backends.verl.dumps import annotate_dumps
 from isocompute.train.backends.verl.files import VerlRunFiles, latest_checkpoint_step
+from isocompute.train.backends.verl.limits import check_batch_capacity
 from isocompute.train.backends.verl.overrides import check_supported, training_engine, verl_command
 from isocompute.train.backends.verl.pass_rates import PassRateRecorder, problem_lookup
 from isocompute.train.backends.verl.resume import dump_is_complete, merge_metrics, prepare_run_dir, prune_checkpoints
@@ -33,10 +34,14 @@ def run_identity(cfg: dict, cell, paths) -> dict:
     return training_identity(cfg, cell, paths, backend="verl", verl=engine["verl"], gpus=engine["train"]["gpus"])
 
 
-def check_split_size(train_file: Path, B_p: int) -> int:
+def parquet_rows(path: Path) -> int:
     import pyarrow.parquet as pq
 
-    rows = pq.ParquetFile(train_file).metadata.num_rows
+    return pq.ParquetFile(path).metadata.num_rows
+
+
+def check_split_size(train_file: Path, B_p: int) -> int:
+    rows = parquet_rows(train_file)
     if rows < B_p:
         raise InputError(f"{train_file}: {rows} training problems, fewer than B_p = {B_p} "
                          "(verl drops incomplete batches, so no step could run); shrink the grid's B_p")
@@ -55,6 +60,7 @@ def run_verl(cfg: dict, cell, paths, **hooks) -> dict:
     check_supported(cfg)
     files = VerlRunFiles(Path(paths.run_dir).resolve())
     train_rows = check_split_size(Path(paths.train_file), cell.B_p)
+    check_batch_capacity(cfg, [cell], val_problems=parquet_rows(Path(paths.val_file)))
     keep = cfg["cluster"]["verl"]["max_checkpoints"]
     state = prepare_run_dir(files, run_identity(cfg, cell, paths), cell.M_max, keep=keep)
     command = verl_command(cfg, cell, paths)
