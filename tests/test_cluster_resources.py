@@ -197,11 +197,12 @@ def test_time_memory_cpus_and_retention_are_not_the_train_rules_params(tmp_path)
     base = train_params(tmp_path, "base")
     same = train_params(tmp_path, "resources", max_runtime=4000,
                         train={"runtime": 600, "mem_mb": 256000, "cpus_per_gpu": 4},
-                        verl={"max_checkpoints": 2})
+                        verl={"max_checkpoints": 2, "max_dropped_prompt_share": 0.5})
     assert same == base
     assert base["cluster"]["train"] == {"gpus": 8}
     # They reach the jobs through the train_options rule's file, an ancient input of theirs.
     options = train_params(tmp_path, "options", "train_options", train={"cpus_per_gpu": 4}, verl={"max_checkpoints": 2})
-    assert options == {"cluster": {"train": {"cpus_per_gpu": 4}, "verl": {"max_checkpoints": 2}}}
+    assert options == {"cluster": {"train": {"cpus_per_gpu": 4},
+                                   "verl": {"max_checkpoints": 2, "max_dropped_prompt_share": 0.01}}}
     assert train_params(tmp_path, "gpus", train={"gpus": 4}) != base
     assert train_params(tmp_path, "engine", verl={"gpu_memory_utilization": 0.5}) != base

@@ -1,5 +1,6 @@
 """What verl 0.9.1 cannot hold or silently drops, checked before a run: a grid
-batch beyond its transfer queue's capacity stops at config time."""
+batch beyond its transfer queue's capacity stops at config time; the prompts
+its overlong filter drops are counted exactly as verl's dataset drops them."""
 
 from __future__ import annotations
 
@@ -50,3 +51,32 @@ def test_the_paper_configs_fit():
     for path in sorted((REPO / "config" / "paper").glob("*.yaml")):
         cfg = load_config(path)
         check_batch_capacity(cfg, grid_cells(cfg))
+
+
+def test_dropped_prompts_are_counted_as_verls_dataset_drops_them(tmp_path):
+    """The count equals what verl's own RLHFDataset keeps; a split losing more than the
+    configured share stops before verl starts, naming the key to raise."""
+    from omegaconf import OmegaConf
+    from verl.utils.dataset.rl_dataset import RLHFDataset
+
+    from isocompute.data.pool import Family, embedded_pool
+    from isocompute.model.tokenizer import build_char_tokenizer
+    from isocompute.train.backends.verl.limits import dropped_prompts, prompt_lengths
+
+    tok = build_char_tokenizer()
+    pool = embedded_pool([Family("a", 2, (1, 3), "+", 0.5), Family("b", 4, (1, 3), "+-", 0.5)], 40, 0,
+                         "Put it in \\boxed{}.")
+    split = tmp_path / "train.parquet"
+    pool.to_parquet(split)
+    lengths = prompt_lengths(split, tok)
+    limit = sorted(lengths)[len(lengths) // 2]
+    verl_cfg_ = OmegaConf.create({"max_prompt_length": limit, "filter_overlong_prompts": True,
+                                  "filter_overlong_prompts_workers": 1, "cache_dir": str(tmp_path / "cache")})
+    kept_by_verl = len(RLHFDataset([str(split)], tok, verl_cfg_, processor=None))
+    counted = dropped_prompts({"train": split}, "unused", limit, 1.0, tokenizer=tok)["train"]
+    assert 0 < counted["dropped"] < len(lengths)
+    assert counted["prompts"] - counted["dropped"] == kept_by_verl
+    assert counted["longest"] == max(lengths)
+    with pytest.raises(ConfigError, match="cluster.verl.max_prompt_length.*max_dropped_prompt_share"):
+        dropped_prompts({"train": split}, "unused", limit, 0.05, tokenizer=tok)
+    assert dropped_prompts({"train": split}, "unused", max(lengths), 0.0, tokenizer=tok)["train"]["dropped"] == 0

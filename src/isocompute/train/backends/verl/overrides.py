@@ -95,7 +95,7 @@ def check_supported(cfg: dict) -> None:
 # train rule's params (its rerun contract) and the run identity, so that changing them
 # neither resubmits finished runs nor restarts running ones. Runtime and memory reach
 # only SLURM.
-RUN_OPTION_KEYS = {"train": ("cpus_per_gpu",), "verl": ("max_checkpoints",)}
+RUN_OPTION_KEYS = {"train": ("cpus_per_gpu",), "verl": ("max_checkpoints", "max_dropped_prompt_share")}
 
 
 def training_engine(cfg: dict) -> dict:
