@@ -247,6 +247,14 @@ def cpu_resources():
     return cluster_resources.cpu_job_resources(config)
 
 
+def merge_resources():
+    return cluster_resources.merge_job_resources(config)
+
+
+def merged_model_dir(split, B_p, n):
+    return LAYOUT.merged_model(split, B_p, n)
+
+
 def train_threads():
     """All CPUs of a GPU training job (GPUs x cpus_per_gpu: the SLURM job step runs on
     `threads` CPUs when GPUs come through --gres); threads_per_job for a CPU run."""

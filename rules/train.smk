@@ -59,3 +59,25 @@ rule train:
         "isocompute train --params {params.cfg:q} {params.options} --split {wildcards.split} --bp {wildcards.B_p}"
         " --n {wildcards.n} --max-steps {params.max_steps} --train-file {input.train} --val-file {input.val}"
         " --model {params.model} --run-dir {params.run_dir} --threads {threads} > {log} 2>&1"
+
+
+# A finished verl run's last checkpoint as a Hugging Face model, on request (not in
+# `all`): a cluster job, since the merge holds the whole model in memory.
+if config["train"]["backend"] == "verl":
+
+    rule merge_checkpoint:
+        input:
+            marker=RUN_MARKER,
+        output:
+            directory(merged_model_dir("{split}", "{B_p}", "{n}")),
+        log:
+            LAYOUT.log(f"merge_checkpoint/{CELL_NAME}"),
+        conda:
+            GPU_ENV
+        threads: config["cluster"]["merge"]["threads"]
+        resources:
+            **merge_resources(),
+        params:
+            run_dir=run_dir_of,
+        shell:
+            "isocompute verl-merge --run-dir {params.run_dir} --out {output} > {log} 2>&1"

@@ -67,8 +67,7 @@ def dry_run(path: Path, workdir: Path, *args: str) -> subprocess.CompletedProces
         (workdir / pool["path"]).touch()
     env = {**os.environ, "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
     config = path.relative_to(workdir) if path.is_relative_to(workdir) else Path("config/paper") / path.name
-    return subprocess.run([str(VENV_BIN / "snakemake"), "-n", "--profile", "slurm", "--configfile", str(config),
-                           *args],
+    return subprocess.run([str(VENV_BIN / "snakemake"), "-n", *args, "--profile", "slurm", "--configfile", str(config)],
                           cwd=workdir, env=env, capture_output=True, text=True)
 
 
@@ -206,3 +205,19 @@ def test_time_memory_cpus_and_retention_are_not_the_train_rules_params(tmp_path)
                                    "verl": {"max_checkpoints": 2, "max_dropped_prompt_share": 0.01}}}
     assert train_params(tmp_path, "gpus", train={"gpus": 4}) != base
     assert train_params(tmp_path, "engine", verl={"gpu_memory_utilization": 0.5}) != base
+
+
+def test_the_checkpoint_merge_is_a_cluster_job(tmp_path):
+    """Converting a finished run to a Hugging Face model holds the whole model in memory: a rule
+    submitted as a SLURM job with cluster.merge's memory, not a command on the login node."""
+    proc = dry_run(REPO / "config" / "paper" / "qwen25_7b.yaml", tmp_path,
+                   "results/paper_qwen25_7b/models/easy/bp32_n512")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    jobs = jobs_of(proc.stdout)
+    merge = next(j for j in jobs if j["rule"] == "merge_checkpoint")
+    assert "localrule merge_checkpoint" not in proc.stdout
+    assert merge["wildcards"] == {"split": "easy", "B_p": "32", "n": "512"}
+    assert int(merge["resources"]["mem_mb"]) == 256000 and "gpu" not in merge["resources"]
+    assert "isocompute verl-merge --run-dir results/paper_qwen25_7b/runs/easy/bp32_n512" in merge["shell"]
+    assert "--out results/paper_qwen25_7b/models/easy/bp32_n512" in merge["shell"]
+    assert any(j["rule"] == "train" and j["wildcards"].get("n") == "512" for j in jobs)

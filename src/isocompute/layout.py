@@ -7,6 +7,7 @@
       figures/fig2_difficulty.{png,pdf,counts.csv}
       runs/{split}/bp{B_p}_n{n}/                          one training run (RunFiles below)
       runs/options.json                                   train jobs' settings outside their params
+      models/{split}/bp{B_p}_n{n}/                        a verl run merged to Hugging Face format (on request)
       analysis/{split}/{evals,train_pass_rates}.parquet, tables/, figures/
       logs/..., benchmarks/...                            one per rule and job
 
@@ -119,6 +120,10 @@ class StudyLayout:
 
     def run_files(self, split, B_p, n) -> RunFiles:
         return RunFiles(Path(self.run_dir(split, B_p, n)))
+
+    def merged_model(self, split, B_p, n) -> str:
+        """A finished verl run's last checkpoint as a Hugging Face model directory."""
+        return f"{self.results}/models/{split}/bp{B_p}_n{n}"
 
     @property
     def train_options(self) -> str:

@@ -89,6 +89,15 @@ def cpu_job_resources(cfg: dict) -> dict:
     }
 
 
+def merge_job_resources(cfg: dict) -> dict:
+    """Resources of a checkpoint merge: a CPU job with the memory of a whole model (cluster.merge)."""
+    c = cfg["cluster"]
+    return {
+        "mem_mb": int(c["merge"]["mem_mb"]),
+        "runtime": attempt_runtime(c["merge"]["runtime"], c["max_runtime"]),
+    }
+
+
 def train_uses_gpu(cfg: dict) -> bool:
     t = cfg["train"]
     return t["backend"] == "verl" or str(t["device"]).startswith("cuda")
