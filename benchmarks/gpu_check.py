@@ -161,7 +161,8 @@ def check_vllm(steps: Steps) -> dict:
     result = {"sample": rec}
     if rec.get("ok"):
         local = pd.read_parquet(steps.work / L.difficulty).set_index("problem_id")["avg_at_samples"]
-        vllm = pd.read_parquet(steps.work / "vllm" / "difficulty.parquet").set_index("problem_id")["avg_at_samples"]
+        counts = pd.read_parquet(steps.work / "vllm" / "difficulty.parquet").set_index("problem_id")
+        vllm = counts["correct"] / counts["samples"]
         both = pd.concat({"local": local, "vllm": vllm}, axis=1, join="inner")
         result.update(problems=len(both), samples=STUDY["difficulty"]["samples"],
                       mean_local=round(float(both["local"].mean()), 4), mean_vllm=round(float(both["vllm"].mean()), 4),

@@ -29,6 +29,7 @@ SPLITS = list(config["splits"]["names"])
 
 wildcard_constraints:
     split="|".join(SPLITS) or "none",
+    part=r"[0-9]{3}",
 
 
 def params_json(*sections):
@@ -280,6 +281,15 @@ def sampling_threads():
         return workflow.cores
     except WorkflowError:
         return config["cluster"]["cpu"]["threads"]
+
+
+def difficulty_jobs():
+    return int(config["cluster"]["sample"]["jobs"])
+
+
+def difficulty_part_files():
+    """The counts of every difficulty_chunk job, in part (= pool) order."""
+    return [LAYOUT.difficulty_part(part) for part in range(difficulty_jobs())]
 
 
 def sampler_params_json(*sections):

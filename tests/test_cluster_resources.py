@@ -104,8 +104,14 @@ def test_dry_run_with_the_slurm_profile_builds_the_full_dag(path, tmp_path):
         assert "cpus_per_task" not in r
         # verl's own settings travel with the rule's params.
         assert '"cluster": {"train":' in job["shell"] and '"backend": "verl"' in job["shell"]
-    diff = next(j for j in jobs if j["rule"] == "difficulty")
-    assert diff["resources"]["gpu"] == "1" and '"vllm": {' in diff["shell"]
+    # avg@16 in cluster.sample.jobs parallel GPU jobs of whole chunks, merged by a CPU job.
+    chunks = [j for j in jobs if j["rule"] == "difficulty_chunk"]
+    assert len(chunks) == cfg["cluster"]["sample"]["jobs"] == 16
+    assert sorted(j["wildcards"]["part"] for j in chunks) == [f"{p:03d}" for p in range(16)]
+    for diff in chunks:
+        assert diff["resources"]["gpu"] == "1" and '"vllm": {' in diff["shell"] and " --parts 16 " in diff["shell"]
+    merge = next(j for j in jobs if j["rule"] == "difficulty")
+    assert "gpu" not in merge["resources"] and "isocompute difficulty-merge" in merge["shell"]
     assert not any(j["rule"] == "base_model" for j in jobs)  # a hub model is not built
 
 
@@ -162,7 +168,7 @@ def test_gpu_jobs_ask_for_one_node_and_run_their_step_on_all_their_cpus(gres, tm
     proc = dry_run(path, tmp_path, "--cores", "1024")
     assert proc.returncode == 0, proc.stderr[-3000:]
     jobs = jobs_of(proc.stdout)
-    for rule, gpus in (("train", 8), ("difficulty", 8 if gres else 1)):
+    for rule, gpus in (("train", 8), ("difficulty_chunk", 8 if gres else 1)):
         job = plugin_job(next(j for j in jobs if j["rule"] == rule))
         sbatch, step = slurm_calls(job, slurm_gpus=None if gres else f"h200:{gpus}")
         assert " --nodes=1" in sbatch and "--cpus-per-gpu=8" in sbatch, sbatch

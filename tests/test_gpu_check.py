@@ -19,7 +19,7 @@ def test_gpu_check_dry_run_plans_every_step_and_verl_resolves_its_command(tmp_pa
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     plan = json.loads(out.read_text())
     assert plan["dry_run"] is True
-    assert plan["data"]["jobs"] == {"pool": 1, "base_model": 1, "difficulty": 1, "splits": 1}
+    assert plan["data"]["jobs"] == {"pool": 1, "base_model": 1, "difficulty_chunk": 1, "difficulty": 1, "splits": 1}
     # The local backend: two cells, each on CUDA and on the CPU, with the train rule's command.
     cells = plan["local"]["cells"]
     assert [c["cell"] for c in cells] == ["easy/bp8_n8", "easy/bp16_n8"]

@@ -2,6 +2,7 @@
 
     results/{experiment}/
       data/pool.parquet, data/difficulty.parquet          problem pool, avg@16 counts
+      data/difficulty/part{part}.parquet                  the counts of one difficulty_chunk job
       model/base/                                         the embedded base model (HF directory)
       splits/{split}/{train,val}.parquet, splits/splits.json
       figures/fig2_difficulty.{png,pdf,counts.csv}
@@ -85,6 +86,11 @@ class StudyLayout:
     @property
     def difficulty(self) -> str:
         return f"{self.results}/data/difficulty.parquet"
+
+    def difficulty_part(self, part) -> str:
+        """The counts of one difficulty_chunk job ("{part}" passes through as a wildcard)."""
+        part = part if isinstance(part, str) else f"{int(part):03d}"
+        return f"{self.results}/data/difficulty/part{part}.parquet"
 
     @property
     def embedded_model(self) -> str:
