@@ -122,7 +122,8 @@ def test_each_failure_names_its_fix_and_fails_the_run(study, node, item, says, f
 def test_a_wrong_partition_in_the_profile_is_named(study, tmp_path, monkeypatch):
     (tmp_path / "slurm").mkdir()
     (tmp_path / "slurm" / "config.yaml").write_text(
-        "default-resources: {slurm_account: lab, slurm_partition: cpu}\nset-resources: {train: {slurm_partition: h200}}\n")
+        "default-resources: {slurm_account: lab, slurm_partition: cpu}\n"
+        "set-resources: {train: {slurm_partition: h200}}\n")
     check = dr.check_profile(FakeNode(), tmp_path / "slurm" / "config.yaml")
     assert check.failed and "partition 'h200' (train) does not exist" in check.detail
     assert dr.check_profile(FakeNode(partitions="cpu* h200"), tmp_path / "slurm" / "config.yaml").status == "ok"

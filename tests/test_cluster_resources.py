@@ -67,8 +67,8 @@ def dry_run(path: Path, workdir: Path, *args: str) -> subprocess.CompletedProces
         (workdir / pool["path"]).touch()
     env = {**os.environ, "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
     config = path.relative_to(workdir) if path.is_relative_to(workdir) else Path("config/paper") / path.name
-    return subprocess.run([str(VENV_BIN / "snakemake"), "-n", *args, "--profile", "slurm", "--configfile", str(config)],
-                          cwd=workdir, env=env, capture_output=True, text=True)
+    argv = [str(VENV_BIN / "snakemake"), "-n", *args, "--profile", "slurm", "--configfile", str(config)]
+    return subprocess.run(argv, cwd=workdir, env=env, capture_output=True, text=True)
 
 
 def jobs_of(output: str) -> list[dict]:
@@ -206,7 +206,8 @@ def test_time_memory_cpus_and_retention_are_not_the_train_rules_params(tmp_path)
     assert same == base
     assert base["cluster"]["train"] == {"gpus": 8}
     # They reach the jobs through the train_options rule's file, an ancient input of theirs.
-    options = train_params(tmp_path, "options", "train_options", train={"cpus_per_gpu": 4}, verl={"max_checkpoints": 2})
+    options = train_params(tmp_path, "options", "train_options", train={"cpus_per_gpu": 4},
+                           verl={"max_checkpoints": 2})
     assert options == {"cluster": {"train": {"cpus_per_gpu": 4},
                                    "verl": {"max_checkpoints": 2, "max_dropped_prompt_share": 0.01}}}
     assert train_params(tmp_path, "gpus", train={"gpus": 4}) != base

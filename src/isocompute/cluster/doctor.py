@@ -263,7 +263,8 @@ def check_profile(system: System, profile_file: Path = PROFILE_FILE) -> Check:
     if account:
         rc, out = system.run("sacctmgr", "-n", "-P", "show", "assoc", f"user={system.user()}", "format=account")
         if rc == 0 and account not in out.split():
-            problems.append(f"account {account!r} is not one of yours ({', '.join(sorted(set(out.split()))) or 'none'})")
+            yours = ", ".join(sorted(set(out.split()))) or "none"
+            problems.append(f"account {account!r} is not one of yours ({yours})")
     if problems:
         return fail("SLURM profile", "; ".join(problems),
                     f"set slurm_account / slurm_partition in {profile_file} (default-resources, set-resources "
