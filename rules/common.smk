@@ -29,6 +29,7 @@ SPLITS = list(config["splits"]["names"])
 
 wildcard_constraints:
     split="|".join(SPLITS) or "none",
+    part=r"[0-9]{3}",
 
 
 def params_json(*sections):
@@ -88,11 +89,15 @@ def all_targets():
 
 from isocompute.grading import GRADER_VERSION
 from isocompute.grid import find_cell, grid_cells, replicate_of
+from isocompute.train.backends.verl import limits as verl_limits
+from isocompute.train.backends.verl import overrides as verl_overrides
 from isocompute.train.recipe import check_schedules
 
 try:
     CELLS = grid_cells(config)
     check_schedules(config, CELLS)
+    if config["train"]["backend"] == "verl":
+        verl_limits.check_batch_capacity(config, CELLS)
 except ConfigError as _err:
     sys.stderr.write(f"isocompute config error: {_err}\n")
     sys.exit(1)
@@ -149,7 +154,18 @@ def train_inputs(wildcards):
         **split_files(wildcards.split),
         "grid_check": ancient(LAYOUT.grid_check),
         "model": base_model_input(),
+        # Ancient too: rewritten when a time limit or retention changes, re-running nothing.
+        "options": ancient(LAYOUT.train_options) if uses_train_options() else [],
     }
+
+
+def uses_train_options():
+    return config["train"]["backend"] == "verl"
+
+
+def train_options_arg(wildcards, input):
+    """`--options FILE` of the train rule when it has one."""
+    return f"--options {input.options}" if input.options else ""
 
 
 def grid_split_train_files():
@@ -167,9 +183,16 @@ def train_params_json():
     sections = {k: config[k] for k in ("seed", "sampling", "train")}
     sections["eval"] = {"samples": config["eval"]["samples"]}
     if config["train"]["backend"] == "verl":
-        # verl's engine and hardware settings shape its runs (and their checkpoints) too.
-        sections["cluster"] = {k: config["cluster"][k] for k in ("train", "verl")}
+        # verl's GPUs and engine settings shape its runs (and their checkpoints) too;
+        # time limits, memory, CPUs and checkpoint retention do not (train_options_json).
+        sections["cluster"] = verl_overrides.training_engine(config)
     return json.dumps(sections, sort_keys=True)
+
+
+def train_options_json():
+    """The cluster keys a verl train job reads that are not its params (CPUs, checkpoint
+    retention): the params of the train_options rule, whose file the train jobs read."""
+    return json.dumps({"cluster": verl_overrides.run_options(config)}, sort_keys=True)
 
 
 def train_uses_gpu():
@@ -218,6 +241,7 @@ ANALYSIS_ENV = "../envs/analysis.yaml"
 localrules:
     all,
     pool,
+    train_options,
     fig_difficulty,
     check_grid,
     collect,
@@ -244,18 +268,48 @@ def cpu_resources():
     return cluster_resources.cpu_job_resources(config)
 
 
+def merge_resources():
+    return cluster_resources.merge_job_resources(config)
+
+
+def merged_model_dir(split, B_p, n, rep=""):
+    return LAYOUT.merged_model(split, B_p, n, rep)
+
+
+def train_threads():
+    """All CPUs of a GPU training job (GPUs x cpus_per_gpu: the SLURM job step runs on
+    `threads` CPUs when GPUs come through --gres); threads_per_job for a CPU run."""
+    if config["train"]["backend"] == "verl":
+        return cluster_resources.gpu_job_threads(config, "train")
+    if train_uses_gpu():
+        return cluster_resources.gpu_job_threads(config, "train", gpus=1)
+    return config["threads_per_job"]
+
+
 def sampling_threads():
-    """Every core of a local run; cluster.cpu.threads for a cluster job, where Snakemake has no
-    --cores and the job itself (remote mode) would otherwise see all of its node's cores.
+    """All CPUs of a vLLM sampling job; else every core of a local run, and cluster.cpu.threads
+    for a cluster job, where Snakemake has no --cores and the job itself (remote mode) would
+    otherwise see all of its node's cores.
     """
     from snakemake.exceptions import WorkflowError
 
+    if cluster_resources.sampling_uses_gpu(config):
+        return cluster_resources.gpu_job_threads(config, "sample")
     if workflow.remote_exec:
         return config["cluster"]["cpu"]["threads"]
     try:
         return workflow.cores
     except WorkflowError:
         return config["cluster"]["cpu"]["threads"]
+
+
+def difficulty_jobs():
+    return int(config["cluster"]["sample"]["jobs"])
+
+
+def difficulty_part_files():
+    """The counts of every difficulty_chunk job, in part (= pool) order."""
+    return [LAYOUT.difficulty_part(part) for part in range(difficulty_jobs())]
 
 
 def sampler_params_json(*sections):

@@ -36,16 +36,18 @@ rule base_model:
         "isocompute base-model --params {params.cfg:q} --pool {input.pool} --out {output} > {log} 2>&1"
 
 
-rule difficulty:
+# avg@16 of the pool, split into cluster.sample.jobs parallel jobs of whole chunks
+# (resumable per chunk), then merged in pool order.
+rule difficulty_chunk:
     input:
         pool=LAYOUT.pool,
         model=base_model_input(),
     output:
-        LAYOUT.difficulty,
+        LAYOUT.difficulty_part("{part}"),
     log:
-        LAYOUT.log("difficulty"),
+        LAYOUT.log("difficulty/part{part}"),
     benchmark:
-        LAYOUT.benchmark("difficulty")
+        LAYOUT.benchmark("difficulty/part{part}")
     conda:
         GPU_ENV
     threads: sampling_threads()
@@ -54,9 +56,29 @@ rule difficulty:
     params:
         cfg=sampler_params_json("sampling", "difficulty"),
         model=model_arg,
+        parts=difficulty_jobs(),
     shell:
         "isocompute difficulty --params {params.cfg:q} --pool {input.pool} --model {params.model}"
-        " --threads {threads} --out {output} > {log} 2>&1"
+        " --part {wildcards.part} --parts {params.parts} --threads {threads} --out {output} > {log} 2>&1"
+
+
+rule difficulty:
+    input:
+        pool=LAYOUT.pool,
+        parts=difficulty_part_files(),
+    output:
+        LAYOUT.difficulty,
+    log:
+        LAYOUT.log("difficulty"),
+    conda:
+        ANALYSIS_ENV
+    resources:
+        **cpu_resources(),
+    params:
+        cfg=params_json("difficulty"),
+    shell:
+        "isocompute difficulty-merge --params {params.cfg:q} --pool {input.pool} --parts {input.parts}"
+        " --out {output} > {log} 2>&1"
 
 
 rule splits:

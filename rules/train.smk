@@ -19,6 +19,22 @@ rule check_grid:
         "isocompute check-grid --params {params.cfg:q} --train-files {params.files} --out {output} > {log} 2>&1"
 
 
+# The cluster settings train jobs read that are not their params (CPUs, checkpoint
+# retention): a changed value rewrites this file, which the jobs read as an ancient
+# input, so finished runs are not resubmitted and the next attempt of a run sees it.
+rule train_options:
+    output:
+        LAYOUT.train_options,
+    log:
+        LAYOUT.log("train_options"),
+    conda:
+        ANALYSIS_ENV
+    params:
+        cfg=train_options_json(),
+    shell:
+        "isocompute train-options --params {params.cfg:q} --out {output} > {log} 2>&1"
+
+
 rule train:
     input:
         unpack(train_inputs),
@@ -30,7 +46,7 @@ rule train:
         LAYOUT.benchmark(f"train/{CELL_NAME}")
     conda:
         GPU_ENV
-    threads: config["threads_per_job"]
+    threads: train_threads()
     resources:
         **train_resources(),
     params:
@@ -39,8 +55,31 @@ rule train:
         run_dir=run_dir_of,
         max_steps=max_steps_of,
         replicate=replicate_index,
+        options=train_options_arg,
     shell:
-        "isocompute train --params {params.cfg:q} --split {wildcards.split} --bp {wildcards.B_p}"
+        "isocompute train --params {params.cfg:q} {params.options} --split {wildcards.split} --bp {wildcards.B_p}"
         " --n {wildcards.n} --max-steps {params.max_steps} --train-file {input.train} --val-file {input.val}"
         " --replicate {params.replicate} --model {params.model} --run-dir {params.run_dir} --threads {threads}"
         " > {log} 2>&1"
+
+
+# A finished verl run's last checkpoint as a Hugging Face model, on request (not in
+# `all`): a cluster job, since the merge holds the whole model in memory.
+if config["train"]["backend"] == "verl":
+
+    rule merge_checkpoint:
+        input:
+            marker=RUN_MARKER,
+        output:
+            directory(merged_model_dir("{split}", "{B_p}", "{n}", "{rep}")),
+        log:
+            LAYOUT.log(f"merge_checkpoint/{CELL_NAME}"),
+        conda:
+            GPU_ENV
+        threads: config["cluster"]["merge"]["threads"]
+        resources:
+            **merge_resources(),
+        params:
+            run_dir=run_dir_of,
+        shell:
+            "isocompute verl-merge --run-dir {params.run_dir} --out {output} > {log} 2>&1"

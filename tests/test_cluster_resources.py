@@ -5,7 +5,9 @@ test_cluster_slurm.py.
 
 from __future__ import annotations
 
+import json
 import os
+import shlex
 import subprocess
 from pathlib import Path
 
@@ -26,7 +28,7 @@ def test_gpu_and_cpu_resources_come_from_the_config():
                                     "train": {"gpus": 4, "runtime": 900, "mem_mb": 1000, "cpus_per_gpu": 6}}})
     res = gpu_job_resources(cfg, "train")
     assert {k: v for k, v in res.items() if k != "runtime"} == \
-        {"gpu": 4, "gpu_model": "h200", "cpus_per_gpu": 6, "mem_mb": 1000}
+        {"gpu": 4, "gpu_model": "h200", "nodes": 1, "cpus_per_gpu": 6, "mem_mb": 1000}
     assert [res["runtime"](None, a) for a in (1, 2, 3)] == [900, 1800, 2000]
     gres = gpu_job_resources(check_config({"cluster": {"gres": "gpu:a100:8"}}), "sample")
     assert gres["gres"] == "gpu:a100:8" and "gpu" not in gres and "gpu_model" not in gres
@@ -51,20 +53,22 @@ def test_the_slurm_profile_resolves_from_the_repo_root(monkeypatch):
     assert "cpus_per_task" not in profile["default-resources"]
 
 
-def dry_run(path: Path, workdir: Path) -> subprocess.CompletedProcess:
+def dry_run(path: Path, workdir: Path, *args: str) -> subprocess.CompletedProcess:
+    """`snakemake -n --profile slurm` of a paper config (or of a config file inside `workdir`)."""
     for name in ("Snakefile", "rules", "config", "workflow", "envs", "slurm"):
         src = REPO / name
         target = workdir / name
         if not target.exists():
-            (os.symlink if src.is_dir() else os.symlink)(src, target)
+            os.symlink(src, target)
     # The data a user fetches before launching (the pipeline checks that it exists).
     pool = load_config(path)["pool"]
     if pool["source"] == "file":
         (workdir / pool["path"]).parent.mkdir(parents=True, exist_ok=True)
         (workdir / pool["path"]).touch()
     env = {**os.environ, "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
-    return subprocess.run([str(VENV_BIN / "snakemake"), "-n", "--profile", "slurm", "--configfile",
-                           f"config/paper/{path.name}"], cwd=workdir, env=env, capture_output=True, text=True)
+    config = path.relative_to(workdir) if path.is_relative_to(workdir) else Path("config/paper") / path.name
+    argv = [str(VENV_BIN / "snakemake"), "-n", *args, "--profile", "slurm", "--configfile", str(config)]
+    return subprocess.run(argv, cwd=workdir, env=env, capture_output=True, text=True)
 
 
 def jobs_of(output: str) -> list[dict]:
@@ -100,6 +104,127 @@ def test_dry_run_with_the_slurm_profile_builds_the_full_dag(path, tmp_path):
         assert "cpus_per_task" not in r
         # verl's own settings travel with the rule's params.
         assert '"cluster": {"train":' in job["shell"] and '"backend": "verl"' in job["shell"]
-    diff = next(j for j in jobs if j["rule"] == "difficulty")
-    assert diff["resources"]["gpu"] == "1" and '"vllm": {' in diff["shell"]
+    # avg@16 in cluster.sample.jobs parallel GPU jobs of whole chunks, merged by a CPU job.
+    chunks = [j for j in jobs if j["rule"] == "difficulty_chunk"]
+    assert len(chunks) == cfg["cluster"]["sample"]["jobs"] == 16
+    assert sorted(j["wildcards"]["part"] for j in chunks) == [f"{p:03d}" for p in range(16)]
+    for diff in chunks:
+        assert diff["resources"]["gpu"] == "1" and '"vllm": {' in diff["shell"] and " --parts 16 " in diff["shell"]
+    merge = next(j for j in jobs if j["rule"] == "difficulty")
+    assert "gpu" not in merge["resources"] and "isocompute difficulty-merge" in merge["shell"]
     assert not any(j["rule"] == "base_model" for j in jobs)  # a hub model is not built
+
+
+# --- the sbatch call and the job step the SLURM plugin builds from our resources -----
+
+class _Resources(dict):
+    """The slice of snakemake's job.resources the plugin reads: .get() and attributes."""
+
+    def __getattr__(self, name):
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+class _Job:
+    def __init__(self, resources: dict, threads: int):
+        self.resources, self.threads = _Resources(resources), threads
+
+
+def plugin_job(job: dict) -> _Job:
+    """A dry run's job as the plugin sees it: integer resources as ints, threads from the command."""
+    res = {k: int(v) if v.isdigit() else v for k, v in job["resources"].items() if "<TBD>" not in v}
+    threads = int(job["shell"].split(" --threads ", 1)[1].split()[0])
+    return _Job(res, threads)
+
+
+def slurm_calls(job: _Job, *, slurm_gpus: str | None) -> tuple[str, str]:
+    """The plugin's sbatch call for the job (as its run_job builds it), and the job step's srun
+    options inside the allocation (SLURM_GPUS is set only when the job asked with --gpus, not --gres)."""
+    from snakemake_executor_plugin_slurm.submit_string import get_submit_command
+    from snakemake_executor_plugin_slurm.utils import set_gres_string
+    from snakemake_executor_plugin_slurm_jobstep import get_cpu_setting, get_gpu_setting, get_node_setting
+
+    params = {"run_uuid": "u", "slurm_logfile": "log", "comment_str": "c", "account": "", "partition": "",
+              "workdir": "."}
+    sbatch = get_submit_command(job, params) + set_gres_string(job)
+    step = " ".join([get_cpu_setting(job, slurm_gpus), get_gpu_setting(job), get_node_setting(job)])
+    return sbatch, step
+
+
+@pytest.mark.parametrize("gres", [None, "gpu:h200:8"], ids=["gpus", "gres"])
+def test_gpu_jobs_ask_for_one_node_and_run_their_step_on_all_their_cpus(gres, tmp_path):
+    """A verl run is one node (verl is told nnodes=1): sbatch gets --nodes=1, and the job
+    step gets every CPU of the job, also where GPUs come through --gres (the plugin's step
+    then asks for --cpus-per-task=threads, not --cpus-per-gpu)."""
+    path = tmp_path / "main.yaml"
+    cfg = yaml.safe_load((REPO / "config" / "paper" / "qwen25_7b.yaml").read_text())
+    if gres:  # one literal request for every GPU job: here both ask for 8
+        cfg["cluster"]["gres"] = gres
+        cfg["cluster"]["sample"]["gpus"] = 8
+    path.write_text(yaml.safe_dump(cfg))
+    # A dry run caps threads at --cores (1 by default); the submitting run has no cap.
+    proc = dry_run(path, tmp_path, "--cores", "1024")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    jobs = jobs_of(proc.stdout)
+    for rule, gpus in (("train", 8), ("difficulty_chunk", 8 if gres else 1)):
+        job = plugin_job(next(j for j in jobs if j["rule"] == rule))
+        sbatch, step = slurm_calls(job, slurm_gpus=None if gres else f"h200:{gpus}")
+        assert " --nodes=1" in sbatch and "--cpus-per-gpu=8" in sbatch, sbatch
+        assert (f"--gres={gres}" if gres else f"--gpus=h200:{gpus}") in sbatch, sbatch
+        assert "--nodes=1" in step
+        if gres:
+            assert f"--cpus-per-task={8 * gpus}" in step, step
+        else:
+            assert "--cpus-per-gpu=8" in step and f"--gpus={gpus}" in step, step
+
+
+def train_params(tmp_path: Path, name: str, rule: str = "train", **cluster) -> dict:
+    """The --params of the first `rule` job of the main paper config with `cluster` keys changed."""
+    cfg = yaml.safe_load((REPO / "config" / "paper" / "qwen25_7b.yaml").read_text())
+    for key, value in cluster.items():
+        cfg["cluster"][key] = {**cfg["cluster"].get(key, {}), **value} if isinstance(value, dict) else value
+    workdir = tmp_path / name
+    workdir.mkdir()
+    (workdir / "study.yaml").write_text(yaml.safe_dump(cfg))
+    proc = dry_run(workdir / "study.yaml", workdir)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    shell = next(j for j in jobs_of(proc.stdout) if j["rule"] == rule)["shell"]
+    assert rule != "train" or " --options results/paper_qwen25_7b/runs/options.json " in shell
+    return json.loads(shlex.split(shell.split("--params", 1)[1])[0])
+
+
+def test_time_memory_cpus_and_retention_are_not_the_train_rules_params(tmp_path):
+    """The train rule's params are its rerun contract: a longer time limit, more memory or CPUs,
+    or another checkpoint retention must not resubmit finished runs; GPUs and verl's engine
+    settings shape the run and stay in."""
+    base = train_params(tmp_path, "base")
+    same = train_params(tmp_path, "resources", max_runtime=4000,
+                        train={"runtime": 600, "mem_mb": 256000, "cpus_per_gpu": 4},
+                        verl={"max_checkpoints": 2, "max_dropped_prompt_share": 0.5})
+    assert same == base
+    assert base["cluster"]["train"] == {"gpus": 8}
+    # They reach the jobs through the train_options rule's file, an ancient input of theirs.
+    options = train_params(tmp_path, "options", "train_options", train={"cpus_per_gpu": 4},
+                           verl={"max_checkpoints": 2})
+    assert options == {"cluster": {"train": {"cpus_per_gpu": 4},
+                                   "verl": {"max_checkpoints": 2, "max_dropped_prompt_share": 0.01}}}
+    assert train_params(tmp_path, "gpus", train={"gpus": 4}) != base
+    assert train_params(tmp_path, "engine", verl={"gpu_memory_utilization": 0.5}) != base
+
+
+def test_the_checkpoint_merge_is_a_cluster_job(tmp_path):
+    """Converting a finished run to a Hugging Face model holds the whole model in memory: a rule
+    submitted as a SLURM job with cluster.merge's memory, not a command on the login node."""
+    proc = dry_run(REPO / "config" / "paper" / "qwen25_7b.yaml", tmp_path,
+                   "results/paper_qwen25_7b/models/easy/bp32_n512")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    jobs = jobs_of(proc.stdout)
+    merge = next(j for j in jobs if j["rule"] == "merge_checkpoint")
+    assert "localrule merge_checkpoint" not in proc.stdout
+    assert merge["wildcards"] == {"split": "easy", "B_p": "32", "n": "512"}
+    assert int(merge["resources"]["mem_mb"]) == 256000 and "gpu" not in merge["resources"]
+    assert "isocompute verl-merge --run-dir results/paper_qwen25_7b/runs/easy/bp32_n512" in merge["shell"]
+    assert "--out results/paper_qwen25_7b/models/easy/bp32_n512" in merge["shell"]
+    assert any(j["rule"] == "train" and j["wildcards"].get("n") == "512" for j in jobs)

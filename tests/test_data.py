@@ -181,3 +181,52 @@ def test_split_frame_keeps_schema_and_records_base_rate():
     assert list(f.columns) == COLUMNS
     assert f["extra_info"].iloc[1]["base_pass_rate"] == d["avg_at_samples"].iloc[7]
     assert f["extra_info"].iloc[0]["split"] == "easy"
+
+
+class SeededFakeSampler:
+    """Completions that depend only on the seed of the call and the prompt: '\\boxed{<answer or not>}'."""
+
+    def __init__(self):
+        self.seeds = []
+
+    def sample(self, prompt_ids, n, params, seed=None, progress=None):
+        self.seeds.append(seed)
+        rng = np.random.default_rng(seed)
+        return [[int(x) for x in rng.integers(0, 2, size=n)] for _ in prompt_ids]
+
+    def decode(self, group):
+        return ["\\boxed{1}" if hit else "\\boxed{0}" for hit in group]
+
+
+def test_difficulty_parts_sample_whole_chunks_with_their_own_seeds(tmp_path):
+    """Split into parallel parts, the pool's counts are those of one job: each part takes whole
+    chunks, each chunk its seed (seed * 100003 + chunk, as before the split); parts resume."""
+    from isocompute.data.difficulty import chunk_range, chunk_seed, difficulty_table, sample_counts
+    from isocompute.sampling import SamplingParams
+
+    pool = build_pool(small_cfg(pool={"n_problems": 230}))
+    pool["reward_model"] = [{"ground_truth": "1", "style": "rule"}] * len(pool)
+    kw = dict(samples=4, extra_samples_k=8, params=SamplingParams(0.6, 1.0, 8), seed=3, chunk_size=50,
+              render=lambda prompts: [[1]] * len(prompts))
+    one = SeededFakeSampler()
+    whole = sample_counts(pool, one, chunk_dir=tmp_path / "all", **kw)
+    assert [chunk_range(230, 50, p, 3) for p in range(3)] == [range(0, 1), range(1, 3), range(3, 5)]
+    parts, seeds = [], []
+    for p in range(3):
+        sampler = SeededFakeSampler()
+        parts.append(sample_counts(pool, sampler, chunk_dir=tmp_path / f"p{p}", chunks=chunk_range(230, 50, p, 3),
+                                   **kw))
+        seeds += [s for s in sampler.seeds]
+    pd.testing.assert_frame_equal(pd.concat(parts, ignore_index=True), whole)
+    assert sorted(set(seeds)) == sorted(set(one.seeds))
+    assert {chunk_seed(3, c) for c in range(5)} <= set(one.seeds) and chunk_seed(3, 4) == 3 * 100003 + 4
+    table = difficulty_table(pool, pd.concat(parts, ignore_index=True))
+    assert list(table["avg_at_samples"]) == list(whole["correct"] / 4) and "family" in table
+    with pytest.raises(InputError, match="re-run the difficulty_chunk jobs"):
+        difficulty_table(pool, pd.concat(parts[:2], ignore_index=True))
+    # A re-run part reads its finished chunks instead of sampling them again.
+    again = SeededFakeSampler()
+    sample_counts(pool, again, chunk_dir=tmp_path / "p1", chunks=chunk_range(230, 50, 1, 3), **kw)
+    assert again.seeds == []
+    # More parts than chunks: some parts have none.
+    assert [len(chunk_range(230, 50, p, 8)) for p in range(8)] == [0, 1, 0, 1, 1, 0, 1, 1]

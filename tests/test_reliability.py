@@ -68,6 +68,8 @@ BAD_CONFIGS = [
     ("grid-all-cells-above-B_max", tiny(grid={"easy": {**GRID, "B_p": [8], "B_max": 4}}), "'grid.easy'"),
     ("grid-budget-below-every-batch", tiny(grid={"easy": {**GRID, "C_max": 2}}), "'grid.easy'"),
     ("grid-for-unbuilt-split", tiny(grid={"very_easy": GRID}), "'grid.very_easy'"),
+    ("verl-batch-beyond-transfer-queue", tiny(train={"backend": "verl"}, grid={"easy": {
+        "B_p": [64], "n": [2048], "B_max": 131072, "C_max": 131072}}), "'grid.easy'"),
     ("grid-missing-C_max", tiny(grid={"easy": {"B_p": [2], "n": [2], "B_max": 8}}), "'grid.easy'"),
     ("analysis-ci-out-of-range", with_key("analysis.ci", 1.5), "'analysis.ci'"),
     ("negative-seed-type", tiny(seed="zero"), "'seed'"),

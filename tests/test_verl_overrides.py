@@ -134,3 +134,52 @@ def test_verl_command_cli_prints_the_rules_command(tmp_path):
     bad = subprocess.run([str(VENV_BIN / "isocompute"), "verl-command", str(PAPER_MAIN), "--split", "hard",
                           "--bp", "1024", "--n", "64"], capture_output=True, text=True, cwd=tmp_path)
     assert bad.returncode == 2 and "no grid cell hard/bp1024_n64" in bad.stderr
+
+
+def test_verl_topology_is_the_train_jobs(run_paths):
+    """verl runs on the one node the train job asks for, with the GPUs and CPUs the job gets
+    (cluster.train.gpus, or the count of a literal cluster.gres)."""
+    cell = Cell("easy", 32, 8, 10, 2560)
+    plain = overrides_dict(verl_overrides(verl_cfg(cluster={"train": {"gpus": 4, "cpus_per_gpu": 6}}), cell,
+                                          run_paths))
+    assert (plain["trainer.nnodes"], plain["trainer.n_gpus_per_node"]) == ("1", "4")
+    assert plain["ray_kwargs.ray_init.num_cpus"] == "24"
+    gres = overrides_dict(verl_overrides(verl_cfg(cluster={"gres": "gpu:h200:2"}), cell, run_paths))
+    assert (gres["trainer.nnodes"], gres["trainer.n_gpus_per_node"]) == ("1", "2")
+    assert gres["ray_kwargs.ray_init.num_cpus"] == "16"
+    with pytest.raises(ConfigError, match="cluster.gres"):
+        check_config({"cluster": {"gres": "h200:8"}})
+
+
+def test_the_train_jobs_options_reach_verl_but_not_its_identity(run_paths):
+    """CPUs and checkpoint retention come to the job outside its params (--options) and reach
+    verl's command; they are not part of the run identity, the GPUs and engine settings are."""
+    import json
+
+    from isocompute.cli.common import config_from_params
+    from isocompute.train.backends.verl.overrides import run_options, training_engine
+    from isocompute.train.backends.verl.run import run_identity
+
+    full = verl_cfg(cluster={"train": {"cpus_per_gpu": 4, "runtime": 60}, "verl": {"max_checkpoints": 2}})
+    params = json.dumps({"seed": 0, "train": full["train"], "cluster": training_engine(full)})
+    cfg = config_from_params(params, json.dumps({"cluster": run_options(full)}))
+    cell = Cell("easy", 32, 8, 10, 2560)
+    o = overrides_dict(verl_overrides(cfg, cell, run_paths))
+    assert o["trainer.max_actor_ckpt_to_keep"] == "2" and o["ray_kwargs.ray_init.num_cpus"] == "32"
+    for f in (run_paths.train_file, run_paths.val_file):
+        Path(f).write_text("rows")
+    identity = run_identity(cfg, cell, run_paths)
+    assert identity == run_identity(verl_cfg(), cell, run_paths)
+    assert identity != run_identity(verl_cfg(cluster={"train": {"gpus": 4}}), cell, run_paths)
+
+
+def test_train_options_are_checked_and_written(tmp_path):
+    import json
+
+    from isocompute.cli import main
+
+    options = {"cluster": {"train": {"cpus_per_gpu": 4}, "verl": {"max_checkpoints": 2}}}
+    assert main(["train-options", "--params", json.dumps(options), "--out", str(tmp_path / "o.json")]) == 0
+    assert json.loads((tmp_path / "o.json").read_text()) == options
+    bad = {"cluster": {"verl": {"max_checkpoint": 2}}}
+    assert main(["train-options", "--params", json.dumps(bad), "--out", str(tmp_path / "b.json")]) == 2

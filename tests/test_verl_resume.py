@@ -76,6 +76,22 @@ def test_prepare_run_dir_resumes_from_the_last_checkpoint(tmp_path):
     assert prepare_run_dir(files, {"recipe": 2}, max_steps=5) == ResumeState(None, True)
 
 
+def test_checkpoints_of_earlier_sessions_and_unfinished_saves_are_pruned(tmp_path):
+    """verl rotates checkpoints (max_actor_ckpt_to_keep) only among those its own session saved:
+    a run resumed over many SLURM attempts would keep one ~90 GB checkpoint per attempt, and a
+    save killed half-way stays on disk. Before a session, only the last `keep` complete ones stay."""
+    files = VerlRunFiles(tmp_path / "run")
+    for step in (10, 20, 30):        # three sessions, each ended after its last save
+        fake_checkpoint(files.run_dir, step)
+    (files.checkpoints / "global_step_5").mkdir()          # what verl's rotation leaves (data.pt)
+    (files.checkpoints / "global_step_40" / "actor").mkdir(parents=True)   # killed mid-save
+    assert prepare_run_dir(files, {"recipe": 1}, keep=2).step == 30
+    assert sorted(p.name for p in files.checkpoints.glob("global_step_*")) == ["global_step_20", "global_step_30"]
+    assert prepare_run_dir(files, {"recipe": 1}, keep=1).step == 30
+    assert sorted(p.name for p in files.checkpoints.glob("global_step_*")) == ["global_step_30"]
+    assert (files.checkpoints / "isocompute_identity.json").is_file()
+
+
 def fake_popen(work):
     """A stand-in for verl's process: `work(argv, env)` does what verl would, then it exits 0."""
     class FakePopen:
@@ -115,8 +131,12 @@ def test_run_verl_runs_the_command_and_checks_the_run(tmp_path, monkeypatch):
     monkeypatch.setattr(verl_run.subprocess, "Popen", fake_popen(verl))
     monkeypatch.setattr(verl_dumps, "token_counter", lambda model: (lambda text: len(text)))
     monkeypatch.setattr(verl_run, "problem_lookup", lambda train_file, model: {"q": "p-q"}.get)
+    counted = {"train": {"prompts": 40, "dropped": 1, "share": 0.025, "longest": 2000},
+               "val": {"prompts": 40, "dropped": 0, "share": 0.0, "longest": 900}}
+    monkeypatch.setattr(verl_run, "dropped_prompts", lambda files, model, length, share: counted)
     summary = run_verl(cfg, cell, paths)
     assert summary["steps"] == 3 and summary["resumed_from"] is None and summary["dumps_annotated"] == 3
+    assert summary["dropped_prompts"] == counted and summary["train_problems"] == 39
     assert [r["step"] for r in read_jsonl(run / "metrics.jsonl")] == [0, 1, 2, 3]
     assert read_jsonl(run / "generations" / "2.jsonl")[0]["n_tokens"] == 1
     assert read_jsonl(run / "train_pass_rates.jsonl") == [
@@ -137,5 +157,5 @@ def test_run_verl_runs_the_command_and_checks_the_run(tmp_path, monkeypatch):
     monkeypatch.setattr(verl_run.subprocess, "Popen", fake_popen(lambda argv, env: 1))
     with pytest.raises(RuntimeError, match="verl exited with status 1"):
         run_verl(cfg, cell, paths)
-    with pytest.raises(InputError, match="fewer than B_p = 64"):
-        run_verl(cfg, Cell("easy", 64, 8, 3, 1536), paths)
+    with pytest.raises(InputError, match="39 training problems verl keeps .* fewer than B_p = 40"):
+        run_verl(cfg, Cell("easy", 40, 8, 3, 960), paths)

@@ -2,10 +2,13 @@
 
     results/{experiment}/
       data/pool.parquet, data/difficulty.parquet          problem pool, avg@16 counts
+      data/difficulty/part{part}.parquet                  the counts of one difficulty_chunk job
       model/base/                                         the embedded base model (HF directory)
       splits/{split}/{train,val}.parquet, splits/splits.json
       figures/fig2_difficulty.{png,pdf,counts.csv}
       runs/{split}/bp{B_p}_n{n}/                          one training run (RunFiles below)
+      runs/options.json                                   train jobs' settings outside their params
+      models/{split}/bp{B_p}_n{n}/                        a verl run merged to Hugging Face format (on request)
       analysis/{split}/{evals,train_pass_rates}.parquet, tables/, figures/
       logs/..., benchmarks/...                            one per rule and job
 
@@ -90,6 +93,11 @@ class StudyLayout:
     def difficulty(self) -> str:
         return f"{self.results}/data/difficulty.parquet"
 
+    def difficulty_part(self, part) -> str:
+        """The counts of one difficulty_chunk job ("{part}" passes through as a wildcard)."""
+        part = part if isinstance(part, str) else f"{int(part):03d}"
+        return f"{self.results}/data/difficulty/part{part}.parquet"
+
     @property
     def embedded_model(self) -> str:
         return f"{self.results}/model/base"
@@ -125,6 +133,15 @@ class StudyLayout:
 
     def run_files(self, split, B_p, n, replicate_suffix="") -> RunFiles:
         return RunFiles(Path(self.run_dir(split, B_p, n, replicate_suffix)))
+
+    def merged_model(self, split, B_p, n, replicate_suffix="") -> str:
+        """A finished verl run's last checkpoint as a Hugging Face model directory."""
+        return f"{self.results}/models/{split}/bp{B_p}_n{n}{replicate_suffix}"
+
+    @property
+    def train_options(self) -> str:
+        """What the train jobs read besides their params (CPUs, checkpoint retention)."""
+        return f"{self.results}/runs/options.json"
 
     # --- analysis ----------------------------------------------------------------
     def analysis_dir(self, split) -> str:

@@ -1,6 +1,7 @@
 """Cluster tools (no rule of their own; they work outside Snakemake):
 
   isocompute check-config CONFIG                          check a study config as the pipeline will, with paths
+  isocompute doctor [CONFIG] [--skip-gpu]                 preflight of a login or GPU node: a checklist with fixes
   isocompute plan CONFIG                                  runs, rollouts and GPU-hours of a study
   isocompute verl-command CONFIG --split S --bp B --n N   the exact verl command the train rule runs
   isocompute verl-merge --run-dir DIR --out DIR           a run's checkpoint as a Hugging Face model
@@ -21,8 +22,24 @@ def cmd_check_config(args) -> int:
     check_paths(cfg)
     cells = grid_cells(cfg)
     check_schedules(cfg, cells)
+    if cfg["train"]["backend"] == "verl":
+        from isocompute.train.backends.verl.limits import check_batch_capacity
+
+        check_batch_capacity(cfg, cells)
     print(f"{args.config}: ok (experiment {cfg['experiment']}, {len(cells)} training runs)")
     return 0
+
+
+def cmd_doctor(args) -> int:
+    from isocompute.cluster.doctor import doctor
+    from isocompute.config import load_config
+
+    cfg = load_config(args.config) if args.config else None
+    text, status = doctor(cfg, skip_gpu=args.skip_gpu)
+    print(f"isocompute doctor{' ' + args.config if args.config else ''}: the pinned GPU stack of envs/verl.yaml, "
+          f"the SLURM profile of slurm/config.yaml")
+    print(text)
+    return status
 
 
 def cmd_plan(args) -> int:
@@ -65,6 +82,17 @@ def register(sub) -> None:
                                    "Snakemake's own message for a YAML syntax error names no line; this does.")
     p.add_argument("config", help="config YAML")
     p.set_defaults(func=cmd_check_config)
+
+    p = sub.add_parser("doctor", help="Preflight of a login or GPU node before launching: a checklist with fixes.",
+                       description="Check this node before a launch: NVIDIA driver and CUDA against the pinned "
+                                   "GPU stack (envs/verl.yaml), torch.cuda, vllm, flash-attn, verl, Hydra/antlr, "
+                                   "and with a CONFIG its base model and data, the SLURM profile's account and "
+                                   "partitions, and free disk for the checkpoints it keeps. Run from the "
+                                   "repository root; exits 1 when a check fails.")
+    p.add_argument("config", nargs="?", default=None, help="study config, e.g. config/paper/qwen25_7b.yaml")
+    p.add_argument("--skip-gpu", action="store_true",
+                   help="skip the driver, torch.cuda, vllm and flash-attn checks (a login node without GPUs)")
+    p.set_defaults(func=cmd_doctor)
 
     p = sub.add_parser("plan", help="Training runs per split, rollouts and estimated GPU-hours of a config.",
                        description="Training runs per split, total rollouts and an estimate of GPU-hours "

@@ -28,14 +28,24 @@ class StageConfig(dict):
     given: tuple[str, ...] = ()
 
 
-def config_from_params(text: str) -> dict:
-    """A full config from the JSON sections a rule passed (the rest defaulted)."""
+def _json_sections(text: str, flag: str) -> dict:
     try:
         partial = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise InputError(f"--params: not valid JSON ({exc})") from exc
+        raise InputError(f"{flag}: not valid JSON ({exc})") from exc
     if not isinstance(partial, dict):
-        raise InputError(f"--params: expected a JSON object of config sections, got {type(partial).__name__}")
+        raise InputError(f"{flag}: expected a JSON object of config sections, got {type(partial).__name__}")
+    return partial
+
+
+def config_from_params(text: str, options: str | None = None) -> dict:
+    """A full config from the JSON sections a rule passed (the rest defaulted), with `options`
+    (keys a rule passes outside its params, which are its rerun contract) merged in."""
+    from isocompute.config import deep_update
+
+    partial = _json_sections(text, "--params")
+    if options:
+        partial = deep_update(partial, _json_sections(options, "--options"))
     given = tuple(sorted(partial))  # before check_config fills the defaulted sections in
     cfg = StageConfig(check_config(partial))
     cfg.given = given

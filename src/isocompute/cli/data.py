@@ -49,12 +49,13 @@ def cmd_base_model(args) -> int:
     return 0
 
 
-def make_sampler(cfg: dict, model_path: str):
-    """The sampler the config asks for, over the model at `model_path`."""
+def make_sampler(cfg: dict, model_path: str, *, engine_seed: int | None = None):
+    """The sampler the config asks for, over the model at `model_path` (a vLLM engine seeded
+    with `engine_seed`: vLLM draws without per-request seeds, which would slow it down)."""
     if cfg["sampling"]["backend"] == "vllm":
         from isocompute.cluster.vllm_sampler import VLLMSampler
 
-        return VLLMSampler(model_path, cfg)
+        return VLLMSampler(model_path, cfg, seed=engine_seed)
     from isocompute.model.io import load_policy, pick_device
     from isocompute.sampling import LocalSampler
 
@@ -63,28 +64,63 @@ def make_sampler(cfg: dict, model_path: str):
 
 
 def cmd_difficulty(args) -> int:
-    from isocompute.data.difficulty import sample_difficulty
+    """One part of the pool's avg@16 sampling (a difficulty_chunk job): its whole chunks' counts."""
+    from isocompute.data.difficulty import chunk_range, chunk_seed, sample_counts
     from isocompute.data.schema import read_problems
     from isocompute.model.io import render_prompts
     from isocompute.sampling import SamplingParams
 
     cfg = config_from_params(args.params)
     set_threads(args.threads)
+    if not 0 <= args.part < args.parts:
+        raise InputError(f"--part {args.part}: expected 0 <= part < --parts = {args.parts}")
     pool = read_problems(args.pool)
-    sampler = make_sampler(cfg, args.model)
+    chunk_size = cfg["sampling"]["chunk_size"]
+    chunks = chunk_range(len(pool), chunk_size, args.part, args.parts)
     out = Path(args.out)
     start = time.perf_counter()
-    table = sample_difficulty(
-        pool, sampler, lambda prompts: render_prompts(sampler.tokenizer, prompts),
-        samples=cfg["difficulty"]["samples"], extra_samples_k=cfg["difficulty"]["extremely_hard_samples"],
-        params=SamplingParams.from_config(cfg), seed=cfg["seed"], chunk_size=cfg["sampling"]["chunk_size"],
-        chunk_dir=out.with_name(f".{out.stem}.chunks"), progress_factory=progress)
-    atomic.write_parquet(out, table)
+    counts = None
+    if len(chunks):
+        sampler = make_sampler(cfg, args.model, engine_seed=chunk_seed(cfg["seed"], chunks.start))
+        counts = sample_counts(
+            pool, sampler, lambda prompts: render_prompts(sampler.tokenizer, prompts),
+            samples=cfg["difficulty"]["samples"], extra_samples_k=cfg["difficulty"]["extremely_hard_samples"],
+            params=SamplingParams.from_config(cfg), seed=cfg["seed"], chunk_size=chunk_size,
+            chunk_dir=out.with_name(f".{out.stem}.chunks"), chunks=chunks, progress_factory=progress)
+    if counts is None:  # more parts than chunks: this one has none
+        import pandas as pd
+
+        counts = pd.DataFrame({c: pd.Series(dtype="int64") for c in ("samples", "correct", "samples_k", "correct_k")})
+        counts.insert(0, "problem_id", pd.Series(dtype="str"))
+    atomic.write_parquet(out, counts)
     atomic.write_json(out.with_suffix(".json"), provenance(cfg, seconds=time.perf_counter() - start,
-                                                          model=args.model))
+                                                          model=args.model, part=args.part, parts=args.parts,
+                                                          chunks=[chunks.start, chunks.stop]))
     shutil.rmtree(out.with_name(f".{out.stem}.chunks"), ignore_errors=True)
-    log.info("difficulty: %d problems, mean avg@%d %.3f", len(table), cfg["difficulty"]["samples"],
-             table["avg_at_samples"].mean())
+    log.info("difficulty part %d of %d: chunks %d-%d, %d problems", args.part, args.parts, chunks.start,
+             chunks.stop - 1, len(counts))
+    return 0
+
+
+def cmd_difficulty_merge(args) -> int:
+    """The difficulty table of the pool from its parts' counts, in pool order."""
+    import json
+
+    import pandas as pd
+
+    from isocompute.data.difficulty import difficulty_table
+    from isocompute.data.schema import read_problems
+
+    cfg = config_from_params(args.params)
+    pool = read_problems(args.pool)
+    counts = pd.concat([pd.read_parquet(p) for p in args.parts], ignore_index=True)
+    table = difficulty_table(pool, counts)
+    out = Path(args.out)
+    atomic.write_parquet(out, table)
+    seconds = sum(json.loads(Path(p).with_suffix(".json").read_text()).get("seconds", 0.0) for p in args.parts)
+    atomic.write_json(out.with_suffix(".json"), provenance(cfg, seconds=seconds, parts=len(args.parts)))
+    log.info("difficulty: %d problems from %d parts, mean avg@%d %.3f", len(table), len(args.parts),
+             int(table["samples"].iloc[0]) if len(table) else 0, table["avg_at_samples"].mean())
     return 0
 
 
@@ -140,10 +176,17 @@ def register(sub) -> None:
     p = add("base-model", cmd_base_model, "Build and pretrain the embedded base model into a HF model directory.")
     p.add_argument("--pool", required=True)
     p.add_argument("--out", required=True)
-    p = add("difficulty", cmd_difficulty, "Sample the base model on the pool: per-problem avg@16 (and pass@K).")
+    p = add("difficulty", cmd_difficulty, "Sample the base model on one part of the pool: per-problem correct "
+                                          "counts of avg@16 (and pass@K).")
     p.add_argument("--pool", required=True)
     p.add_argument("--model", required=True, help="HF model directory or hub name")
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--part", type=int, default=0, help="which part of the pool (0-based)")
+    p.add_argument("--parts", type=int, default=1, help="parts the pool is split into (cluster.sample.jobs)")
+    p.add_argument("--out", required=True)
+    p = add("difficulty-merge", cmd_difficulty_merge, "Merge the parts' counts into the pool's difficulty table.")
+    p.add_argument("--pool", required=True)
+    p.add_argument("--parts", nargs="+", required=True, help="the parts' count files, in part order")
     p.add_argument("--out", required=True)
     p = add("splits", cmd_splits, "Cut difficulty splits with held-out validation sets.")
     p.add_argument("--pool", required=True)

@@ -4,6 +4,7 @@ its completion marker run.json last."""
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from pathlib import Path
@@ -20,8 +21,12 @@ def cmd_train(args) -> int:
     from isocompute.layout import RunPaths
     from isocompute.train.backends import train_run
 
-    cfg = config_from_params(args.params)
-    set_threads(args.threads)
+    options = Path(args.options).read_text() if args.options else None
+    cfg = config_from_params(args.params, options)
+    if cfg["train"]["backend"] == "local":
+        # verl's threads are its Ray CPUs (cluster.train.cpus_per_gpu); an OMP_NUM_THREADS
+        # set here would be inherited by every one of its workers.
+        set_threads(args.threads)
     for name in ("train_file", "val_file"):
         if not Path(getattr(args, name)).is_file():
             raise InputError(f"--{name.replace('_', '-')}: split file not found: {getattr(args, name)}")
@@ -57,6 +62,13 @@ def cmd_check_grid(args) -> int:
     return 0
 
 
+def cmd_train_options(args) -> int:
+    """The train jobs' settings that are not their params, checked against the schema first."""
+    config_from_params(args.params)
+    atomic.write_json(args.out, json.loads(args.params))
+    return 0
+
+
 def add_cell_arguments(p) -> None:
     p.add_argument("--split", required=True)
     p.add_argument("--bp", type=int, required=True, help="B_p, problems per step")
@@ -69,9 +81,15 @@ def register(sub) -> None:
                          "Check that every split has at least its grid's largest B_p of training problems.")
     p.add_argument("--train-files", nargs="+", required=True, metavar="SPLIT=PATH")
     p.add_argument("--out", required=True)
+    p = add_stage_parser(sub, "train-options", cmd_train_options,
+                         "Write the train jobs' settings that are not their params (CPUs, checkpoint retention).")
+    p.add_argument("--out", required=True)
     p = add_stage_parser(sub, "train", cmd_train,
                          "Train one (B_p, n) grid cell with GRPO (local or verl backend), resumably.")
     add_cell_arguments(p)
+    p.add_argument("--options", default=None, metavar="FILE",
+                   help="JSON file of config keys the job reads that are not its --params (CPUs, checkpoint "
+                        "retention; the train_options rule writes it)")
     p.add_argument("--max-steps", type=int, required=True, help="M_max = C_max // (B_p * n)")
     p.add_argument("--train-file", required=True)
     p.add_argument("--val-file", required=True)

@@ -95,8 +95,10 @@ def format_plan(cfg: dict) -> str:
     table["longest_run_hours"] = table["longest_run_hours"].map(lambda v: f"{v:,.1f}")
     lines.append(table.to_string())
     diff = difficulty_gpu_hours(cfg)
-    lines.append("difficulty sampling: " + (f"~{diff:,.0f} GPU-hours" if diff is not None else
-                                             "pool size unknown until loaded (set pool.max_problems to estimate)"))
+    jobs = cfg["cluster"]["sample"]["jobs"]
+    lines.append("difficulty sampling: " + (f"~{diff:,.0f} GPU-hours in {jobs} parallel jobs "
+                                             f"(~{diff / jobs:,.1f} h each, cluster.sample.jobs)" if diff is not None
+                                             else "pool size unknown until loaded (set pool.max_problems to estimate)"))
     total = float(summary.loc["total", "gpu_hours"]) + (diff or 0.0)
     lines.append(f"estimated total: ~{total:,.0f} GPU-hours"
                  + (f" ({cfg['cluster']['gpu_model']})" if cfg["cluster"]["gpu_model"] else ""))

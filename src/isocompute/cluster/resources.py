@@ -1,16 +1,26 @@
 """Snakemake resources of the pipeline's jobs, from the config's `cluster`
 section; rules/common.smk hands them to rules as `resources: **...`.
 
-GPU jobs ask SLURM for GPUs with `gpu` (+ `gpu_model`) or a literal `gres`,
-CPUs with `cpus_per_gpu`, memory with `mem_mb`, and time with `runtime`, which
-grows with each retry (attempt k asks for k x runtime, capped at the site's
-limit) because a retried training run resumes from its last checkpoint and
-needs the time it lost. `cpus_per_task` is never set here: the SLURM plugin
-gives it precedence over `cpus_per_gpu`. Partition and account are the SLURM
-profile's business (slurm/config.yaml).
+GPU jobs ask SLURM for one node (`nodes`: `--gpus` is a total per job that
+SLURM may otherwise spread over nodes, while verl and vLLM run on one), GPUs
+with `gpu` (+ `gpu_model`) or a literal `gres`, CPUs with `cpus_per_gpu`,
+memory with `mem_mb`, and time with `runtime`, which grows with each retry
+(attempt k asks for k x runtime, capped at the site's limit) because a retried
+training run resumes from its last checkpoint and needs the time it lost.
+`cpus_per_task` is never set here: the SLURM plugin gives it precedence over
+`cpus_per_gpu`. A GPU rule's `threads` must be all of its CPUs
+(`gpu_job_threads`): the plugin's job step asks srun for `--cpus-per-task=
+threads` whenever SLURM_GPUS is unset, which is the case under `--gres`.
+Partition and account are the SLURM profile's business (slurm/config.yaml).
 """
 
 from __future__ import annotations
+
+import re
+
+# A GPU job runs on one node: verl is started with trainer.nnodes = 1 (no Ray
+# cluster is started across nodes) and vLLM's tensor parallelism stays in a node.
+NODES_PER_GPU_JOB = 1
 
 
 def attempt_runtime(minutes: int, cap: int):
@@ -35,6 +45,27 @@ def gpu_request(cfg: dict, gpus: int) -> dict:
     return out
 
 
+def job_gpus(cfg: dict, kind: str, gpus: int | None = None) -> int:
+    """GPUs a job of `kind` gets on its node: the count of the literal `cluster.gres` when
+    there is one (it replaces every GPU job's count), else `gpus` or `cluster.<kind>.gpus`."""
+    gres = cfg["cluster"]["gres"]
+    if gres:  # the schema's pattern: gpu[:<type>][:<count>]
+        count = re.search(r":(\d+)$", gres)
+        return int(count.group(1)) if count else 1
+    return int(cfg["cluster"][kind]["gpus"] if gpus is None else gpus)
+
+
+def train_topology(cfg: dict) -> tuple[int, int]:
+    """(nodes, GPUs per node) of one training run: what the train job asks SLURM for and
+    what verl is told (trainer.nnodes, trainer.n_gpus_per_node)."""
+    return NODES_PER_GPU_JOB, job_gpus(cfg, "train")
+
+
+def gpu_job_threads(cfg: dict, kind: str, gpus: int | None = None) -> int:
+    """A GPU rule's `threads`: every CPU the job gets (GPUs x cluster.<kind>.cpus_per_gpu)."""
+    return job_gpus(cfg, kind, gpus) * int(cfg["cluster"][kind]["cpus_per_gpu"])
+
+
 def gpu_job_resources(cfg: dict, kind: str, gpus: int | None = None) -> dict:
     """Resources of a GPU job: kind 'train' (one verl run) or 'sample' (a vLLM sampling job);
     `gpus` overrides the count (the local backend trains on one GPU)."""
@@ -42,6 +73,7 @@ def gpu_job_resources(cfg: dict, kind: str, gpus: int | None = None) -> dict:
     job = c[kind]
     return {
         **gpu_request(cfg, job["gpus"] if gpus is None else gpus),
+        "nodes": NODES_PER_GPU_JOB,
         "cpus_per_gpu": int(job["cpus_per_gpu"]),
         "mem_mb": int(job["mem_mb"]),
         "runtime": attempt_runtime(job["runtime"], c["max_runtime"]),
@@ -54,6 +86,15 @@ def cpu_job_resources(cfg: dict) -> dict:
     return {
         "mem_mb": int(c["cpu"]["mem_mb"]),
         "runtime": attempt_runtime(c["cpu"]["runtime"], c["max_runtime"]),
+    }
+
+
+def merge_job_resources(cfg: dict) -> dict:
+    """Resources of a checkpoint merge: a CPU job with the memory of a whole model (cluster.merge)."""
+    c = cfg["cluster"]
+    return {
+        "mem_mb": int(c["merge"]["mem_mb"]),
+        "runtime": attempt_runtime(c["merge"]["runtime"], c["max_runtime"]),
     }
 
 

@@ -6,9 +6,13 @@ returns, per prompt, n completions as token ids (EOS included when emitted);
 `.decode` turns one group into text; `.tokenizer` renders chat prompts.
 Prompts are submitted in chunks of `sampling.batch_size` sequences, so the
 progress bar moves and a chunked caller (the difficulty stage writes one file
-per chunk of problems) loses at most one chunk on a crash. Each prompt gets its
-own seed, derived from (seed, position), so results do not depend on chunking.
-vLLM is imported lazily: the CPU install never needs it.
+per chunk of problems) loses at most one chunk on a crash. The engine is seeded
+once, by the caller (a difficulty job: from the seed and its first chunk), and
+requests carry no seed of their own: vLLM samples requests with a seed through
+per-request generators, a slow path at the batch sizes of the study. vLLM's
+draws then depend on how requests are batched; they are reproducible in
+distribution, not bit for bit. vLLM is imported lazily: the CPU install never
+needs it.
 """
 
 from __future__ import annotations
@@ -30,8 +34,8 @@ def import_vllm():
     return vllm
 
 
-def engine_kwargs(model_path: str, cfg: dict) -> dict:
-    """Arguments of `vllm.LLM` from the config (cluster.vllm)."""
+def engine_kwargs(model_path: str, cfg: dict, seed: int | None = None) -> dict:
+    """Arguments of `vllm.LLM` from the config (cluster.vllm); `seed` defaults to the config's."""
     v = cfg["cluster"]["vllm"]
     kwargs = {
         "model": str(model_path),
@@ -39,19 +43,14 @@ def engine_kwargs(model_path: str, cfg: dict) -> dict:
         "gpu_memory_utilization": float(v["gpu_memory_utilization"]),
         "dtype": v["dtype"],
         "enforce_eager": bool(v["enforce_eager"]),
-        "seed": int(cfg["seed"]),
+        "seed": int(cfg["seed"] if seed is None else seed) % _SEED_MODULUS,
     }
     if v["max_model_len"] is not None:
         kwargs["max_model_len"] = int(v["max_model_len"])
     return kwargs
 
 
-def prompt_seed(seed: int, index: int) -> int:
-    """A per-prompt seed, distinct across prompts and reproducible for (seed, index)."""
-    return (int(seed) * 1_000_003 + int(index) * 7919 + 1) % _SEED_MODULUS
-
-
-def sampling_kwargs(params: SamplingParams, n: int, seed: int | None) -> dict:
+def sampling_kwargs(params: SamplingParams, n: int) -> dict:
     """Arguments of `vllm.SamplingParams` for n completions of one prompt."""
     kwargs = {
         "n": int(n),
@@ -65,15 +64,13 @@ def sampling_kwargs(params: SamplingParams, n: int, seed: int | None) -> dict:
         "repetition_penalty": 1.0,
         "skip_special_tokens": True,
     }
-    if seed is not None:
-        kwargs["seed"] = int(seed)
     return kwargs
 
 
 class VLLMSampler:
     """Batched sampling with a vLLM engine on one node's GPUs."""
 
-    def __init__(self, model_path: str, cfg: dict, *, engine=None, tokenizer=None):
+    def __init__(self, model_path: str, cfg: dict, *, seed: int | None = None, engine=None, tokenizer=None):
         self.model_path = str(model_path)
         self.batch_size = int(cfg["sampling"]["batch_size"])
         self._vllm = import_vllm()
@@ -84,19 +81,17 @@ class VLLMSampler:
             if tokenizer.pad_token_id is None:
                 tokenizer.pad_token = tokenizer.eos_token
         self.tokenizer = tokenizer
-        self.engine = engine if engine is not None else self._vllm.LLM(**engine_kwargs(self.model_path, cfg))
+        self.engine = engine if engine is not None else self._vllm.LLM(**engine_kwargs(self.model_path, cfg, seed))
 
     def sample(self, prompt_ids, n, params, seed=None, generator=None, progress=None):
-        """For each prompt, n completions as token ids; `generator` is accepted for interface
-        compatibility and ignored (vLLM seeds per request)."""
-        base_seed = 0 if seed is None else int(seed)
+        """For each prompt, n completions as token ids; `seed` and `generator` are accepted for
+        interface compatibility and ignored (the engine was seeded once, at construction)."""
         per_call = max(1, self.batch_size // max(1, n))
         results: list[list[list[int]]] = []
         for start in range(0, len(prompt_ids), per_call):
             chunk = prompt_ids[start:start + per_call]
             prompts = [{"prompt_token_ids": list(map(int, ids))} for ids in chunk]
-            sp = [self._vllm.SamplingParams(**sampling_kwargs(params, n, prompt_seed(base_seed, start + i)))
-                  for i in range(len(chunk))]
+            sp = [self._vllm.SamplingParams(**sampling_kwargs(params, n)) for _ in chunk]
             outputs = self.engine.generate(prompts, sp, use_tqdm=False)
             if len(outputs) != len(chunk):
                 raise RuntimeError(f"vLLM returned {len(outputs)} results for {len(chunk)} prompts")

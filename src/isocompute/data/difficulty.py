@@ -1,8 +1,12 @@
 """Difficulty against the base model: avg@16 per problem (METHODS section 2).
 
-Sampling is chunked: each chunk's counts are written to their own file with a
-seed derived from (seed, chunk), so an interrupted stage resumes where it
-stopped and gives the same table as an uninterrupted one.
+Sampling is chunked: each chunk of `sampling.chunk_size` problems is drawn with
+a seed derived from (seed, chunk) and its counts written to their own file, so
+an interrupted job resumes where it stopped and gives the same counts as an
+uninterrupted one. The pool is split into `cluster.sample.jobs` parts of whole
+chunks, sampled by parallel jobs (`sample_counts`) and merged in pool order
+(`difficulty_table`); with the local sampler the table is the same for any
+number of parts.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import pandas as pd
 
 from isocompute.atomic import write_parquet
 from isocompute.data.schema import ground_truths, problem_ids
+from isocompute.errors import InputError
 from isocompute.grading import grade
 from isocompute.sampling import SamplingParams
 
@@ -31,20 +36,34 @@ def count_correct(sampler, prompt_ids, truths, n: int, params: SamplingParams, s
     return out
 
 
-def sample_difficulty(pool: pd.DataFrame, sampler, render, *, samples: int, extra_samples_k: int,
-                      params: SamplingParams, seed: int, chunk_size: int, chunk_dir: Path,
-                      progress_factory=None) -> pd.DataFrame:
-    """Per-problem correct counts over `samples` draws; problems with none
-    correct get draws up to `extra_samples_k` in total (Extremely Hard)."""
+def chunk_range(n_problems: int, chunk_size: int, part: int = 0, parts: int = 1) -> range:
+    """The chunks (of `chunk_size` problems) that part `part` of `parts` samples: a contiguous run of
+    whole chunks, so that every chunk keeps its seed however the pool is split into jobs."""
+    n_chunks = (n_problems + chunk_size - 1) // chunk_size
+    return range(part * n_chunks // parts, (part + 1) * n_chunks // parts)
+
+
+def chunk_seed(seed: int, chunk: int) -> int:
+    """The seed of one chunk's draws (its extra draws for Extremely Hard add 50021)."""
+    return seed * 100003 + chunk
+
+
+def sample_counts(pool: pd.DataFrame, sampler, render, *, samples: int, extra_samples_k: int,
+                  params: SamplingParams, seed: int, chunk_size: int, chunk_dir: Path, chunks: range | None = None,
+                  progress_factory=None) -> pd.DataFrame:
+    """Per-problem correct counts over `samples` draws for the problems of `chunks` (all by
+    default); problems with none correct get draws up to `extra_samples_k` in total (Extremely Hard)."""
     chunk_dir.mkdir(parents=True, exist_ok=True)
     truths = list(ground_truths(pool))
     ids = list(problem_ids(pool))
-    n_chunks = (len(pool) + chunk_size - 1) // chunk_size
-    bar = progress_factory(total=len(pool), desc=f"avg@{samples}") if progress_factory else None
+    if chunks is None:
+        chunks = chunk_range(len(pool), chunk_size)
+    bounds = {c: (c * chunk_size, min(len(pool), (c + 1) * chunk_size)) for c in chunks}
+    total = sum(hi - lo for lo, hi in bounds.values())
+    bar = progress_factory(total=total, desc=f"avg@{samples}") if progress_factory else None
     parts = []
-    for c in range(n_chunks):
+    for c, (lo, hi) in bounds.items():
         path = chunk_dir / f"chunk{c:05d}.parquet"
-        lo, hi = c * chunk_size, min(len(pool), (c + 1) * chunk_size)
         if path.is_file():
             part = pd.read_parquet(path)
             if list(part["problem_id"]) == ids[lo:hi]:
@@ -53,14 +72,14 @@ def sample_difficulty(pool: pd.DataFrame, sampler, render, *, samples: int, extr
                     bar.update(hi - lo)
                 continue
         prompts = render(pool["prompt"].iloc[lo:hi])
-        correct = count_correct(sampler, prompts, truths[lo:hi], samples, params, seed=seed * 100003 + c,
+        correct = count_correct(sampler, prompts, truths[lo:hi], samples, params, seed=chunk_seed(seed, c),
                                 progress=bar)
         correct_k = correct.copy()
         extra = extra_samples_k - samples
         zero = np.flatnonzero(correct == 0)
         if extra > 0 and len(zero):
             more = count_correct(sampler, [prompts[i] for i in zero], [truths[lo + i] for i in zero],
-                                 extra, params, seed=seed * 100003 + c + 50021)
+                                 extra, params, seed=chunk_seed(seed, c) + 50021)
             correct_k[zero] += more
         part = pd.DataFrame({
             "problem_id": ids[lo:hi], "samples": samples, "correct": correct,
@@ -71,7 +90,17 @@ def sample_difficulty(pool: pd.DataFrame, sampler, render, *, samples: int, extr
         parts.append(part)
     if bar is not None:
         bar.close()
-    table = pd.concat(parts, ignore_index=True)
+    columns = ["problem_id", "samples", "correct", "samples_k", "correct_k"]
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=columns)
+
+
+def difficulty_table(pool: pd.DataFrame, counts: pd.DataFrame) -> pd.DataFrame:
+    """The difficulty table of the pool from the counts of all its chunks (in pool order):
+    + avg@samples and each problem's family."""
+    if list(counts["problem_id"]) != list(problem_ids(pool)):
+        raise InputError(f"difficulty counts cover {len(counts)} problems, not the pool's {len(pool)} in its "
+                         "order; re-run the difficulty_chunk jobs")
+    table = counts.reset_index(drop=True)
     table["avg_at_samples"] = table["correct"] / table["samples"]
     table["family"] = pool["extra_info"].map(lambda e: e.get("family") or "all").to_numpy()
     return table

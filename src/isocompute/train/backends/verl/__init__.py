@@ -1,6 +1,7 @@
 """The verl backend (cluster: verl's GRPO trainer with vLLM rollouts): `overrides`
-(the command), `files`, `resume`, `dumps`, `pass_rates`, `run` (the entry point,
-registered as "verl") and `reward.py`, which verl loads by path.
+(the command), `limits` (what verl cannot hold or drops), `files`, `resume`,
+`dumps`, `pass_rates`, `run` (the entry point, registered as "verl") and
+`reward.py`, which verl loads by path.
 """
 
 from isocompute.train.backends.verl.files import VerlRunFiles, latest_checkpoint_step

@@ -12,6 +12,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from isocompute.cluster.resources import gpu_job_threads, train_topology
 from isocompute.errors import ConfigError
 from isocompute.train.backends.verl.files import VerlRunFiles
 from isocompute.train.backends.verl import scheduled
@@ -82,10 +83,34 @@ def check_supported(cfg: dict) -> None:
         raise ConfigError(f"config key 'cluster.verl.max_token_len_per_gpu': must be at least "
                           f"cluster.verl.max_prompt_length + train.max_response_length = {need}, "
                           f"got {v['max_token_len_per_gpu']}")
-    gpus = cfg["cluster"]["train"]["gpus"]
+    _, gpus = train_topology(cfg)
     if gpus % v["rollout_tensor_parallel"]:
-        raise ConfigError(f"config key 'cluster.verl.rollout_tensor_parallel': must divide cluster.train.gpus "
-                          f"= {gpus}, got {v['rollout_tensor_parallel']}")
+        raise ConfigError(f"config key 'cluster.verl.rollout_tensor_parallel': must divide the GPUs of a run "
+                          f"(cluster.train.gpus, or the count of cluster.gres) = {gpus}, "
+                          f"got {v['rollout_tensor_parallel']}")
+
+
+# --- what of cluster.* a verl run is made of --------------------------------------------
+# Keys the job reads that shape no training step: CPUs (Ray's num_cpus), how many
+# checkpoints are kept, the guard on prompts verl filters out. They travel outside the
+# train rule's params (its rerun contract) and the run identity, so that changing them
+# neither resubmits finished runs nor restarts running ones. Runtime and memory reach
+# only SLURM.
+RUN_OPTION_KEYS = {"train": ("cpus_per_gpu",), "verl": ("max_checkpoints", "max_dropped_prompt_share")}
+
+
+def training_engine(cfg: dict) -> dict:
+    """The cluster settings a verl run is made of: its GPUs (what the job gets: cluster.train.gpus
+    or the count of cluster.gres) and verl's engine settings. The train rule's params and part of
+    the run identity."""
+    _, gpus = train_topology(cfg)
+    verl = {k: v for k, v in cfg["cluster"]["verl"].items() if k not in RUN_OPTION_KEYS["verl"]}
+    return {"train": {"gpus": gpus}, "verl": verl}
+
+
+def run_options(cfg: dict) -> dict:
+    """The cluster keys the train job reads that are not its params (RUN_OPTION_KEYS)."""
+    return {section: {k: cfg["cluster"][section][k] for k in keys} for section, keys in RUN_OPTION_KEYS.items()}
 
 
 def recipe_overrides(cfg: dict, cell) -> dict:
@@ -161,7 +186,8 @@ def evaluation_schedule_overrides(cfg: dict, cell) -> dict:
 
 def engineering_overrides(cfg: dict) -> dict:
     """Hardware and engine settings (cluster.verl / cluster.train): no effect on the science."""
-    v, job = cfg["cluster"]["verl"], cfg["cluster"]["train"]
+    v = cfg["cluster"]["verl"]
+    nodes, gpus_per_node = train_topology(cfg)  # what the train job asks SLURM for
     return {
         "data.max_prompt_length": int(v["max_prompt_length"]),
         "data.filter_overlong_prompts": True,
@@ -175,11 +201,11 @@ def engineering_overrides(cfg: dict) -> dict:
         "actor_rollout_ref.rollout.name": "vllm",
         "actor_rollout_ref.rollout.tensor_model_parallel_size": int(v["rollout_tensor_parallel"]),
         "actor_rollout_ref.rollout.gpu_memory_utilization": float(v["gpu_memory_utilization"]),
-        "trainer.n_gpus_per_node": int(job["gpus"]),
-        "trainer.nnodes": 1,
+        "trainer.n_gpus_per_node": gpus_per_node,
+        "trainer.nnodes": nodes,
         "trainer.device": "cuda",
         "trainer.max_actor_ckpt_to_keep": int(v["max_checkpoints"]),
-        "ray_kwargs.ray_init.num_cpus": int(job["gpus"] * job["cpus_per_gpu"]),
+        "ray_kwargs.ray_init.num_cpus": gpu_job_threads(cfg, "train"),
     }
 
 

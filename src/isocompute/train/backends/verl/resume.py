@@ -75,13 +75,14 @@ def merge_metrics(previous: list[dict], session: list[dict], resume_step: int | 
     return [{"step": s, "data": by_step[s]} for s in sorted(by_step)]
 
 
-def prepare_run_dir(files: VerlRunFiles, identity: dict, max_steps: int | None = None) -> ResumeState:
+def prepare_run_dir(files: VerlRunFiles, identity: dict, max_steps: int | None = None,
+                    keep: int | None = None) -> ResumeState:
     """Make the run folder ready for a verl session and say how it resumes.
 
     A folder trained with another recipe, or beyond this run's M_max (a lowered
     budget), starts over; otherwise logs beyond the last checkpoint are dropped
-    (verl redoes those steps), and the metrics of the previous session are
-    folded into metrics.jsonl.
+    (verl redoes those steps), the metrics of the previous session are folded
+    into metrics.jsonl, and with `keep` only the last `keep` checkpoints stay.
     """
     digest = config_hash(identity)
     stamp = files.checkpoints / IDENTITY_FILE
@@ -97,10 +98,35 @@ def prepare_run_dir(files: VerlRunFiles, identity: dict, max_steps: int | None =
     files.checkpoints.mkdir(parents=True, exist_ok=True)
     atomic.write_json(stamp, {"hash": digest, "identity": identity})
     step = latest_checkpoint_step(files.checkpoints)
+    if keep is not None:
+        prune_checkpoints(files.checkpoints, keep)
     cut_logs(files, step)
     drop_unread_rollouts(files, step)
     files.session_dir.mkdir(parents=True, exist_ok=True)
     return resume_state(files)
+
+
+def prune_checkpoints(checkpoints: Path, keep: int) -> list[int]:
+    """Remove every checkpoint folder but the last `keep` complete ones; returns the removed steps.
+
+    verl's own rotation (trainer.max_actor_ckpt_to_keep) only knows the checkpoints
+    its session saved, so each earlier SLURM attempt of a run would leave its last
+    one behind (~90 GB at 7B), and a save cut off by the time limit leaves a partial
+    folder beyond verl's latest_checkpointed_iteration.txt. The folders of steps at
+    or before the latest complete one are complete: verl marks a step after saving it.
+    """
+    checkpoints = Path(checkpoints)
+    last = latest_checkpoint_step(checkpoints)
+    folders = {int(p.name.removeprefix("global_step_")): p for p in checkpoints.glob("global_step_*")
+               if p.is_dir() and p.name.removeprefix("global_step_").isdigit()}
+    complete = sorted(s for s, p in folders.items() if last is not None and s <= last and (p / "actor").is_dir())
+    kept = set(complete[-max(1, int(keep)):])
+    removed = sorted(s for s in folders if s not in kept)
+    for s in removed:
+        shutil.rmtree(folders[s], ignore_errors=True)
+    if removed:
+        log.info("%s: removed checkpoints of steps %s (keeping %s)", checkpoints, removed, sorted(kept))
+    return removed
 
 
 def cut_logs(files: VerlRunFiles, step: int | None) -> None:

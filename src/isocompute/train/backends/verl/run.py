@@ -15,9 +15,10 @@ from isocompute.errors import InputError
 from isocompute.train.backends import register_backend
 from isocompute.train.backends.verl.dumps import annotate_dumps
 from isocompute.train.backends.verl.files import VerlRunFiles, latest_checkpoint_step
-from isocompute.train.backends.verl.overrides import check_supported, verl_command
+from isocompute.train.backends.verl.limits import check_batch_capacity, dropped_prompts
+from isocompute.train.backends.verl.overrides import check_supported, training_engine, verl_command
 from isocompute.train.backends.verl.pass_rates import PassRateRecorder, problem_lookup
-from isocompute.train.backends.verl.resume import dump_is_complete, merge_metrics, prepare_run_dir
+from isocompute.train.backends.verl.resume import dump_is_complete, merge_metrics, prepare_run_dir, prune_checkpoints
 from isocompute.train.identity import training_identity
 from isocompute.train.recipe import cell_recipe
 from isocompute.train.run_logs import read_jsonl
@@ -29,18 +30,19 @@ POLL_S = 30.0  # how often run_verl turns finished rollout dumps into pass rates
 
 def run_identity(cfg: dict, cell, paths) -> dict:
     """What a run's checkpoints depend on (the recipe, the data, the model, the engine); not M_max."""
-    return training_identity(cfg, cell, paths, backend="verl",
-                             verl={k: v for k, v in cfg["cluster"]["verl"].items() if k != "max_checkpoints"},
-                             gpus=cfg["cluster"]["train"]["gpus"])
+    engine = training_engine(cfg)
+    return training_identity(cfg, cell, paths, backend="verl", verl=engine["verl"], gpus=engine["train"]["gpus"])
 
 
-def check_split_size(train_file: Path, B_p: int) -> int:
+def check_split_size(train_file: Path, B_p: int, dropped: int = 0) -> int:
+    """Training problems verl keeps (the split's, less the overlong prompts it drops), at least B_p."""
     import pyarrow.parquet as pq
 
-    rows = pq.ParquetFile(train_file).metadata.num_rows
+    rows = pq.ParquetFile(train_file).metadata.num_rows - dropped
     if rows < B_p:
-        raise InputError(f"{train_file}: {rows} training problems, fewer than B_p = {B_p} "
-                         "(verl drops incomplete batches, so no step could run); shrink the grid's B_p")
+        raise InputError(f"{train_file}: {rows} training problems verl keeps ({dropped} overlong dropped), fewer "
+                         f"than B_p = {B_p} (verl drops incomplete batches, so no step could run); shrink the "
+                         "grid's B_p")
     return rows
 
 
@@ -55,8 +57,15 @@ def run_verl(cfg: dict, cell, paths, **hooks) -> dict:
     """
     check_supported(cfg)
     files = VerlRunFiles(Path(paths.run_dir).resolve())
-    train_rows = check_split_size(Path(paths.train_file), cell.B_p)
-    state = prepare_run_dir(files, run_identity(cfg, cell, paths), cell.M_max)
+    v = cfg["cluster"]["verl"]
+    dropped = dropped_prompts({"train": paths.train_file, "val": paths.val_file}, paths.model,
+                              v["max_prompt_length"], v["max_dropped_prompt_share"])
+    log.info("overlong prompts verl drops (> %d tokens): %s", v["max_prompt_length"],
+             ", ".join(f"{part} {d['dropped']} of {d['prompts']}" for part, d in dropped.items()))
+    train_rows = check_split_size(Path(paths.train_file), cell.B_p, dropped["train"]["dropped"])
+    check_batch_capacity(cfg, [cell], val_problems=dropped["val"]["prompts"] - dropped["val"]["dropped"])
+    keep = v["max_checkpoints"]
+    state = prepare_run_dir(files, run_identity(cfg, cell, paths), cell.M_max, keep=keep)
     command = verl_command(cfg, cell, paths)
     log.info("verl %s bp%d_n%d: %s from step %s\n%s", cell.split, cell.B_p, cell.n,
              "resuming" if state.step is not None else "starting", state.step or 0, command.shell())
@@ -90,6 +99,7 @@ def run_verl(cfg: dict, cell, paths, **hooks) -> dict:
     if last != cell.M_max or missing:
         raise RuntimeError(f"verl finished without reaching M_max = {cell.M_max} (last checkpoint {last}, "
                            f"missing validation dumps for steps {missing[:5]}); see {files.session_log}")
+    prune_checkpoints(files.checkpoints, keep)  # a finished run holds only what resuming to a larger C_max needs
     annotated = annotate_dumps(files.generations, paths.model)
-    return {"steps": cell.M_max, "train_problems": train_rows, "resumed_from": state.step,
+    return {"steps": cell.M_max, "train_problems": train_rows, "dropped_prompts": dropped, "resumed_from": state.step,
             "verl_command": command.shell(), "dumps_annotated": annotated}

@@ -1,0 +1,95 @@
+"""What verl 0.9.1 cannot hold or silently leaves out, checked before a run:
+the samples its transfer queue holds at once (a grid's batch, at config time),
+and the prompts its overlong-prompt filter drops from a split (before verl
+starts, so the run's provenance can say how much of D it trained on).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from isocompute.errors import ConfigError, InputError
+
+# verl 0.9.1's V1 trainer passes every sample through TransferQueue, whose
+# SimpleStorage backend holds at most this many at once
+# (verl/trainer/config/transfer_queue/transfer_queue.yaml,
+# backend.SimpleStorage.total_storage_size); a site may raise it through
+# cluster.verl.extra_overrides.
+TRANSFER_QUEUE_CAPACITY = 100_000
+TRANSFER_QUEUE_SIZE_KEY = "transfer_queue.backend.SimpleStorage.total_storage_size"
+
+
+def transfer_queue_capacity(cfg: dict) -> int:
+    """Samples verl's transfer queue holds at once: verl's default, or an extra override of it."""
+    capacity = TRANSFER_QUEUE_CAPACITY
+    for override in cfg["cluster"]["verl"]["extra_overrides"]:
+        key, _, value = override.lstrip("+~").partition("=")
+        if key == TRANSFER_QUEUE_SIZE_KEY and value.strip().isdigit():
+            capacity = int(value)
+    return capacity
+
+
+def samples_held(B_p: int, n: int, val_problems: int, val_samples: int) -> int:
+    """The most samples a step puts in verl's transfer queue at once.
+
+    While a step generates, its B_p prompts are registered next to their B_p * n
+    trajectories; the trajectories stay until the end of the step, after the
+    validation that follows it, which registers every validation prompt
+    (data.val_batch_size is null: the whole set) and its val_samples
+    trajectories (verl/trainer/ppo/v1/trainer_base.py: fit, _validate).
+    """
+    return max(B_p * (n + 1), B_p * n + val_problems * (val_samples + 1))
+
+
+def check_batch_capacity(cfg: dict, cells, val_problems: int | None = None) -> None:
+    """Every cell's batch fits verl's transfer queue; `val_problems` defaults to splits.val_size."""
+    capacity = transfer_queue_capacity(cfg)
+    val = cfg["splits"]["val_size"] if val_problems is None else int(val_problems)
+    for cell in cells:
+        held = samples_held(cell.B_p, cell.n, val, cfg["eval"]["samples"])
+        if held > capacity:
+            raise ConfigError(
+                f"config key 'grid.{cell.split}': cell B_p = {cell.B_p}, n = {cell.n} puts {held:,} samples in "
+                f"verl 0.9.1's transfer queue at once (B_p x (n + 1), or B_p x n + {val} validation problems x "
+                f"(eval.samples + 1)), more than it holds ({capacity:,}); lower grid.{cell.split}.B_max or raise "
+                f"{TRANSFER_QUEUE_SIZE_KEY} in cluster.verl.extra_overrides")
+
+
+def prompt_lengths(split_file: Path | str, tokenizer) -> list[int]:
+    """Tokens of each prompt of a split as verl's overlong-prompt filter counts them (RLHFDataset:
+    the chat template with the generation prompt, tokenized; text-only models)."""
+    import pandas as pd
+    from verl.utils.tokenizer.tokenizer import normalize_token_ids
+
+    prompts = pd.read_parquet(split_file, columns=["prompt"])["prompt"]
+    return [len(normalize_token_ids(tokenizer.apply_chat_template([dict(m) for m in messages],
+                                                                  add_generation_prompt=True, tokenize=True)))
+            for messages in prompts]
+
+
+def dropped_prompts(files: dict[str, Path | str], model: str, max_prompt_length: int,
+                    max_share: float, tokenizer=None) -> dict:
+    """Per split part ('train', 'val'): prompts, those longer than `max_prompt_length` that verl
+    will drop, and their share. Raises ConfigError when a part loses more than `max_share`."""
+    if tokenizer is None:
+        from transformers import AutoTokenizer
+
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(model)
+        except Exception as exc:  # verl would fail on it too; say so before it starts
+            raise InputError(f"{model}: cannot load the model's tokenizer to count the prompts verl drops "
+                             f"({exc})") from exc
+    out = {}
+    for part, path in files.items():
+        lengths = prompt_lengths(path, tokenizer)
+        dropped = sum(n > max_prompt_length for n in lengths)
+        share = dropped / len(lengths) if lengths else 0.0
+        out[part] = {"prompts": len(lengths), "dropped": dropped, "share": share,
+                     "longest": max(lengths, default=0)}
+        if share > max_share:
+            raise ConfigError(
+                f"config key 'cluster.verl.max_prompt_length': {dropped} of {len(lengths)} {part} prompts of "
+                f"{path} ({share:.1%}) are longer than {max_prompt_length} tokens and verl would drop them, "
+                f"more than cluster.verl.max_dropped_prompt_share = {max_share:.1%} (the longest has "
+                f"{out[part]['longest']}); raise cluster.verl.max_prompt_length")
+    return out
