@@ -53,4 +53,8 @@ def test_the_reward_file_loads_stand_alone():
             "('isocompute', 'torch', 'verl', 'transformers', 'pandas'))))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout) == ["isocompute", "isocompute.grading"]
+    loaded = json.loads(proc.stdout)
+    # The grader package (split into modules) and the leaves it writes its cache with; nothing else.
+    assert "isocompute.grading" in loaded
+    leaves = {"isocompute", "isocompute.atomic", "isocompute.errors"}
+    assert all(m in leaves or m.startswith("isocompute.grading.") or m == "isocompute.grading" for m in loaded), loaded
