@@ -223,7 +223,7 @@ def test_the_checkpoint_merge_is_a_cluster_job(tmp_path):
     jobs = jobs_of(proc.stdout)
     merge = next(j for j in jobs if j["rule"] == "merge_checkpoint")
     assert "localrule merge_checkpoint" not in proc.stdout
-    assert merge["wildcards"] == {"split": "easy", "B_p": "32", "n": "512"}
+    assert merge["wildcards"] == {"split": "easy", "B_p": "32", "n": "512", "rep": ""}
     assert int(merge["resources"]["mem_mb"]) == 256000 and "gpu" not in merge["resources"]
     assert "isocompute verl-merge --run-dir results/paper_qwen25_7b/runs/easy/bp32_n512" in merge["shell"]
     assert "--out results/paper_qwen25_7b/models/easy/bp32_n512" in merge["shell"]

@@ -47,7 +47,7 @@ TEST_PROFILE = {
 SLURM_STUDY = {
     **TINY_CONFIG,
     "experiment": "slurm",
-    "grid": {"easy": {"B_p": [2], "n": [2, 4], "B_max": 8, "C_max": 16}},
+    "grid": {"easy": {"B_p": [2], "n": [2, 4], "B_max": 8, "C_max": 32}},
     "train": {"backend": "local", "device": "cpu", "eval_schedule": "steps", "eval_interval": 2},
     "eval": {"k": 4, "samples": 4},
     "cluster": {"cpu": {"threads": 1, "mem_mb": 1000, "runtime": 20}, "max_runtime": 30},
@@ -73,8 +73,9 @@ def slurm_cluster(tmp_path_factory):
 
 
 # The training job whose first attempt dies: wildcards split, B_p, n as the SLURM plugin
-# joins them in job comments and log folders. 16 // (2 x 2) = 4 steps, evaluations 0, 2, 4.
-FAILING_TRAIN = "easy_2_2"
+# joins them in job comments and log folders (the seed-replicate wildcard is empty for the
+# first replicate, hence the trailing '_'). 32 // (2 x 2) = 8 steps, evaluations 0, 2, 4, 6, 8.
+FAILING_TRAIN = "easy_2_2_"
 
 # A test double of `isocompute`, first on PATH in Snakemake and in every SLURM job (sbatch
 # exports the environment): the first `isocompute train` of cell bp2_n2 runs for real until
@@ -202,7 +203,8 @@ def test_tiny_study_runs_to_completion_under_slurm(slurm_cluster, slurm_study):
         # Trained with the study's recipe only: the schema's lr_base, not config/config.yaml's.
         assert marker["config"]["train"]["lr_base"] == 1e-6
         table = pd.read_parquet(run / "evals.parquet")
-        assert list(table["step"]) == [0, 2, 4][: len(table)] and table["step"].max() == 16 // (2 * n)
+        M_max = 32 // (2 * n)
+        assert list(table["step"]) == list(range(0, M_max + 1, 2)) and table["step"].max() == M_max
 
     # The work went through SLURM: one job log per submitted job, none for the local rules.
     submitted = {p.name for p in logs.iterdir()} if logs.is_dir() else set()
@@ -232,10 +234,10 @@ def test_failed_train_job_is_retried_with_a_longer_time_limit(slurm_study):
     # Each submission left its own job log; the other cell was submitted once.
     train_logs = work / ".snakemake" / "slurm_logs" / "rule_train"
     assert sorted(int(p.stem) for p in (train_logs / FAILING_TRAIN).glob("*.log")) == [j["id"] for j in attempts]
-    assert len(list((train_logs / "easy_2_4").glob("*.log"))) == 1
+    assert len(list((train_logs / "easy_2_4_").glob("*.log"))) == 1
     others = [j for j in slurm_study["jobs"] if j["comment"].startswith("rule_train") and j["comment"] != comment]
     assert [j["state"] for j in others] == ["COMPLETED"] and others[0]["minutes"] == cpu, others
     # Snakemake saw the failure and retried it, and the retry went on from a checkpoint.
     assert "Trying to restart job" in slurm_study["proc"].stdout + slurm_study["proc"].stderr
     marker = json.loads((work / "results" / "slurm" / "runs" / "easy" / "bp2_n2" / "run.json").read_text())
-    assert marker["resumed_from"] in (0, 2) and marker["steps"] == 4, marker
+    assert marker["resumed_from"] in (0, 2) and marker["steps"] == 8, marker

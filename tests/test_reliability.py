@@ -69,7 +69,7 @@ BAD_CONFIGS = [
     ("grid-budget-below-every-batch", tiny(grid={"easy": {**GRID, "C_max": 2}}), "'grid.easy'"),
     ("grid-for-unbuilt-split", tiny(grid={"very_easy": GRID}), "'grid.very_easy'"),
     ("verl-batch-beyond-transfer-queue", tiny(train={"backend": "verl"}, grid={"easy": {
-        "B_p": [64], "n": [2048], "B_max": 131072, "C_max": 131072}}), "'grid.easy'"),
+        "B_p": [64], "n": [2048], "B_max": 131072, "C_max": 393216}}), "'grid.easy'"),
     ("grid-missing-C_max", tiny(grid={"easy": {"B_p": [2], "n": [2], "B_max": 8}}), "'grid.easy'"),
     ("analysis-ci-out-of-range", with_key("analysis.ci", 1.5), "'analysis.ci'"),
     ("negative-seed-type", tiny(seed="zero"), "'seed'"),
@@ -118,7 +118,7 @@ def test_grid_larger_than_a_split_stops_before_any_training_job(tmp_path):
     """B_p above the split's training problems is known once the splits are cut: the
     check_grid job stops naming the key, and no training job runs."""
     work = make_study_dir(tmp_path)
-    cfg = write_raw(work, tiny(grid={"easy": {"B_p": [4096], "n": [2], "B_max": 10 ** 6, "C_max": 8192}}))
+    cfg = write_raw(work, tiny(grid={"easy": {"B_p": [4096], "n": [2], "B_max": 10 ** 6, "C_max": 3 * 8192}}))
     proc = run_snakemake(work, "--cores", "2", "--configfile", str(cfg), check=False)
     assert proc.returncode != 0
     log = (work / "results" / "tiny" / "logs" / "check_grid.log").read_text()

@@ -110,7 +110,7 @@ def test_run_verl_runs_the_command_and_checks_the_run(tmp_path, monkeypatch):
     train = tmp_path / "train.parquet"
     pd.DataFrame({"x": range(40)}).to_parquet(train)
     paths = RunPaths(run, train, train, str(tmp_path / "model"))
-    cfg = verl_cfg(train={"eval_interval": 2})
+    cfg = verl_cfg(train={"eval_schedule": "steps", "eval_interval": 2})  # the fake verl validates every 2
     cell = Cell("easy", 32, 8, 3, 768)
 
     def verl(argv, env):
