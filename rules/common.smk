@@ -178,9 +178,15 @@ def split_file_args(wildcards, input):
     return " ".join(f"{split}={input[split]}" for split in analysis_splits())
 
 
+# The sampling keys a training run reads (the rest, the difficulty sampler's backend and
+# chunk size, must not resubmit finished runs).
+TRAIN_SAMPLING_KEYS = ("temperature", "top_p", "max_new_tokens", "batch_size")
+
+
 def train_params_json():
     """What training reads: eval.samples but not eval.k, so a changed k re-scores without re-training."""
-    sections = {k: config[k] for k in ("seed", "sampling", "train")}
+    sections = {k: config[k] for k in ("seed", "train")}
+    sections["sampling"] = {k: config["sampling"][k] for k in TRAIN_SAMPLING_KEYS}
     sections["eval"] = {"samples": config["eval"]["samples"]}
     if config["train"]["backend"] == "verl":
         # verl's GPUs and engine settings shape its runs (and their checkpoints) too;

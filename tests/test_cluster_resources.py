@@ -180,9 +180,10 @@ def test_gpu_jobs_ask_for_one_node_and_run_their_step_on_all_their_cpus(gres, tm
             assert "--cpus-per-gpu=8" in step and f"--gpus={gpus}" in step, step
 
 
-def train_params(tmp_path: Path, name: str, rule: str = "train", **cluster) -> dict:
-    """The --params of the first `rule` job of the main paper config with `cluster` keys changed."""
+def train_params(tmp_path: Path, name: str, rule: str = "train", sampling: dict | None = None, **cluster) -> dict:
+    """The --params of the first `rule` job of the main paper config with `cluster` (and `sampling`) keys changed."""
     cfg = yaml.safe_load((REPO / "config" / "paper" / "qwen25_7b.yaml").read_text())
+    cfg["sampling"] = {**cfg.get("sampling", {}), **(sampling or {})}
     for key, value in cluster.items():
         cfg["cluster"][key] = {**cfg["cluster"].get(key, {}), **value} if isinstance(value, dict) else value
     workdir = tmp_path / name
@@ -211,6 +212,9 @@ def test_time_memory_cpus_and_retention_are_not_the_train_rules_params(tmp_path)
     assert options == {"cluster": {"train": {"cpus_per_gpu": 4},
                                    "verl": {"max_checkpoints": 2, "max_dropped_prompt_share": 0.01}}}
     assert train_params(tmp_path, "gpus", train={"gpus": 4}) != base
+    # The difficulty sampler's chunking is not training's either; the rollout temperature is.
+    assert train_params(tmp_path, "chunks", sampling={"chunk_size": 77}) == base
+    assert train_params(tmp_path, "temperature", sampling={"temperature": 0.9}) != base
     assert train_params(tmp_path, "engine", verl={"gpu_memory_utilization": 0.5}) != base
 
 
