@@ -14,7 +14,6 @@ import functools
 import re
 from importlib import resources
 from pathlib import Path
-from typing import Any
 
 import jsonschema
 import yaml

@@ -22,7 +22,7 @@ from isocompute.analysis.fits_noise import (NOISE_FIT_GRID, SE_SMOOTH_WINDOW, ad
                                             residual_se, run_groups)
 from isocompute.analysis.frontier import default_extrapolate, frontier_fixed_batch, frontier_fixed_bp, frontier_joint
 from isocompute.analysis.nstar import law_points, n_star_laws
-from isocompute.analysis.records import RECORD_Z, record_points_by_run
+from isocompute.analysis.records import record_points_by_run
 from isocompute.analysis.studies import extrapolation_check, interference_histograms, metric_optima, sensitivity
 from isocompute.analysis.tables import check_evals, check_train, se_column
 from isocompute.atomic import atomic_dir
