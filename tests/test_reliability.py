@@ -70,6 +70,9 @@ BAD_CONFIGS = [
     ("grid-for-unbuilt-split", tiny(grid={"very_easy": GRID}), "'grid.very_easy'"),
     ("verl-batch-beyond-transfer-queue", tiny(train={"backend": "verl"}, grid={"easy": {
         "B_p": [64], "n": [2048], "B_max": 131072, "C_max": 393216}}), "'grid.easy'"),
+    ("schedule-below-3-evaluations", tiny(grid={"easy": {**GRID, "C_max": 4}}), "'train.eval_points_per_octave'"),
+    ("schedule-starts-above-C_max", tiny(grid={"easy": GRID}, train={"eval_min_compute": 1000}),
+     "'train.eval_min_compute'"),
     ("grid-missing-C_max", tiny(grid={"easy": {"B_p": [2], "n": [2], "B_max": 8}}), "'grid.easy'"),
     ("analysis-ci-out-of-range", with_key("analysis.ci", 1.5), "'analysis.ci'"),
     ("negative-seed-type", tiny(seed="zero"), "'seed'"),
