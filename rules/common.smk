@@ -6,9 +6,8 @@ import json
 import os
 import sys
 
-from isocompute.config import check_config, check_paths, read_config_file
+from isocompute.config import check_config, read_config_file
 from isocompute.errors import ConfigError
-from isocompute.layout import base_model_path as configured_base_model
 from isocompute.layout import study_layout
 
 try:
@@ -17,7 +16,6 @@ try:
     for _path in [*workflow.configfiles, *workflow.overwrite_configfiles]:
         read_config_file(_path)
     check_config(config)
-    check_paths(config)
 except ConfigError as _err:
     # One line naming the key and what was expected, before any job is scheduled.
     sys.stderr.write(f"isocompute config error: {_err}\n")
@@ -43,10 +41,6 @@ def base_model_input():
     if config["base_model"]["source"] == "embedded":
         return LAYOUT.embedded_model
     return []
-
-
-def base_model_path():
-    return configured_base_model(config)
 
 
 def model_arg(wildcards, input):
@@ -88,16 +82,13 @@ def all_targets():
 # --- training grid and scoring ---------------------------------------------------
 
 from isocompute.grading import GRADER_VERSION
-from isocompute.grid import find_cell, grid_cells, replicate_of
-from isocompute.train.backends.verl import limits as verl_limits
+from isocompute.grid import find_cell, replicate_of
+from isocompute.train.backends import check_study
 from isocompute.train.backends.verl import overrides as verl_overrides
-from isocompute.train.recipe import check_schedules
 
 try:
-    CELLS = grid_cells(config)
-    check_schedules(config, CELLS)
-    if config["train"]["backend"] == "verl":
-        verl_limits.check_batch_capacity(config, CELLS)
+    # Files, grid, evaluation schedules and the backend's limits, before any job.
+    CELLS = check_study(config)
 except ConfigError as _err:
     sys.stderr.write(f"isocompute config error: {_err}\n")
     sys.exit(1)
@@ -212,17 +203,11 @@ def grader_version():
 
 
 def run_markers():
-    return [
-        str(LAYOUT.run_files(c.split, c.B_p, c.n, c.replicate_suffix).marker)
-        for c in CELLS
-    ]
+    return [str(LAYOUT.cell_files(c).marker) for c in CELLS]
 
 
 def eval_tables():
-    return [
-        str(LAYOUT.run_files(c.split, c.B_p, c.n, c.replicate_suffix).evals)
-        for c in CELLS
-    ]
+    return [str(LAYOUT.cell_files(c).evals) for c in CELLS]
 
 
 def train_targets():
@@ -334,20 +319,16 @@ def analysis_splits():
     return sorted({c.split for c in CELLS})
 
 
+def split_cells(wildcards):
+    return [c for c in CELLS if c.split == wildcards.split]
+
+
 def split_run_dirs(wildcards):
-    return [
-        run_dir(c.split, c.B_p, c.n, c.replicate_suffix)
-        for c in CELLS
-        if c.split == wildcards.split
-    ]
+    return [str(LAYOUT.cell_files(c).run_dir) for c in split_cells(wildcards)]
 
 
 def split_eval_tables(wildcards):
-    return [
-        str(LAYOUT.run_files(c.split, c.B_p, c.n, c.replicate_suffix).evals)
-        for c in CELLS
-        if c.split == wildcards.split
-    ]
+    return [str(LAYOUT.cell_files(c).evals) for c in split_cells(wildcards)]
 
 
 def analysis_params_json():

@@ -73,6 +73,8 @@ BAD_CONFIGS = [
     ("schedule-below-3-evaluations", tiny(grid={"easy": {**GRID, "C_max": 4}}), "'train.eval_points_per_octave'"),
     ("schedule-starts-above-C_max", tiny(grid={"easy": GRID}, train={"eval_min_compute": 1000}),
      "'train.eval_min_compute'"),
+    ("verl-cannot-honour-option", tiny(train={"backend": "verl", "zero_variance_filter": True}),
+     "'train.zero_variance_filter'"),
     ("grid-missing-C_max", tiny(grid={"easy": {"B_p": [2], "n": [2], "B_max": 8}}), "'grid.easy'"),
     ("analysis-ci-out-of-range", with_key("analysis.ci", 1.5), "'analysis.ci'"),
     ("negative-seed-type", tiny(seed="zero"), "'seed'"),

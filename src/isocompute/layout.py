@@ -134,6 +134,10 @@ class StudyLayout:
     def run_files(self, split, B_p, n, replicate_suffix="") -> RunFiles:
         return RunFiles(Path(self.run_dir(split, B_p, n, replicate_suffix)))
 
+    def cell_files(self, cell) -> RunFiles:
+        """The run files of a grid cell (isocompute.grid.Cell)."""
+        return self.run_files(cell.split, cell.B_p, cell.n, cell.replicate_suffix)
+
     def merged_model(self, split, B_p, n, replicate_suffix="") -> str:
         """A finished verl run's last checkpoint as a Hugging Face model directory."""
         return f"{self.results}/models/{split}/bp{B_p}_n{n}{replicate_suffix}"
@@ -182,6 +186,5 @@ def run_paths(cfg: dict, cell, root: str = RESULTS_ROOT) -> RunPaths:
     """The RunPaths the train rule passes for a cell."""
     layout = study_layout(cfg, root)
     files = layout.split_files(cell.split)
-    return RunPaths(Path(layout.run_dir(cell.split, cell.B_p, cell.n, cell.replicate_suffix)),
-                    Path(files["train"]), Path(files["val"]),
+    return RunPaths(layout.cell_files(cell).run_dir, Path(files["train"]), Path(files["val"]),
                     base_model_path(cfg, root))

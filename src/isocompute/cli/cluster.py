@@ -14,18 +14,11 @@ from __future__ import annotations
 
 
 def cmd_check_config(args) -> int:
-    from isocompute.config import check_paths, load_config
-    from isocompute.grid import grid_cells
-    from isocompute.train.recipe import check_schedules
+    from isocompute.config import load_config
+    from isocompute.train.backends import check_study
 
     cfg = load_config(args.config)
-    check_paths(cfg)
-    cells = grid_cells(cfg)
-    check_schedules(cfg, cells)
-    if cfg["train"]["backend"] == "verl":
-        from isocompute.train.backends.verl.limits import check_batch_capacity
-
-        check_batch_capacity(cfg, cells)
+    cells = check_study(cfg)
     print(f"{args.config}: ok (experiment {cfg['experiment']}, {len(cells)} training runs)")
     return 0
 

@@ -23,6 +23,11 @@ from isocompute.errors import ConfigError
 
 _BACKENDS: dict[str, Callable] = {}
 
+# What each backend checks of a study before any job (what it cannot run), as
+# "module:function(cfg, cells)" of a light module (no torch, no engine), imported
+# only for the configured backend.
+CONFIG_CHECKS = {"verl": "isocompute.train.backends.verl.limits:check_study_cells"}
+
 
 def register_backend(name: str):
     def decorate(fn: Callable) -> Callable:
@@ -42,6 +47,25 @@ def get_backend(name: str) -> Callable:
         if name not in _BACKENDS:
             raise ConfigError(f"config key 'train.backend': unknown backend {name!r}")
     return _BACKENDS[name]
+
+
+def check_study(cfg: dict) -> list:
+    """Every check a checked config allows before any job, in one place for the Snakefile and
+    `isocompute check-config`: the files it names, a grid that keeps cells, a schedule that
+    gives each run enough evaluations, and the configured backend's own limits. Returns the
+    grid's cells; raises ConfigError naming the key."""
+    from isocompute.config import check_paths
+    from isocompute.grid import grid_cells
+    from isocompute.train.recipe import check_schedules
+
+    check_paths(cfg)
+    cells = grid_cells(cfg)
+    check_schedules(cfg, cells)
+    spec = CONFIG_CHECKS.get(cfg["train"]["backend"])
+    if spec is not None:
+        module, _, name = spec.partition(":")
+        getattr(importlib.import_module(module), name)(cfg, cells)
+    return cells
 
 
 def train_run(cfg: dict, cell, paths, **hooks) -> dict:

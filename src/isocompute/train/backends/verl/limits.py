@@ -55,6 +55,15 @@ def check_batch_capacity(cfg: dict, cells, val_problems: int | None = None) -> N
                 f"{TRANSFER_QUEUE_SIZE_KEY} in cluster.verl.extra_overrides")
 
 
+def check_study_cells(cfg: dict, cells) -> None:
+    """The verl backend's checks of a study before any job: options it cannot honour, and
+    batches its transfer queue cannot hold."""
+    from isocompute.train.backends.verl.overrides import check_supported
+
+    check_supported(cfg)
+    check_batch_capacity(cfg, cells)
+
+
 def prompt_lengths(split_file: Path | str, tokenizer) -> list[int]:
     """Tokens of each prompt of a split as verl's overlong-prompt filter counts them (RLHFDataset:
     the chat template with the generation prompt, tokenized; text-only models)."""
