@@ -195,6 +195,12 @@ def load_config(path: Path | str, overrides: dict | None = None) -> dict:
 _HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9_.-]+$")
 
 
+def is_hub_id(model: str) -> bool:
+    """A Hugging Face hub id ('org/name') rather than a local path: no local file of that
+    name, and the hub's form (a relative 'a/b' with no leading '.', '/' or '~')."""
+    return not Path(model).exists() and bool(_HUB_ID.match(str(model)))
+
+
 def check_paths(config: dict) -> None:
     """The files a checked config names exist (before any job is scheduled, not in
     `isocompute plan`, which may run before data and weights are fetched).
@@ -209,7 +215,7 @@ def check_paths(config: dict) -> None:
     model = config["base_model"]
     if model["source"] == "path":
         path = Path(model["path"]).expanduser()
-        if not path.is_dir() and not _HUB_ID.match(model["path"]):
+        if not path.is_dir() and not is_hub_id(model["path"]):
             raise ConfigError(f"config key 'base_model.path': model directory not found: {model['path']} "
                               f"(expected a Hugging Face model directory or a hub id 'org/name')")
 

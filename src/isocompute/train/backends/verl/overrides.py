@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from isocompute.cluster.resources import gpu_job_threads, train_topology
+from isocompute.config import is_hub_id
 from isocompute.errors import ConfigError
 from isocompute.train.backends.verl.files import VerlRunFiles
 from isocompute.train.backends.verl import scheduled
@@ -233,16 +234,10 @@ def io_overrides(cfg: dict, cell, paths, files: VerlRunFiles, *, validate_first:
     }
 
 
-_HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9_.-]+$")
-
-
 def model_arg(model: str) -> str:
     """A local model directory as an absolute path (even before the pipeline has built it);
     a Hugging Face hub id ('org/name', not a local path) as it is."""
-    path = Path(model)
-    if path.exists() or not _HUB_ID.match(str(model)):
-        return str(path.resolve())
-    return str(model)
+    return str(model) if is_hub_id(model) else str(Path(model).resolve())
 
 
 def experiment_name(cfg: dict, cell) -> str:
