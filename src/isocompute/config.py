@@ -24,14 +24,14 @@ SCHEMA_RESOURCE = "schema.yaml"
 
 
 @functools.lru_cache(maxsize=None)
-def _packaged_schema() -> str:
-    return resources.files("isocompute").joinpath(SCHEMA_RESOURCE).read_text()
+def _packaged_schema() -> dict:
+    return yaml.safe_load(resources.files("isocompute").joinpath(SCHEMA_RESOURCE).read_text())
 
 
 def load_schema(path: Path | str | None = None) -> dict:
-    """The config schema: the packaged one, or the file at `path`."""
+    """The config schema: the packaged one (parsed once per process), or the file at `path`."""
     if path is None:
-        return yaml.safe_load(_packaged_schema())
+        return copy.deepcopy(_packaged_schema())
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"config schema not found at {path}")
@@ -41,7 +41,7 @@ def load_schema(path: Path | str | None = None) -> dict:
 
 def schema_defaults(section: str) -> dict:
     """The schema's default of every key of a top-level section (e.g. 'analysis')."""
-    props = load_schema()["properties"][section]["properties"]
+    props = _packaged_schema()["properties"][section]["properties"]
     return {key: copy.deepcopy(sub["default"]) for key, sub in props.items() if "default" in sub}
 
 

@@ -21,13 +21,15 @@ from isocompute.analysis.fits import (FIT_COLUMNS, FLAT, NO_BASE, NO_POSITIVE, O
                                       _a_max, _cmid_grid, _grid_fit)
 from isocompute.analysis.nstar import running_average
 from isocompute.analysis.tables import se_column
+from isocompute.config import schema_defaults
 
 # The fit grid of the noise method: A nearly continuous (its 0.005 grid is a
 # bias of up to 0.0025 at the frontier), C_mid free to sit half a decade
 # beyond a run's data (a large-n run may stop before its midpoint; the
 # frontier uses each curve only where its run has data).
 NOISE_FIT_GRID = FitGrid(a_step=0.001, c_mid_points=120, c_mid_margin=0.5)
-SE_SMOOTH_WINDOW = 9          # evaluations averaged for the success rate behind each standard error
+# Evaluations averaged for the success rate behind each standard error (analysis.se_window).
+SE_SMOOTH_WINDOW = schema_defaults("analysis")["se_window"]
 NOISE_COLUMNS = FIT_COLUMNS + ["se", "n_evals"]
 
 _AVG_AT_K = re.compile(r"^avg@(\d+)$")

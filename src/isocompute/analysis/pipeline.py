@@ -18,7 +18,7 @@ import pandas as pd
 
 from isocompute.analysis.bootstrap import bootstrap_fits, bootstrap_intervals
 from isocompute.analysis.fits import FitGrid, check_method, fit_curves
-from isocompute.analysis.fits_noise import (NOISE_FIT_GRID, SE_SMOOTH_WINDOW, add_standard_errors, pooled_base,
+from isocompute.analysis.fits_noise import (NOISE_FIT_GRID, add_standard_errors, pooled_base,
                                             residual_se, run_groups)
 from isocompute.analysis.frontier import default_extrapolate, frontier_fixed_batch, frontier_fixed_bp, frontier_joint
 from isocompute.analysis.nstar import law_points, n_star_laws
@@ -64,9 +64,10 @@ def _with_law_points(frontier: pd.DataFrame, by, x: str, window: int) -> pd.Data
     return pd.concat(parts, ignore_index=True)
 
 
-def fit_study(evals: pd.DataFrame, metric: str = "avg@4", *, method: str = "noise", bin_width: float = 0.01,
-              ema_alpha: float | None = None, min_compute: float | None = None, grid: FitGrid | None = None,
-              se_window: int = SE_SMOOTH_WINDOW):
+def fit_study(evals: pd.DataFrame, metric: str = "avg@4", *, method: str = DEFAULTS["method"],
+              bin_width: float = DEFAULTS["bin_width"], ema_alpha: float | None = DEFAULTS["ema_alpha"],
+              min_compute: float | None = DEFAULTS["min_compute"], grid: FitGrid | None = None,
+              se_window: int = DEFAULTS["se_window"]):
     """The fitting stage of `run_analysis` on a checked evaluation table.
 
     Returns (evals, fits, base). Noise method: `evals` gains the column

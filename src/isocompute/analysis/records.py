@@ -16,10 +16,11 @@ import pandas as pd
 from scipy.signal import lfilter
 
 from isocompute.analysis.tables import se_column
+from isocompute.config import schema_defaults
 
 # Standard errors a point must rise above the standing record to count as one
-# in the noise method's records (which are shown, not fitted).
-RECORD_Z = 2.0
+# in the noise method's records (which are shown, not fitted): analysis.record_z.
+RECORD_Z = schema_defaults("analysis")["record_z"]
 
 # Rounding applied to metric / bin_width before the floor, so that values such
 # as 0.12 / 0.01 = 11.999999999999998 land in bin 12 and not 11.
