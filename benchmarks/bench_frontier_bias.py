@@ -43,7 +43,7 @@ from isocompute.analysis.frontier import default_extrapolate, frontier, frontier
 from isocompute.analysis.nstar import fit_n_star_law, law_points, n_star_laws
 from isocompute.analysis.pipeline import fit_study
 from isocompute.analysis.schedule import compute_schedule_steps
-from isocompute.analysis.synthetic import crossover_params, synthetic_study
+from isocompute.analysis.synthetic import crossover_params, synthetic_params, synthetic_study
 from isocompute.analysis.tables import check_evals
 from isocompute.train.recipe import evaluation_steps
 
@@ -54,7 +54,24 @@ SPAN_DOUBLINGS = 10            # probes and matched evaluations start at C_max /
 EVAL_SAMPLES = 4               # avg@4
 P_AT = 0.6                     # avg@4 at which binomial noise has sd sigma
 TARGET = {"bias": 0.01, "right": 0.90}   # the issue's done-when, noise method, every K, sigma 0.03
-METHODS = ("paper", "noise", "oracle")
+METHODS = ("paper", "noise", "per-run", "oracle")
+
+
+def saturating_params(B_p: int, n: int) -> dict:
+    """A truth the trend model does not contain: A saturating in log2 n, C_mid
+    a power of n times (1 + n / 128) (not a polynomial in log2 n either)."""
+    d = np.log2(n / 8)
+    return {"R0": 0.45, "A": 0.60 + 0.13 * (1 - np.exp(-d / 3)), "B": 1.5,
+            "C_mid": 3e4 * (n / 8) ** 0.55 * (1 + n / 128)}
+
+
+def peaked_params(B_p: int, n: int) -> dict:
+    """Another: `synthetic.synthetic_params` (A peaks at n = 64 and declines beyond)."""
+    return synthetic_params(B_p, n, R0=0.45, decline=0.02)
+
+
+TRUTHS = {"crossover": crossover_params, "saturating": saturating_params, "peaked": peaked_params}
+PARAMS = crossover_params   # the truth in force (--truth)
 
 
 def schedules(K: int, matched_points: int) -> dict:
@@ -68,7 +85,7 @@ def schedules(K: int, matched_points: int) -> dict:
 
 def truth(probes, grid):
     """True frontier reward and n* at the probes; the law fitted to the true n*(C) on `grid`."""
-    params = [crossover_params(B_P, n) for n in NS]
+    params = [PARAMS(B_P, n) for n in NS]
     curves = lambda c: np.array([sigmoid_reward(c, **p) for p in params])  # noqa: E731
     at_probes = curves(probes)
     on_grid = curves(grid)
@@ -78,20 +95,26 @@ def truth(probes, grid):
     return at_probes, law
 
 
-# A ceiling, not a method: the noise method told the true R0 and the true
-# efficiency exponent B of every curve (only A and C_mid left to fit).
-ORACLE_GRID = replace(NOISE_FIT_GRID, b_bounds=(crossover_params(B_P, NS[0])["B"],) * 2, b_points=1,
-                      b_refine_points=1)
+# A ceiling for fits of one run at a time, not a method: the noise method without
+# pooling, told the true R0 and the true efficiency exponent B of every curve
+# (only A and C_mid left to fit). 'per-run' is the noise method without pooling.
+PER_RUN_GRID = replace(NOISE_FIT_GRID, pool_degree=None)
+
+
+def oracle_grid():
+    return replace(PER_RUN_GRID, b_bounds=(PARAMS(B_P, NS[0])["B"],) * 2, b_points=1, b_refine_points=1)
 
 
 def analyse(evals: pd.DataFrame, method: str, probes) -> dict:
-    """Frontier at the probes and the n* law of one study, by `method` ('paper', 'noise' or 'oracle')."""
+    """Frontier at the probes and the n* law of one study, by `method` (one of METHODS)."""
     if method == "oracle":
         evals = add_standard_errors(check_evals(evals), "avg@4")[0]
-        fits = fit_curves(evals, R0=crossover_params(B_P, NS[0])["R0"], grid=ORACLE_GRID)
+        fits = fit_curves(evals, R0=PARAMS(B_P, NS[0])["R0"], grid=oracle_grid())
+    elif method == "per-run":
+        _, fits, _ = fit_study(check_evals(evals), method="noise", grid=PER_RUN_GRID)
     else:
         _, fits, _ = fit_study(check_evals(evals), method=method)
-    extrapolate = default_extrapolate("noise" if method == "oracle" else method)
+    extrapolate = default_extrapolate("paper" if method == "paper" else "noise")
     at_probes = frontier(fits, probes, extrapolate=extrapolate)
     law = n_star_laws(frontier_fixed_bp(fits, extrapolate=extrapolate), by="B_p").iloc[0]
     return {"reward": at_probes["reward"].to_numpy(), "n_star": at_probes["n_star"].to_numpy(),
@@ -113,7 +136,7 @@ def run(seeds: int, sigmas, noise: str, K: int, matched_points: int, n_probes: i
             seconds = dict.fromkeys(per, 0.0)
             n_evals = 0
             for s in range(seeds):
-                evals = synthetic_study((B_P,), NS, c_max=C_MAX, eval_steps=steps_of, seed=s, **kw)
+                evals = synthetic_study((B_P,), NS, c_max=C_MAX, eval_steps=steps_of, seed=s, params=PARAMS, **kw)
                 n_evals = len(evals)
                 for method in per:
                     start = time.perf_counter()
@@ -141,14 +164,14 @@ def run(seeds: int, sigmas, noise: str, K: int, matched_points: int, n_probes: i
 
 
 def print_table(table: pd.DataFrame) -> None:
-    head = (f"{'method':<7}{'schedule':<18}{'sigma':>6}{'evals':>6}  {'bias at C_max (sd) [95% CI]':<33}"
+    head = (f"{'method':<8}{'schedule':<18}{'sigma':>6}{'evals':>6}  {'bias at C_max (sd) [95% CI]':<33}"
             f"{'right n*':>9}{'regret':>8}   {'law L / U / c0 (truth)':<34}")
     print(head)
     print("-" * len(head))
     for r in table.itertuples():
         bias = f"{r.bias:+.4f} ({r.bias_sd:.4f}) [{r.bias_lo:+.4f}, {r.bias_hi:+.4f}]"
         law = f"{r.L:.2f} / {r.U:.2f} / {r.c0:.2f} ({r.true_L:.2f} / {r.true_U:.2f} / {r.true_c0:.2f})"
-        print(f"{r.method:<7}{r.schedule:<18}{r.sigma:>6.3f}{r.evals:>6}  {bias:<33}{r.right_n_star:>9.1%}"
+        print(f"{r.method:<8}{r.schedule:<18}{r.sigma:>6.3f}{r.evals:>6}  {bias:<33}{r.right_n_star:>9.1%}"
               f"{r.regret:>8.4f}   {law:<34}")
 
 
@@ -176,12 +199,18 @@ def main(argv=None) -> int:
                         help="compute points of the matched schedule (default: 641, 64 per doubling: fewer "
                              "evaluations in all than every 10 steps)")
     parser.add_argument("--probes", type=int, default=20, help="probe budgets for n* (default: 20)")
+    parser.add_argument("--truth", choices=sorted(TRUTHS), default="crossover",
+                        help="the known curves (default: crossover, the calibrated ones; saturating and peaked "
+                             "are outside the pooled trend model, to check it does not only fit its own form)")
     parser.add_argument("--out", default=None, help="write the table as CSV")
     args = parser.parse_args(argv)
     seeds, sigmas = (4, [0.03]) if args.quick else (args.seeds, args.sigmas)
+    global PARAMS
+    PARAMS = TRUTHS[args.truth]
     if seeds < 1:
         parser.error("--seeds must be >= 1")
-    print(f"B_p = {B_P}, n = {', '.join(map(str, NS))}, C_max = 2^22, {args.noise} noise, {seeds} replications; "
+    print(f"truth: {args.truth}; B_p = {B_P}, n = {', '.join(map(str, NS))}, C_max = 2^22, {args.noise} noise, "
+          f"{seeds} replications; "
           f"probes: {args.probes} budgets over [C_max/2^{SPAN_DOUBLINGS}, C_max]")
     if args.noise == "gaussian":
         print("(Gaussian tables carry no 'problems' column: the noise method assumes one error for all "

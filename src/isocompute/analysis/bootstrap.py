@@ -17,6 +17,7 @@ import pandas as pd
 
 from isocompute.analysis.fits import USABLE, FitGrid, check_method, fit_replicates, run_arrays
 from isocompute.analysis.fits_noise import NOISE_FIT_GRID, cell_arrays, fit_weighted, pooled_base
+from isocompute.analysis.fits_pooled import pool_fits
 from isocompute.analysis.frontier import envelope, study_grid
 from isocompute.analysis.nstar import LAW_PARAMS, LawGrid, fit_n_star_laws, running_average
 
@@ -71,7 +72,7 @@ def bootstrap_fits(evals: pd.DataFrame, metric: str = "avg@4", *, n_boot: int = 
     if method == "noise" and R0 is None:
         R0 = pooled_base(evals, metric)["R0"]
     rng = np.random.default_rng(seed)
-    parts = []
+    parts, drawn = [], {}
     for (B_p, n), cell in evals.groupby(["B_p", "n"], sort=True):
         arr = run_arrays(cell, metric, min_compute) if method == "paper" else cell_arrays(cell, metric, min_compute)
         cell_R0 = arr["R0"] if method == "paper" else R0
@@ -94,13 +95,28 @@ def bootstrap_fits(evals: pd.DataFrame, metric: str = "avg@4", *, n_boot: int = 
             res = fit_weighted(arr["compute"], arr["values"], cell_R0, arr["weights"][:, None] * counts.T,
                                compute_range=arr["compute_range"], grid=grid, dtype=np.float32,
                                refine_c_mid=grid.boot_refine_c_mid)
+            drawn[(B_p, n)] = (arr, counts)
         parts.append(pd.DataFrame({
             "replicate": np.arange(n_boot), "B_p": B_p, "n": n, "R0": cell_R0,
             "A": res["A"], "B": res["B"], "C_mid": res["C_mid"], "status": res["status"],
-            "compute_min": arr["compute_min"], "compute_max": arr["compute_max"]}))
+            "sse": res["sse"], "compute_min": arr["compute_min"], "compute_max": arr["compute_max"]}))
     if not parts:
         return pd.DataFrame(columns=BOOT_COLUMNS)
-    return pd.concat(parts, ignore_index=True)[BOOT_COLUMNS]
+    boot = pd.concat(parts, ignore_index=True)
+    if method == "noise" and grid.pool_degree is not None:
+        boot = _pool_replicates(boot, drawn, R0, grid)
+    return boot[BOOT_COLUMNS]
+
+
+def _pool_replicates(boot: pd.DataFrame, drawn: dict, R0: float, grid: FitGrid) -> pd.DataFrame:
+    """Each replicate pooled as the point estimate is (`fits_pooled.pool_fits`,
+    the F-test included), on that replicate's drawn points."""
+    parts = []
+    for r, rep in boot.groupby("replicate", sort=True):
+        arrays = {key: {**arr, "weights": arr["weights"] * counts[r]} for key, (arr, counts) in drawn.items()}
+        parts.append(pool_fits(rep.astype({"sse": float}), arrays, R0, degree=grid.pool_degree,
+                               alpha=grid.pool_alpha)[0])
+    return pd.concat(parts, ignore_index=True)
 
 
 def replicate_frontiers(boot: pd.DataFrame, grid, *, extrapolate: bool = True):

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import re
 import warnings
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 
 from isocompute.analysis.fits import (FIT_COLUMNS, FLAT, NO_BASE, NO_POSITIVE, OK, TOO_FEW, USABLE, FitGrid,
                                       _a_max, _cmid_grid, _grid_fit)
+from isocompute.analysis.fits_pooled import pool_fits
 from isocompute.analysis.nstar import running_average
 from isocompute.analysis.tables import se_column
 from isocompute.config import schema_defaults
@@ -27,9 +29,22 @@ from isocompute.config import schema_defaults
 # bias of up to 0.0025 at the frontier), C_mid free to sit half a decade
 # beyond a run's data (a large-n run may stop before its midpoint; the
 # frontier uses each curve only where its run has data).
-NOISE_FIT_GRID = FitGrid(a_step=0.001, c_mid_points=120, c_mid_margin=0.5)
+# The runs of one B_p are pooled by a trend in log2 n unless the data reject it
+# (`fits_pooled`; analysis.pool, pool_degree, pool_alpha).
+_DEFAULTS = schema_defaults("analysis")
+NOISE_FIT_GRID = FitGrid(a_step=0.001, c_mid_points=120, c_mid_margin=0.5,
+                         pool_degree=_DEFAULTS["pool_degree"] if _DEFAULTS["pool"] == "trend" else None,
+                         pool_alpha=_DEFAULTS["pool_alpha"])
 # Evaluations averaged for the success rate behind each standard error (analysis.se_window).
-SE_SMOOTH_WINDOW = schema_defaults("analysis")["se_window"]
+SE_SMOOTH_WINDOW = _DEFAULTS["se_window"]
+
+
+def noise_fit_grid(pool: str = _DEFAULTS["pool"], degree: int = _DEFAULTS["pool_degree"],
+                   alpha: float = _DEFAULTS["pool_alpha"]) -> FitGrid:
+    """The noise method's fit settings with the analysis section's pooling keys."""
+    if pool not in ("trend", "none"):
+        raise ValueError(f"pool must be 'trend' or 'none', got {pool!r}")
+    return replace(NOISE_FIT_GRID, pool_degree=degree if pool == "trend" else None, pool_alpha=alpha)
 NOISE_COLUMNS = FIT_COLUMNS + ["se", "n_evals"]
 
 _AVG_AT_K = re.compile(r"^avg@(\d+)$")
@@ -189,10 +204,12 @@ def fit_curves_noise(evals: pd.DataFrame, metric: str = "avg@4", *, R0: float | 
                       stacklevel=2)
     if R0 is None:
         R0 = pooled_base(evals, metric)["R0"]
-    rows = []
+    rows, arrays = [], {}
     for key, cell in evals.groupby(keys, sort=True):
         row = dict(zip(keys, key if isinstance(key, tuple) else (key,)))
         arr = cell_arrays(cell, metric, min_compute)
+        if "B_p" in row and "n" in row and arr["compute_range"] is not None:
+            arrays[(row["B_p"], row["n"])] = arr
         row.update(R0=R0, compute_min=arr["compute_min"], compute_max=arr["compute_max"], se=arr["se"],
                    n_evals=int(arr["compute"].size))
         if not np.isfinite(R0):
@@ -208,6 +225,8 @@ def fit_curves_noise(evals: pd.DataFrame, metric: str = "avg@4", *, R0: float | 
     fits["n_points"] = fits["n_points"].astype(int)
     if not known:
         fits["se"] = residual_se(fits)
+    if grid.pool_degree is not None:
+        fits = pool_fits(fits, arrays, R0, degree=grid.pool_degree, alpha=grid.pool_alpha)[0]
     return fits
 
 

@@ -18,8 +18,8 @@ import pandas as pd
 
 from isocompute.analysis.bootstrap import bootstrap_fits, bootstrap_intervals
 from isocompute.analysis.fits import FitGrid, check_method, fit_curves
-from isocompute.analysis.fits_noise import (NOISE_FIT_GRID, add_standard_errors, pooled_base,
-                                            residual_se, run_groups)
+from isocompute.analysis.fits_noise import (add_standard_errors, noise_fit_grid, pooled_base, residual_se,
+                                            run_groups)
 from isocompute.analysis.frontier import default_extrapolate, frontier_fixed_batch, frontier_fixed_bp, frontier_joint
 from isocompute.analysis.nstar import law_points, n_star_laws
 from isocompute.analysis.records import record_points_by_run
@@ -98,7 +98,9 @@ def run_analysis(evals: pd.DataFrame, *, metric: str = "avg@4", method: str = DE
                  bootstrap_studies=("fixed_B_p",), extrapolate: bool | None = None,
                  fit_grid: FitGrid | None = None, record_z: float = DEFAULTS["record_z"],
                  se_window: int = DEFAULTS["se_window"],
-                 bootstrap_unit: str | None = None) -> dict[str, pd.DataFrame]:
+                 bootstrap_unit: str | None = None, pool: str = DEFAULTS["pool"],
+                 pool_degree: int = DEFAULTS["pool_degree"],
+                 pool_alpha: float = DEFAULTS["pool_alpha"]) -> dict[str, pd.DataFrame]:
     """Every table of the analysis from one evaluation table.
 
     Returns a dict of DataFrames: evals (checked), records, fits, frontier
@@ -116,7 +118,10 @@ def run_analysis(evals: pd.DataFrame, *, metric: str = "avg@4", method: str = DE
     smooth the success rate behind it; a table without them is analysed
     with one error for all, estimated from the residuals, and a warning);
     one R0 pooled over all runs' step-0 evaluations; each run's sigmoid
-    fitted to all its evaluations weighted by 1/se^2; records (shown, not
+    fitted to all its evaluations weighted by 1/se^2, and with `pool`
+    'trend' the runs of each B_p refitted at once with one exponent B and
+    A, log C_mid polynomials of degree `pool_degree` in log2 n, unless an
+    F-test rejects the trend at `pool_alpha` (`fits_pooled`); records (shown, not
     fitted) need a rise of `record_z` standard errors; optima and
     sensitivity from the fitted curves. 'paper': the paper's procedure
     exactly (records in bins of `bin_width`, optionally EMA-smoothed; each
@@ -139,7 +144,7 @@ def run_analysis(evals: pd.DataFrame, *, metric: str = "avg@4", method: str = DE
     if extrapolate is None:
         extrapolate = default_extrapolate(method)
     if fit_grid is None:
-        fit_grid = NOISE_FIT_GRID if method == "noise" else FitGrid()
+        fit_grid = noise_fit_grid(pool, pool_degree, pool_alpha) if method == "noise" else FitGrid()
     clock.lap("validate")
     opts = dict(bin_width=bin_width, ema_alpha=ema_alpha)
     fit_kw = dict(min_compute=min_compute, grid=fit_grid, method=method, **opts)

@@ -54,7 +54,7 @@ leaving no output behind.
 ANALYSIS_OPTIONS = {"method": "method", "metric": "metric", "bin_width": "bin_width", "ema": "ema_alpha", "min_compute": "min_compute",
                     "grid_points": "grid_points", "window": "window", "bootstrap": "bootstrap", "ci": "ci",
                     "extrapolate_fraction": "extrapolate_fraction", "observed_range": "observed_range",
-                    "record_z": "record_z", "se_window": "se_window"}
+                    "record_z": "record_z", "se_window": "se_window", "pool": "pool"}
 
 
 def _positive_int(text: str) -> int:
@@ -143,6 +143,9 @@ def register_analyze(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--se-window", type=_positive_int, default=None, metavar="N",
                    help=f"noise method: evaluations averaged for the success rate behind each standard error "
                         f"(default: {d['se_window']})")
+    p.add_argument("--pool", choices=("trend", "none"), default=None,
+                   help=f"noise method: fit the runs of each B_p at once with a trend in log2 n (unless an "
+                        f"F-test rejects it) or each run alone (default: {d['pool']})")
     p.add_argument("--train-table", type=Path, default=None, metavar="PATH",
                    help="per-step training table (B_p, n, step, compute, problem_id, pass_rate; CSV or "
                         "parquet) for the interference histograms")
@@ -192,7 +195,8 @@ def cmd_analyze(args: argparse.Namespace) -> int:
                            ema_alpha=a["ema_alpha"], min_compute=a["min_compute"], grid_points=a["grid_points"],
                            n_boot=a["bootstrap"], seed=seed, extrapolate_fraction=a["extrapolate_fraction"],
                            window=a["window"], ci=a["ci"], train=train, split=args.split, extrapolate=extrapolate,
-                           record_z=a["record_z"], se_window=a["se_window"])
+                           record_z=a["record_z"], se_window=a["se_window"], pool=a["pool"],
+                           pool_degree=a["pool_degree"], pool_alpha=a["pool_alpha"])
     results["timings"] = pd.concat([pd.DataFrame({"phase": ["read"], "seconds": [read_s]}), results["timings"]],
                                    ignore_index=True)
     written = write_analysis(results, args.out, figures=not args.no_figures)

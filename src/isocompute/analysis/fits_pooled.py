@@ -1,0 +1,134 @@
+"""Pooling the runs of one B_p: sigmoid parameters that vary smoothly with n.
+
+One run's fit has three free parameters (A, B, C_mid) for one noisy curve.
+Near a crossover the frontier's n* turns on differences between neighbouring
+runs smaller than the evaluation noise, so run-by-run fits name the wrong n*
+at a fifth of the budgets (benchmarks/bench_frontier_bias.py). The runs of
+one B_p are not unrelated, though: the paper's asymptote and midpoint move
+steadily with n. The trend model fits all runs of a B_p at once, with one
+efficiency exponent B and A and log C_mid polynomials of degree `degree` in
+log2 n (all evaluations weighted by 1/se^2, R0 the pooled base value): seven
+parameters instead of three per run.
+
+The trend is an assumption, so the data are asked first: an F-test of the
+trend model against the run-by-run fits (nested: the trend is a constrained
+set of per-run curves) keeps the run-by-run fits when the trend leaves
+significantly more residual than they do (p < `alpha`); `pooled` says which.
+A B_p needs `degree + 2` fitted runs, so that pooling constrains something.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy.optimize import least_squares
+from scipy.stats import f as f_dist
+
+from isocompute.analysis.fits import FLAT, OK, sigmoid_reward
+
+POOLED_COLUMN = "pooled"   # True: A, B, C_mid are the trend model's; False: the run's own fit
+
+
+def _design(log2_n: np.ndarray, centre: float, degree: int) -> np.ndarray:
+    return np.vander(log2_n - centre, degree + 1)          # highest power first, as np.polyval
+
+
+def _unpack(theta: np.ndarray, degree: int):
+    return theta[0], theta[1:degree + 2], theta[degree + 2:]
+
+
+def _curves(theta, X, R0, compute):
+    B, a, m = _unpack(theta, X.shape[1] - 1)
+    return sigmoid_reward(compute, R0, X @ a, B, np.exp(X @ m))
+
+
+def fit_trend(points: list[dict], R0: float, init: pd.DataFrame, *, degree: int = 2,
+              weights: list[np.ndarray] | None = None) -> dict | None:
+    """Least-squares trend fit of the runs in `points` (one dict per run:
+    n, compute, values, weights), started from the run-by-run fits `init`
+    (columns n, A, B, C_mid). `weights` replaces each run's weights (the
+    bootstrap's drawn counts times 1/se^2). Returns theta, centre, sse
+    (weighted) and n_points, or None when the solver fails.
+    """
+    log2_n = np.log2([p["n"] for p in points]).astype(float)
+    centre = float(log2_n.mean())
+    x0 = np.log2(init["n"].to_numpy(dtype=float))
+    design0 = _design(x0, centre, degree)
+    theta0 = np.concatenate([[float(np.median(init["B"]))],
+                             np.linalg.lstsq(design0, init["A"].to_numpy(dtype=float), rcond=None)[0],
+                             np.linalg.lstsq(design0, np.log(init["C_mid"].to_numpy(dtype=float)), rcond=None)[0]])
+    sizes = [p["compute"].size for p in points]
+    X = np.repeat(_design(log2_n, centre, degree), sizes, axis=0)
+    c = np.concatenate([p["compute"] for p in points])
+    y = np.concatenate([p["values"] for p in points])
+    w = np.concatenate(weights if weights is not None else [p["weights"] for p in points])
+    keep = w > 0
+    X, c, y, sw = X[keep], c[keep], y[keep], np.sqrt(w[keep])
+    try:
+        res = least_squares(lambda th: sw * (_curves(th, X, R0, c) - y), theta0, method="trf", x_scale="jac")
+    except (ValueError, np.linalg.LinAlgError):
+        return None
+    if not (res.success and np.all(np.isfinite(res.x)) and res.x[0] > 0):
+        return None
+    return {"theta": res.x, "centre": centre, "sse": float(np.sum(res.fun ** 2)), "n_points": int(keep.sum())}
+
+
+def trend_params(trend: dict, n, degree: int) -> dict:
+    """A, B, C_mid of the trend model at group sizes `n`."""
+    B, a, m = _unpack(trend["theta"], degree)
+    X = _design(np.log2(np.asarray(n, dtype=float)), trend["centre"], degree)
+    return {"A": X @ a, "B": np.full(X.shape[0], B), "C_mid": np.exp(X @ m)}
+
+
+def f_test(sse_trend: float, sse_runs: float, n_points: int, params_trend: int, params_runs: int) -> float:
+    """p-value of the trend model against the run-by-run fits (nested models)."""
+    extra, dof = params_runs - params_trend, n_points - params_runs
+    if extra <= 0 or dof <= 0 or sse_runs <= 0:
+        return np.nan
+    F = max(sse_trend - sse_runs, 0.0) / extra / (sse_runs / dof)
+    return float(f_dist.sf(F, extra, dof))
+
+
+def pool_fits(fits: pd.DataFrame, arrays: dict, R0: float, *, degree: int = 2,
+              alpha: float = 0.01) -> tuple[pd.DataFrame, dict]:
+    """Replace the run-by-run fits of each B_p by the trend model where the data allow.
+
+    `fits`: the noise method's run-by-run fits (columns B_p, n, A, B, C_mid,
+    sse, status, ...); `arrays`: (B_p, n) -> `fits_noise.cell_arrays` of the
+    cell. Returns (fits with columns pooled and pool_p, {B_p: trend} for the
+    groups pooled). Cells without a usable fit (too few points, no base) and
+    groups with fewer than `degree + 2` usable runs are left as they are.
+    """
+    out = fits.copy()
+    pooled = np.zeros(len(out), dtype=bool)
+    pool_p = np.full(len(out), np.nan)
+    A, B, C_mid = (out[c].to_numpy(dtype=float).copy() for c in ("A", "B", "C_mid"))
+    status = out["status"].to_numpy(dtype=object).copy()
+    trends = {}
+    if "B_p" in out.columns and np.isfinite(R0):
+        bp, n_col, sse = out["B_p"].to_numpy(), out["n"].to_numpy(), out["sse"].to_numpy(dtype=float)
+        for B_p in np.unique(bp):
+            rows = np.flatnonzero((bp == B_p) & np.isin(status, (OK, FLAT))
+                                  & np.array([(B_p, n) in arrays for n in n_col]))
+            fitted = rows[status[rows] == OK]
+            if np.unique(n_col[rows]).size < degree + 2 or np.unique(n_col[fitted]).size < degree + 1:
+                continue
+            points = [{"n": float(n_col[i]), **arrays[(B_p, n_col[i])]} for i in rows]
+            init = pd.DataFrame({"n": n_col[fitted], "A": A[fitted], "B": B[fitted], "C_mid": C_mid[fitted]})
+            trend = fit_trend(points, R0, init, degree=degree)
+            if trend is None:
+                continue
+            # run-by-run: A, B, C_mid per fitted run (a flat run: A alone)
+            params_runs = 3 * fitted.size + (rows.size - fitted.size)
+            p = f_test(trend["sse"], float(sse[rows].sum()), trend["n_points"], 1 + 2 * (degree + 1), params_runs)
+            pool_p[rows] = p
+            if np.isfinite(p) and p < alpha:
+                continue
+            trends[B_p] = trend
+            values = trend_params(trend, n_col[rows], degree)
+            A[rows], B[rows], C_mid[rows] = values["A"], values["B"], values["C_mid"]
+            status[rows] = OK
+            pooled[rows] = True
+    out["A"], out["B"], out["C_mid"], out["status"] = A, B, C_mid, status
+    out[POOLED_COLUMN], out["pool_p"] = pooled, pool_p
+    return out, trends

@@ -1,0 +1,100 @@
+"""Pooling the runs of one B_p by a trend in log2 n (analysis/fits_pooled.py)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from isocompute.analysis.bootstrap import bootstrap_fits
+from isocompute.analysis.fits import fit_curves, sigmoid_reward
+from isocompute.analysis.fits_noise import add_standard_errors, noise_fit_grid
+from isocompute.analysis.fits_pooled import f_test
+from isocompute.analysis.frontier import frontier
+from isocompute.analysis.pipeline import run_analysis
+from isocompute.analysis.schedule import compute_schedule_steps
+from isocompute.analysis.synthetic import crossover_params, synthetic_study
+
+NS = (8, 16, 32, 64, 128)
+C_MAX = 2.0 ** 21
+
+
+def _study(params=crossover_params, seed=0, problems=300, B_ps=(32,)):
+    steps = lambda B, M: compute_schedule_steps(B, M, 81, min_compute=C_MAX / 2 ** 10, c_max=C_MAX)  # noqa: E731
+    evals = synthetic_study(B_ps, NS, c_max=C_MAX, eval_steps=steps, params=params, problems=problems, seed=seed)
+    return add_standard_errors(evals, "avg@4")[0]
+
+
+def test_trend_recovers_smooth_truth_and_is_kept():
+    fits = fit_curves(_study(), grid=noise_fit_grid("trend"))
+    assert fits["pooled"].all() and (fits["pool_p"] > 0.01).all()
+    assert fits["B"].nunique() == 1                                   # one exponent per B_p
+    for row in fits.itertuples():
+        true = crossover_params(32, row.n)
+        assert row.A == pytest.approx(true["A"], abs=0.01)
+        assert np.log(row.C_mid) == pytest.approx(np.log(true["C_mid"]), abs=0.15)
+
+
+def test_trend_rejected_when_one_run_breaks_it():
+    def broken(B_p, n):      # n = 32 learns far faster and higher than its neighbours
+        p = crossover_params(B_p, n)
+        return {**p, "A": 0.85, "C_mid": p["C_mid"] / 8} if n == 32 else p
+
+    pooled = fit_curves(_study(broken), grid=noise_fit_grid("trend"))
+    alone = fit_curves(_study(broken), grid=noise_fit_grid("none"))
+    assert not pooled["pooled"].any() and (pooled["pool_p"] < 0.01).all()
+    assert np.allclose(pooled[["A", "B", "C_mid"]], alone[["A", "B", "C_mid"]])
+    assert "pooled" not in alone.columns
+
+
+def test_too_few_runs_are_not_pooled():
+    evals = _study()
+    fits = fit_curves(evals[evals["n"].isin((8, 16, 32))], grid=noise_fit_grid("trend", degree=2))
+    assert not fits["pooled"].any()           # 3 runs < degree + 2
+
+
+def test_groups_are_the_B_p():
+    fits = fit_curves(_study(B_ps=(16, 32)), grid=noise_fit_grid("trend"))
+    assert fits.groupby("B_p")["B"].nunique().eq(1).all()
+    assert fits["pooled"].all()
+
+
+def test_pooling_names_n_star_better_than_runs_alone_under_noise():
+    # sigma 0.03 (60 problems x 4): the benchmark's setting in small; seeds fixed, not chosen
+    probes = np.geomspace(C_MAX / 2 ** 8, C_MAX, 12)
+    curves = np.array([sigmoid_reward(probes, **crossover_params(32, n)) for n in NS])
+    true_n = np.asarray(NS)[curves.argmax(0)]
+    right = {"trend": [], "none": []}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for seed in range(6):
+            evals = _study(seed=seed, problems=60)
+            for pool in right:
+                f = frontier(fit_curves(evals, grid=noise_fit_grid(pool)), probes, extrapolate=False)
+                right[pool].append(np.mean(f["n_star"].to_numpy() == true_n))
+    assert np.mean(right["trend"]) > np.mean(right["none"])
+
+
+def test_bootstrap_replicates_are_pooled_too():
+    evals = _study(problems=60)
+    boot = bootstrap_fits(evals, n_boot=8, seed=1, grid=noise_fit_grid("trend"))
+    per_rep = boot.groupby("replicate")["B"].nunique()
+    assert (per_rep == 1).sum() >= 6          # pooled unless a replicate's F-test rejects
+    alone = bootstrap_fits(evals, n_boot=8, seed=1, grid=noise_fit_grid("none"))
+    assert (alone.groupby("replicate")["B"].nunique() > 1).all()
+
+
+def test_run_analysis_pool_key():
+    evals = _study(problems=60)
+    pooled = run_analysis(evals, n_boot=0, pool="trend")
+    alone = run_analysis(evals, n_boot=0, pool="none")
+    assert pooled["fits"]["pooled"].all() and "pooled" not in alone["fits"].columns
+    with pytest.raises(ValueError, match="pool"):
+        run_analysis(evals, n_boot=0, pool="smooth")
+
+
+def test_f_test():
+    assert f_test(100.0, 100.0, 1000, 7, 15) == pytest.approx(1.0)
+    assert f_test(200.0, 100.0, 1000, 7, 15) < 1e-6
+    assert np.isnan(f_test(1.0, 1.0, 10, 7, 15))
