@@ -72,8 +72,11 @@ def variant_split_file_args(wildcards, input):
 
 
 def variant_check_params():
-    """What the variants' size check reads: their cells (C_max may come from the grid)."""
-    return params_json("grid", "splits", "variants")
+    """What the variants' size check reads: their cells (C_max may come from the grid), not
+    their recipes or labels."""
+    params = json.loads(params_json("grid", "splits"))
+    params["variants"] = {k: {"cells": v["cells"]} for k, v in config["variants"].items()}
+    return json.dumps(params, sort_keys=True)
 
 
 def variant_eval_tables():
