@@ -75,7 +75,9 @@ def variant_check_params():
     """What the variants' size check reads: their cells (C_max may come from the grid), not
     their recipes or labels."""
     params = json.loads(params_json("grid", "splits"))
-    params["variants"] = {k: {"cells": v["cells"]} for k, v in config["variants"].items()}
+    params["variants"] = {
+        k: {"cells": v["cells"]} for k, v in config["variants"].items()
+    }
     return json.dumps(params, sort_keys=True)
 
 
