@@ -248,14 +248,24 @@ def test_verl_overrides_of_the_paper_variants(tmp_path):
 
 
 def test_verl_resolves_a_variants_command(tmp_path):
-    """verl 0.9.1 composes and validates a variant's overrides (its own config, no GPU)."""
+    """verl 0.9.1 resolves a variant's command line (`main_ppo --cfg job`), and composes and
+    validates more of them with its own config checks (no GPU)."""
+    import yaml
     from test_cluster_verl import COMPOSE
 
     cfg = _ablations()
+    _, literal = _verl_overrides(cfg, "no_regularization", "easy", 256, 16, tmp_path)
+    cli = subprocess.Popen([sys.executable, "-m", "verl.trainer.main_ppo", "--cfg", "job", "--resolve", *literal],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     runs = [_verl_overrides(cfg, *spec, tmp_path) for spec in
             [("lr_linear", "easy", 128, 64), ("kl_entropy", "hard", 256, 16), ("n256", "easy", 128, 256)]]
     proc = subprocess.run([sys.executable, "-c", COMPOSE], input=json.dumps([o for _, o in runs]),
                           capture_output=True, text=True, timeout=600)
+    out, err = cli.communicate(timeout=600)
+    assert cli.returncode == 0, err[-4000:]
+    actor = yaml.safe_load(out)["actor_rollout_ref"]["actor"]
+    assert actor["optim"]["lr"] == pytest.approx(2e-6) and actor["use_kl_loss"] is False   # sqrt(4096/1024)
+    assert actor["entropy_coeff"] == 0.0
     assert proc.returncode == 0, proc.stderr[-4000:]
     (lin, reg, n256) = json.loads(proc.stdout.split("RESULT", 1)[1])
     assert lin["config"]["actor_rollout_ref"]["actor"]["optim"]["lr"] == pytest.approx(8e-6)
