@@ -323,6 +323,7 @@ def test_variant_figures_from_synthetic_runs(tmp_path):
         _synthetic_run("reg", "easy", 2, 4, 6, 1e-3), _synthetic_run("reg", "hard", 2, 4, 6, 1e-3),
         _synthetic_run("none", "easy", 2, 4, 6, 1e-3, kl=False), _synthetic_run("none", "hard", 2, 4, 6, 1e-3, kl=False),
         _synthetic_run("lo", "easy", 2, 2, 6, 1e-4), _synthetic_run("hi", "easy", 2, 2, 6, 1e-2),
+        _synthetic_run("lo", "hard", 2, 2, 6, 1e-4),
         _synthetic_run("lin", "easy", 2, 4, 6, 4e-3), _synthetic_run("n4", "easy", 2, 4, 6, 1e-3),
         _synthetic_run("n2of4", "easy", 2, 4, 6, 1e-3)], ignore_index=True)
     variants = {"reg": {"figures": ["regularization"], "label": "KL + entropy"}, "none": {"figures": ["regularization"]},
@@ -334,3 +335,8 @@ def test_variant_figures_from_synthetic_runs(tmp_path):
                                              "fig4_learning_rate.png"]
     assert all(p.stat().st_size > 10_000 for p in paths)
     assert plot_variants(curves, {"reg": {"figures": []}}, tmp_path / "none") == []
+    # A split only one of a figure's variants ran at (another figure's cell) gets no panel.
+    from isocompute.analysis.plots.variants import _runs
+
+    assert set(_runs(curves, {"lo": "lo", "hi": "hi"})["split"]) == {"easy"}
+    assert set(_runs(curves, {"lo": "lo"})["split"]) == {"easy", "hard"}

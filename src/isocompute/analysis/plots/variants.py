@@ -13,6 +13,8 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
+from matplotlib.ticker import MaxNLocator
+
 from isocompute.analysis.plots.style import BP, FORMATS, _panels, _save, _styled, _subplots
 from isocompute.analysis.variants import figure_members
 
@@ -22,7 +24,17 @@ ROW_LABELS = {"entropy": "token entropy", "kl": "KL to the base model", "train_r
 
 
 def _runs(curves: pd.DataFrame, members: dict) -> pd.DataFrame:
-    return curves[curves["variant"].isin(list(members))]
+    """The runs of a figure's variants, on the splits where at least two of them ran (a
+    variant drawn in several figures may have cells that only another figure compares)."""
+    runs = curves[curves["variant"].isin(list(members))]
+    compared = runs.groupby("split")["variant"].nunique()
+    compared = compared[compared >= 2].index if (compared >= 2).any() else compared.index
+    return runs[runs["split"].isin(compared)]
+
+
+def _steps_axis(ax) -> None:
+    ax.set_xlabel("training step")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
 
 
 def _palette(members: dict) -> dict:
@@ -85,7 +97,7 @@ def plot_regularization(curves: pd.DataFrame, members: dict, path_stem, *, metri
             if i == 0:
                 ax.set_title(_cells_title(in_split, split))
             if i == len(rows) - 1:
-                ax.set_xlabel("training step")
+                _steps_axis(ax)
     axes[0, len(splits) - 1].legend(fontsize=7, loc="best")
     return _save(fig, path_stem, formats)
 
@@ -105,7 +117,7 @@ def plot_learning_rates(curves: pd.DataFrame, anchor: dict, scaling: dict, path_
         B = runs["B_p"] * runs["n"]
         b_text = f", B = {int(B.iloc[0])}" if B.nunique() == 1 else ""
         ax.set_title(f"{title}: {SPLIT_TITLES.get(split, split)}{b_text}")
-        ax.set_xlabel("training step")
+        _steps_axis(ax)
         ax.set_ylabel(f"validation {metric}")
         ax.legend(fontsize=7, loc="best")
     return _save(fig, path_stem, formats)
@@ -125,7 +137,10 @@ def plot_decoupled_baseline(curves: pd.DataFrame, members: dict, path_stem, *, m
         for j, x in enumerate(("step", "compute")):
             ax = axes[i, j]
             _draw_runs(ax, in_split, members, palette, metric, x=x)
-            ax.set_xlabel("training step" if x == "step" else "compute C (rollouts sampled)")
+            if x == "step":
+                _steps_axis(ax)
+            else:
+                ax.set_xlabel("compute C (rollouts sampled)")
             ax.set_ylabel(f"validation {metric}")
             ax.set_title(SPLIT_TITLES.get(split, split) + (f", {BP} = {int(in_split['B_p'].iloc[0])}"
                                                            if in_split["B_p"].nunique() == 1 else ""))
