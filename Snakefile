@@ -16,6 +16,7 @@ if not workflow.overwrite_configfiles:
 
 # Validates the config against the schema (filling defaults) before any job.
 include: "rules/common.smk"
+include: "rules/common_variants.smk"
 
 
 report: "workflow/report/workflow.rst"
@@ -26,6 +27,7 @@ include: "rules/train.smk"
 include: "rules/evaluate.smk"
 include: "rules/analyze.smk"
 include: "rules/figures.smk"
+include: "rules/variants.smk"
 
 
 rule all:

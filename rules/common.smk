@@ -76,7 +76,7 @@ def data_targets():
 
 
 def all_targets():
-    return data_targets() + train_targets() + analysis_targets()
+    return data_targets() + train_targets() + analysis_targets() + variant_targets()
 
 
 # --- training grid and scoring ---------------------------------------------------
@@ -174,9 +174,11 @@ def split_file_args(wildcards, input):
 TRAIN_SAMPLING_KEYS = ("temperature", "top_p", "max_new_tokens", "batch_size")
 
 
-def train_params_json():
-    """What training reads: eval.samples but not eval.k, so a changed k re-scores without re-training."""
-    sections = {k: config[k] for k in ("seed", "train")}
+def train_params_json(cfg=None):
+    """What training reads: eval.samples but not eval.k, so a changed k re-scores without re-training.
+    `cfg`: the config the runs train with (a recipe variant's; default the study's)."""
+    cfg = cfg or config
+    sections = {k: cfg[k] for k in ("seed", "train")}
     sections["sampling"] = {k: config["sampling"][k] for k in TRAIN_SAMPLING_KEYS}
     sections["eval"] = {"samples": config["eval"]["samples"]}
     if config["train"]["backend"] == "verl":

@@ -52,7 +52,7 @@ def _key_path(parts) -> str:
     return out or "<top level>"
 
 
-def _describe(error: jsonschema.ValidationError) -> str:
+def _describe(error: jsonschema.ValidationError, schema: dict | None = None) -> str:
     """One line: the key, what was expected, what was found."""
     where = _key_path(error.absolute_path)
     v = error.validator
@@ -60,6 +60,12 @@ def _describe(error: jsonschema.ValidationError) -> str:
         allowed = sorted(error.schema.get("properties", {}))
         extra = sorted(set(error.instance) - set(allowed))
         key = f"{where}.{extra[0]}" if error.absolute_path else extra[0]
+        path = list(error.absolute_path)
+        if len(path) == 3 and path[0] == "variants" and path[2] == "train" and schema is not None \
+                and extra[0] in schema["properties"]["train"]["properties"]:
+            return (f"config key '{key}': not a recipe key, so variant '{path[1]}' cannot override it "
+                    f"(train.{extra[0]} is the study's, shared by every run); a variant overrides only "
+                    f"{', '.join(allowed)}")
         return f"config key '{key}': unknown key (expected one of: {', '.join(allowed)})"
     if v == "type":
         return (f"config key '{where}': expected {error.validator_value}, "
@@ -103,7 +109,7 @@ def check_config(config: dict, schema: dict | None = None) -> dict:
     errors = sorted(_Validator(schema).iter_errors(config),
                     key=lambda e: (len(e.absolute_path), str(e.absolute_path)))
     if errors:
-        raise ConfigError(_describe(errors[0]))
+        raise ConfigError(_describe(errors[0], schema))
     _check_semantics(config)
     return config
 
@@ -130,6 +136,7 @@ def _check_semantics(config: dict) -> None:
         raise ConfigError("config key 'base_model.path': expected a model directory or hub name when base_model.source is 'path'")
     if model["hidden_size"] % model["num_heads"]:
         raise ConfigError("config key 'base_model.num_heads': must divide base_model.hidden_size")
+    _check_variants(config)
     if "families" in pool:
         names = [f["name"] for f in pool["families"]]
         if len(set(names)) != len(names):
@@ -137,6 +144,26 @@ def _check_semantics(config: dict) -> None:
         for i, fam in enumerate(pool["families"]):
             if fam["digits"][0] > fam["digits"][1]:
                 raise ConfigError(f"config key 'pool.families[{i}].digits': expected [min, max] with min <= max")
+
+
+def _check_variants(config: dict) -> None:
+    """Each variant trains at cells of built splits, each with a compute budget."""
+    splits = list(config["splits"]["names"])
+    for name, variant in config["variants"].items():
+        seen = set()
+        for i, cell in enumerate(variant["cells"]):
+            key = f"variants.{name}.cells[{i}]"
+            if cell["split"] not in splits:
+                raise ConfigError(f"config key '{key}.split': split {cell['split']!r} is not built "
+                                  f"(splits.names is {splits})")
+            if "C_max" not in cell and cell["split"] not in config.get("grid", {}):
+                raise ConfigError(f"config key '{key}.C_max': expected a compute budget in rollouts "
+                                  f"(there is no grid.{cell['split']}.C_max to take it from)")
+            where = (cell["split"], cell["B_p"], cell["n"])
+            if where in seen:
+                raise ConfigError(f"config key '{key}': variant '{name}' names cell {cell['split']}/bp{cell['B_p']}"
+                                  f"_n{cell['n']} twice")
+            seen.add(where)
 
 
 # --- reading config files: duplicate keys and syntax errors named by line ----------

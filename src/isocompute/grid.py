@@ -20,6 +20,7 @@ class Cell:
     M_max: int
     C_max: int
     replicate: int = 0    # seed replicate: trains with seed + replicate
+    variant: str = ""     # a recipe variant's run (config `variants`), "" for the study's grid
 
     @property
     def replicate_suffix(self) -> str:
@@ -62,11 +63,31 @@ def grid_cells(config: dict) -> list[Cell]:
     return sorted(cells, key=lambda c: (splits.index(c.split), c.B_p, c.n, c.replicate))
 
 
-def find_cell(cells: list[Cell], split: str, B_p: int, n: int, replicate: int = 0) -> Cell:
+def variant_cells(config: dict) -> list[Cell]:
+    """The runs of every recipe variant (config `variants`, checked): one per listed cell,
+    M_max = C_max // (B_p * n) with the cell's C_max or else grid.{split}.C_max. Sorted by
+    variant name, then split (splits.names order), B_p, n."""
+    splits = list(config["splits"]["names"])
+    cells = []
+    for name, variant in sorted(config.get("variants", {}).items()):
+        for i, spec in enumerate(variant["cells"]):
+            C_max = spec.get("C_max") or config["grid"][spec["split"]]["C_max"]
+            if spec["B_p"] * spec["n"] > C_max:
+                raise ConfigError(f"config key 'variants.{name}.cells[{i}]': B_p * n = {spec['B_p'] * spec['n']} "
+                                  f"exceeds C_max = {C_max}, so the run could not take a step")
+            cells.append(Cell(spec["split"], spec["B_p"], spec["n"], C_max // (spec["B_p"] * spec["n"]), C_max,
+                              variant=name))
+    return sorted(cells, key=lambda c: (c.variant, splits.index(c.split), c.B_p, c.n))
+
+
+def find_cell(cells: list[Cell], split: str, B_p: int, n: int, replicate: int = 0, variant: str = "") -> Cell:
     for cell in cells:
-        if (cell.split, cell.B_p, cell.n, cell.replicate) == (split, int(B_p), int(n), int(replicate)):
+        if (cell.split, cell.B_p, cell.n, cell.replicate, cell.variant) == \
+                (split, int(B_p), int(n), int(replicate), variant):
             return cell
     suffix = f"_s{replicate}" if int(replicate) else ""
+    if variant:
+        raise ConfigError(f"no cell {split}/bp{B_p}_n{n} in variant {variant!r} of the config")
     raise ConfigError(f"no grid cell {split}/bp{B_p}_n{n}{suffix} in the config's grid")
 
 
@@ -84,11 +105,12 @@ def max_bp_per_split(cells: list[Cell]) -> dict[str, int]:
     return out
 
 
-def check_split_sizes(max_bp: dict[str, int], train_sizes: dict[str, int]) -> None:
+def check_split_sizes(max_bp: dict[str, int], train_sizes: dict[str, int], key: str = "grid.{split}.B_p") -> None:
     """Every split has at least as many training problems as its grid's largest B_p
-    (a step draws B_p distinct problems)."""
+    (a step draws B_p distinct problems). `key` names the config key of the B_p values."""
     for split, B_p in sorted(max_bp.items()):
         if split in train_sizes and train_sizes[split] < B_p:
-            raise ConfigError(f"config key 'grid.{split}.B_p': B_p = {B_p} exceeds the {train_sizes[split]} "
-                              f"training problems of split '{split}'; lower it or enlarge the split")
+            raise ConfigError(f"config key '{key.format(split=split)}': B_p = {B_p} exceeds the "
+                              f"{train_sizes[split]} training problems of split '{split}'; lower it or enlarge "
+                              "the split")
 

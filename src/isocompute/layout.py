@@ -10,6 +10,8 @@
       runs/options.json                                   train jobs' settings outside their params
       models/{split}/bp{B_p}_n{n}/                        a verl run merged to Hugging Face format (on request)
       analysis/{split}/{evals,train_pass_rates}.parquet, tables/, figures/
+      variants/{variant}/runs/{split}/bp{B_p}_n{n}/       one run of a recipe variant (RunFiles below)
+      variants/grid_check.json, curves.parquet, figures/  the variants' cells checked, their curves, Figs. 3, 4, ...
       logs/..., benchmarks/...                            one per rule and job
 
 rules/common.smk, the CLI and both backends build paths only through this
@@ -135,7 +137,9 @@ class StudyLayout:
         return RunFiles(Path(self.run_dir(split, B_p, n, replicate_suffix)))
 
     def cell_files(self, cell) -> RunFiles:
-        """The run files of a grid cell (isocompute.grid.Cell)."""
+        """The run files of a grid cell or a variant's cell (isocompute.grid.Cell)."""
+        if getattr(cell, "variant", ""):
+            return self.variant_run_files(cell.variant, cell.split, cell.B_p, cell.n)
         return self.run_files(cell.split, cell.B_p, cell.n, cell.replicate_suffix)
 
     def merged_model(self, split, B_p, n, replicate_suffix="") -> str:
@@ -146,6 +150,32 @@ class StudyLayout:
     def train_options(self) -> str:
         """What the train jobs read besides their params (CPUs, checkpoint retention)."""
         return f"{self.results}/runs/options.json"
+
+    # --- recipe variants: their runs apart from the grid's, one folder per variant ----
+    @property
+    def variants_dir(self) -> str:
+        return f"{self.results}/variants"
+
+    def variant_run_dir(self, variant, split, B_p, n) -> str:
+        """results/{experiment}/variants/{variant}/runs/{split}/bp{B_p}_n{n}: one run of a variant."""
+        return f"{self.variants_dir}/{variant}/runs/{split}/bp{B_p}_n{n}"
+
+    def variant_run_files(self, variant, split, B_p, n) -> RunFiles:
+        return RunFiles(Path(self.variant_run_dir(variant, split, B_p, n)))
+
+    @property
+    def variants_grid_check(self) -> str:
+        """The variants' cells checked against the split sizes."""
+        return f"{self.variants_dir}/grid_check.json"
+
+    @property
+    def variant_curves(self) -> str:
+        """Every variant run's training metrics and evaluations against steps."""
+        return f"{self.variants_dir}/curves.parquet"
+
+    @property
+    def variant_figures(self) -> str:
+        return f"{self.variants_dir}/figures"
 
     # --- analysis ----------------------------------------------------------------
     def analysis_dir(self, split) -> str:

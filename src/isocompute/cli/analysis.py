@@ -97,6 +97,17 @@ def register(sub) -> None:
     p.add_argument("--tables", required=True, help="folder written by `isocompute analyze`")
     p.add_argument("--out", required=True, help="figure folder (replaced atomically)")
 
+    p = add_stage_parser(sub, "collect-variants", cmd_collect_variants,
+                         "Gather the recipe variants' runs into one curve table (metrics and evaluations "
+                         "against steps).", params=False)
+    p.add_argument("runs", nargs="+", help="variant run directories (results/{exp}/variants/{variant}/runs/...)")
+    p.add_argument("--out", required=True)
+
+    p = add_stage_parser(sub, "variant-figures", cmd_variant_figures,
+                         "Draw the variants' figures (Fig. 3, Fig. 4, the decoupled baseline) from their curves.")
+    p.add_argument("--curves", required=True, help="the table written by `isocompute collect-variants`")
+    p.add_argument("--out", required=True, help="figure folder (replaced atomically)")
+
     register_analyze(sub)
 
 
@@ -227,4 +238,28 @@ def cmd_figures(args) -> int:
     with atomic.atomic_dir(args.out) as tmp:
         paths = plot_all(results, tmp)
     log.info("%d figure files -> %s", len(paths), args.out)
+    return 0
+
+
+def cmd_collect_variants(args) -> int:
+    from isocompute.analysis.variants import collect_variant_runs
+
+    curves = collect_variant_runs(args.runs)
+    atomic.write_parquet(args.out, curves)
+    log.info("collected %d variant runs of %d variants, %d rows", len(args.runs), curves["variant"].nunique(),
+             len(curves))
+    return 0
+
+
+def cmd_variant_figures(args) -> int:
+    """--params: the config's variants (which figure draws which) and eval.k (the metric)."""
+    import pandas as pd
+
+    from isocompute.analysis.plots.variants import plot_variants
+
+    cfg = config_from_params(args.params)
+    curves = pd.read_parquet(args.curves)
+    with atomic.atomic_dir(args.out) as tmp:
+        paths = plot_variants(curves, cfg["variants"], tmp, metric=f"avg@{cfg['eval']['k']}")
+    log.info("%d variant figure files -> %s", len(paths), args.out)
     return 0

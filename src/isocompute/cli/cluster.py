@@ -46,12 +46,14 @@ def cmd_plan(args) -> int:
 def cmd_verl_command(args) -> int:
     from isocompute.train.backends.verl import verl_command
     from isocompute.config import load_config
-    from isocompute.grid import find_cell, grid_cells
+    from isocompute.grid import find_cell, grid_cells, variant_cells
     from isocompute.layout import run_paths
+    from isocompute.train.recipe import cell_config
 
     cfg = load_config(args.config)
-    cell = find_cell(grid_cells(cfg), args.split, args.bp, args.n)
-    print(verl_command(cfg, cell, run_paths(cfg, cell)).shell())
+    cells = variant_cells(cfg) if args.variant else grid_cells(cfg)
+    cell = find_cell(cells, args.split, args.bp, args.n, variant=args.variant)
+    print(verl_command(cell_config(cfg, cell), cell, run_paths(cfg, cell)).shell())
     return 0
 
 
@@ -100,6 +102,8 @@ def register(sub) -> None:
     p.add_argument("--split", required=True)
     p.add_argument("--bp", type=int, required=True, help="B_p, problems per step")
     p.add_argument("--n", type=int, required=True, help="rollouts per problem")
+    p.add_argument("--variant", default="", help="a cell of this recipe variant (config `variants`) instead of "
+                                                  "the grid's")
     p.set_defaults(func=cmd_verl_command)
 
     p = sub.add_parser("verl-merge", help="Convert a verl run's FSDP checkpoint to a Hugging Face model.",

@@ -30,10 +30,13 @@ def cmd_train(args) -> int:
     for name in ("train_file", "val_file"):
         if not Path(getattr(args, name)).is_file():
             raise InputError(f"--{name.replace('_', '-')}: split file not found: {getattr(args, name)}")
-    cell = Cell(args.split, args.bp, args.n, args.max_steps, args.max_steps * args.bp * args.n, args.replicate)
+    cell = Cell(args.split, args.bp, args.n, args.max_steps, args.max_steps * args.bp * args.n, args.replicate,
+                args.variant)
     paths = RunPaths(Path(args.run_dir), Path(args.train_file), Path(args.val_file), args.model)
     start = time.perf_counter()
     summary = train_run(cfg, cell, paths, progress_factory=progress)
+    if args.variant:
+        summary = {**summary, "variant": args.variant}
     # The completion marker goes last: Snakemake sees the run as done only now.
     atomic.write_json(paths.marker, provenance(cfg, **summary, model=args.model, train_file=args.train_file,
                                                val_file=args.val_file, seconds=time.perf_counter() - start))
@@ -46,7 +49,7 @@ def cmd_check_grid(args) -> int:
     """Every split the grid trains on has at least its largest B_p of training problems."""
     import pyarrow.parquet as pq
 
-    from isocompute.grid import check_split_sizes, grid_cells, max_bp_per_split
+    from isocompute.grid import check_split_sizes, grid_cells, max_bp_per_split, variant_cells
 
     cfg = config_from_params(args.params)
     sizes = {}
@@ -57,6 +60,11 @@ def cmd_check_grid(args) -> int:
         sizes[split] = pq.ParquetFile(path).metadata.num_rows
     max_bp = max_bp_per_split(grid_cells(cfg))
     check_split_sizes(max_bp, sizes)
+    variants = variant_cells(cfg)
+    for name in sorted({c.variant for c in variants}):
+        check_split_sizes(max_bp_per_split([c for c in variants if c.variant == name]), sizes,
+                          key=f"variants.{name}.cells (split {{split}})")
+    max_bp = max_bp_per_split(grid_cells(cfg) + variants)
     atomic.write_json(args.out, provenance(cfg, train_problems=sizes, max_B_p=max_bp))
     log.info("grid fits the splits: %s", ", ".join(f"{s} B_p <= {b} of {sizes.get(s)}" for s, b in max_bp.items()))
     return 0
@@ -96,3 +104,5 @@ def register(sub) -> None:
     p.add_argument("--model", required=True, help="HF model directory or hub name of the base policy")
     p.add_argument("--run-dir", required=True)
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--variant", default="", help="the recipe variant the run belongs to (its --params carry the "
+                                                  "variant's recipe); names the run in verl's loggers")

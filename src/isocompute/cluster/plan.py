@@ -16,30 +16,33 @@ import math
 
 import pandas as pd
 
-from isocompute.grid import grid_cells
-from isocompute.train.recipe import cell_recipe
+from isocompute.grid import grid_cells, variant_cells
+from isocompute.train.recipe import cell_config, cell_recipe
 
 
 def cell_costs(cfg: dict) -> pd.DataFrame:
-    """One row per training run: split, B_p, n, M_max, rollouts, eval rollouts, GPU-hours, wall hours."""
+    """One row per training run (the grid's, then each recipe variant's): split, B_p, n, M_max,
+    rollouts, eval rollouts, GPU-hours, wall hours, and `group`: the split, or
+    '<variant>/<split>' for a variant's run."""
     thr = cfg["cluster"]["throughput"]
     gpus = cfg["cluster"]["train"]["gpus"]
     rate = float(thr["rollouts_per_gpu_hour"])
     val_problems = thr["val_problems"] or cfg["splits"]["val_size"]
     rows = []
-    for cell in grid_cells(cfg):
+    for cell in grid_cells(cfg) + variant_cells(cfg):
         B = cell.B_p * cell.n
         step_h = thr["step_overhead_s"] / 3600.0 + B / (rate * gpus)
-        n_eval = len(cell_recipe(cfg, cell).eval_steps)
+        n_eval = len(cell_recipe(cell_config(cfg, cell), cell).eval_steps)
         eval_rollouts = n_eval * val_problems * cfg["eval"]["samples"]
         wall_h = cell.M_max * step_h + eval_rollouts / (rate * gpus)
         rows.append({
             "split": cell.split, "B_p": cell.B_p, "n": cell.n, "M_max": cell.M_max,
             "rollouts": B * cell.M_max, "evaluations": n_eval, "eval_rollouts": eval_rollouts,
             "wall_hours": wall_h, "gpu_hours": gpus * wall_h,
+            "group": f"{cell.variant}/{cell.split}" if cell.variant else cell.split,
         })
     return pd.DataFrame(rows, columns=["split", "B_p", "n", "M_max", "rollouts", "evaluations", "eval_rollouts",
-                                       "wall_hours", "gpu_hours"])
+                                       "wall_hours", "gpu_hours", "group"])
 
 
 def difficulty_gpu_hours(cfg: dict) -> float | None:
@@ -56,12 +59,13 @@ def difficulty_gpu_hours(cfg: dict) -> float | None:
 
 
 def split_summary(costs: pd.DataFrame, max_runtime_min: int) -> pd.DataFrame:
-    """Per split: runs, training and evaluation rollouts, GPU-hours, the longest run and the SLURM
-    attempts it needs at the site's wall-clock limit (each attempt resumes from a checkpoint)."""
+    """Per split (and per variant and split, for recipe variants' runs): runs, training and
+    evaluation rollouts, GPU-hours, the longest run and the SLURM attempts it needs at the
+    site's wall-clock limit (each attempt resumes from a checkpoint)."""
     if costs.empty:
         return pd.DataFrame(columns=["runs", "rollouts", "eval_rollouts", "gpu_hours", "longest_run_hours",
                                      "attempts_of_longest"])
-    g = costs.groupby("split", sort=False)
+    g = costs.groupby("group" if "group" in costs else "split", sort=False)
     out = pd.DataFrame({
         "runs": g.size(), "rollouts": g["rollouts"].sum(), "eval_rollouts": g["eval_rollouts"].sum(),
         "gpu_hours": g["gpu_hours"].sum(), "longest_run_hours": g["wall_hours"].max(),
@@ -86,7 +90,7 @@ def format_plan(cfg: dict) -> str:
              f"(backend {t['backend']}, {job['gpus']} GPUs per run, validated {when} "
              f"on {thr['val_problems'] or cfg['splits']['val_size']} problems x {cfg['eval']['samples']} samples)"]
     if costs.empty:
-        lines.append("no grid: the config trains nothing (add grid.<split> entries)")
+        lines.append("no grid: the config trains nothing (add grid.<split> entries or variants)")
         return "\n".join(lines)
     table = summary.copy()
     for col in ("rollouts", "eval_rollouts"):

@@ -65,6 +65,29 @@ def nonconstant_group_rows(rewards: np.ndarray, group_index: np.ndarray) -> np.n
     return np.flatnonzero(keep)
 
 
+def loss_rows(rewards: np.ndarray, group_index: np.ndarray, *, zero_variance_filter=False,
+              n_train: int | None = None, rng: np.random.Generator | None = None
+              ) -> tuple[np.ndarray, np.ndarray | None]:
+    """Which of the B rows enter one step's loss, after the advantages were computed on all of them.
+
+    Returns (rows, regularised): `rows` [b] index the rows of the loss (a random n_train of
+    each group under the decoupled baseline; without zero-variance groups when
+    `zero_variance_filter` is True); `regularised` [b] bool marks which of those enter the KL
+    and entropy terms when the filter applies to those terms only ('kl_entropy'), else None
+    (every row of the loss).
+    """
+    rows = np.arange(len(rewards))
+    if n_train is not None:  # baseline from all n, gradient from n_train of them
+        rows = decoupled_rows(group_index, n_train, rng)
+    if zero_variance_filter is True:
+        rows = np.intersect1d(rows, nonconstant_group_rows(rewards, group_index))
+    if zero_variance_filter == "kl_entropy":
+        return rows, np.isin(rows, nonconstant_group_rows(rewards, group_index))
+    if zero_variance_filter not in (False, True):
+        raise ValueError(f"zero_variance_filter must be False, True or 'kl_entropy', got {zero_variance_filter!r}")
+    return rows, None
+
+
 # --- losses ---------------------------------------------------------------------------
 
 def token_log_probs(logits: torch.Tensor, tokens: torch.Tensor, small_vocab: int = 4096) -> torch.Tensor:
@@ -120,13 +143,22 @@ class LossWeights:
 
 def grpo_objective(logits: torch.Tensor, responses: torch.Tensor, response_mask: torch.Tensor,
                    advantages: torch.Tensor, weights: LossWeights,
-                   ref_log_prob: torch.Tensor | None = None) -> tuple[torch.Tensor, dict]:
+                   ref_log_prob: torch.Tensor | None = None,
+                   regularised: torch.Tensor | None = None) -> tuple[torch.Tensor, dict]:
     """The scalar loss of one on-policy update and its metrics (verl's actor composition).
 
     On-policy: the behaviour log-probs are the current ones, detached, so the
     ratio is 1 and clipping only matters through its gradient mask. `logits`
     are the model's raw logits; `ref_log_prob` are already at the temperature.
+    `regularised` [B] bool restricts the KL and entropy terms to those rows (the
+    zero-variance filter on those terms only; `loss_rows`); the metrics
+    actor/entropy and actor/kl_loss stay those of every row, so that variants
+    compare on the same measurement, and actor/entropy_term, actor/kl_term are the
+    terms in the loss.
     """
+    if regularised is not None:
+        return _objective_regularising_rows(logits, responses, response_mask, advantages, weights, ref_log_prob,
+                                            regularised)
     logits = logits / weights.temperature
     log_prob = token_log_probs(logits, responses)
     pg_loss, metrics = policy_loss(log_prob.detach(), log_prob, advantages, response_mask,
@@ -139,4 +171,35 @@ def grpo_objective(logits: torch.Tensor, responses: torch.Tensor, response_mask:
         loss = loss + weights.kl_coef * kl
         metrics["actor/kl_loss"] = kl.item()
         metrics["actor/kl_coef"] = weights.kl_coef
+    return loss, metrics
+
+
+def _objective_regularising_rows(logits, responses, response_mask, advantages, weights, ref_log_prob,
+                                 regularised):
+    """grpo_objective with the KL and entropy terms over the `regularised` rows only (token-mean
+    over their tokens); no such row: the step's loss is the policy gradient alone."""
+    logits = logits / weights.temperature
+    log_prob = token_log_probs(logits, responses)
+    pg_loss, metrics = policy_loss(log_prob.detach(), log_prob, advantages, response_mask,
+                                   weights.clip_ratio, weights.loss_agg_mode)
+    reg_mask = response_mask * regularised.to(response_mask.dtype)[:, None]
+    any_rows = bool(regularised.any())
+    with torch.no_grad():
+        ent_all = entropy(logits, response_mask, weights.loss_agg_mode)
+    loss = pg_loss
+    metrics = {**metrics, "actor/pg_loss": pg_loss.item(), "actor/entropy": ent_all.item(),
+               "actor/regularised_rows": int(regularised.sum())}
+    if weights.entropy_coef > 0 and any_rows:
+        ent = entropy(logits, reg_mask, weights.loss_agg_mode)
+        loss = loss - weights.entropy_coef * ent
+        metrics["actor/entropy_term"] = ent.item()
+    if ref_log_prob is not None:
+        with torch.no_grad():
+            metrics["actor/kl_loss"] = kl_loss(log_prob, ref_log_prob, response_mask, weights.kl_type,
+                                               weights.loss_agg_mode).item()
+        metrics["actor/kl_coef"] = weights.kl_coef
+        if any_rows:
+            kl = kl_loss(log_prob, ref_log_prob, reg_mask, weights.kl_type, weights.loss_agg_mode)
+            loss = loss + weights.kl_coef * kl
+            metrics["actor/kl_term"] = kl.item()
     return loss, metrics

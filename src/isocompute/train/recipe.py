@@ -44,8 +44,11 @@ def evaluation_steps(M_max: int, K: int) -> tuple[int, ...]:
 
 def study_compute_range(cfg: dict, cell) -> tuple[float, float]:
     """(first, last) compute point of the schedule every run of `cell`'s split shares:
-    train.eval_min_compute (default: the split's smallest batch) to the split's C_max."""
-    spec = cfg.get("grid", {}).get(cell.split)
+    train.eval_min_compute (default: the split's smallest batch) to the split's C_max.
+
+    A variant's run is not one of the split's grid: its schedule spans its own batch
+    to its own C_max (the train stage, which is given no grid, computes the same)."""
+    spec = None if getattr(cell, "variant", "") else cfg.get("grid", {}).get(cell.split)
     c_max = float(spec["C_max"]) if spec else float(cell.C_max)
     lo = cfg["train"]["eval_min_compute"]
     if lo is None:
@@ -100,6 +103,34 @@ def check_schedules(cfg: dict, cells) -> None:
                    else "train.eval_interval")
             raise ConfigError(f"config key '{key}': run {cell.split}/{cell.name} ({cell.M_max} steps) would "
                               f"validate only at steps {list(steps)}; at least {MIN_EVALUATIONS} are needed")
+
+
+# --- recipe variants (config `variants`) ------------------------------------------
+
+def variant_config(cfg: dict, variant: str) -> dict:
+    """The config variant `variant`'s runs train with: the study's, with its train overrides."""
+    from isocompute.config import deep_update
+
+    if variant not in cfg.get("variants", {}):
+        raise ConfigError(f"no variant {variant!r} in the config's variants")
+    return {**cfg, "train": deep_update(cfg["train"], cfg["variants"][variant]["train"])}
+
+
+def cell_config(cfg: dict, cell) -> dict:
+    """The config `cell` trains with: the study's for a grid cell, its variant's for a variant's."""
+    variant = getattr(cell, "variant", "")
+    return variant_config(cfg, variant) if variant else cfg
+
+
+def check_variant_recipes(cfg: dict, cells) -> None:
+    """What a variant's recipe needs of its cells: a decoupled baseline's gradient takes fewer
+    rollouts per problem than are sampled (n_train < n)."""
+    for cell in cells:
+        decoupled = cell_config(cfg, cell)["train"]["decoupled_baseline"]
+        if decoupled["enabled"] and decoupled["n_train"] >= cell.n:
+            raise ConfigError(f"config key 'variants.{cell.variant}.train.decoupled_baseline.n_train': expected "
+                              f"fewer than the n = {cell.n} rollouts sampled at {cell.split}/{cell.name}, got "
+                              f"{decoupled['n_train']} (a plain run of n is the {cell.n}/{cell.n} baseline)")
 
 
 @dataclass(frozen=True)

@@ -52,20 +52,38 @@ def get_backend(name: str) -> Callable:
 def check_study(cfg: dict) -> list:
     """Every check a checked config allows before any job, in one place for the Snakefile and
     `isocompute check-config`: the files it names, a grid that keeps cells, a schedule that
-    gives each run enough evaluations, and the configured backend's own limits. Returns the
-    grid's cells; raises ConfigError naming the key."""
+    gives each run enough evaluations, and the configured backend's own limits, for the grid
+    and for each recipe variant (with its recipe). Returns the grid's cells; raises
+    ConfigError naming the key."""
     from isocompute.config import check_paths
-    from isocompute.grid import grid_cells
-    from isocompute.train.recipe import check_schedules
+    from isocompute.grid import grid_cells, variant_cells
+    from isocompute.train.recipe import check_schedules, check_variant_recipes, variant_config
 
     check_paths(cfg)
     cells = grid_cells(cfg)
     check_schedules(cfg, cells)
-    spec = CONFIG_CHECKS.get(cfg["train"]["backend"])
-    if spec is not None:
-        module, _, name = spec.partition(":")
-        getattr(importlib.import_module(module), name)(cfg, cells)
+    check_backend = _backend_check(cfg["train"]["backend"])
+    if check_backend is not None:
+        check_backend(cfg, cells)
+    variants = variant_cells(cfg)
+    check_variant_recipes(cfg, variants)
+    for name in sorted({c.variant for c in variants}):
+        own = [c for c in variants if c.variant == name]
+        try:
+            check_schedules(variant_config(cfg, name), own)
+        except ConfigError as exc:
+            raise ConfigError(f"variant '{name}': {exc}") from None
+        if check_backend is not None:
+            check_backend(variant_config(cfg, name), own)
     return cells
+
+
+def _backend_check(backend: str) -> Callable | None:
+    spec = CONFIG_CHECKS.get(backend)
+    if spec is None:
+        return None
+    module, _, name = spec.partition(":")
+    return getattr(importlib.import_module(module), name)
 
 
 def train_run(cfg: dict, cell, paths, **hooks) -> dict:

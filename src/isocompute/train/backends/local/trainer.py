@@ -114,11 +114,8 @@ class LocalGRPO:
         responses, mask = pack_responses(completions, pad, self.device)
         advantages = grpo.grpo_advantages(torch.as_tensor(rewards, device=self.device), mask, group_index,
                                           norm_by_std=t["norm_adv_by_std"])
-        keep = np.arange(len(rewards))
-        if self.n_train is not None:  # baseline from all n, gradient from n_train of them
-            keep = grpo.decoupled_rows(group_index, self.n_train, self.row_rng)
-        if t["zero_variance_filter"]:
-            keep = np.intersect1d(keep, grpo.nonconstant_group_rows(rewards, group_index))
+        keep, regularised = grpo.loss_rows(rewards, group_index, zero_variance_filter=t["zero_variance_filter"],
+                                           n_train=self.n_train, rng=self.row_rng)
         lr = self.recipe.lr_at(step)
         for group in self.optimizer.param_groups:
             group["lr"] = lr
@@ -138,7 +135,10 @@ class LocalGRPO:
                 ref_log_prob = grpo.token_log_probs(ref_logits / self.weights.temperature, responses)
         self.model.train()
         logits = response_logits(self.model, prompt_batch, row_group, responses, mask)
-        loss, loss_metrics = grpo.grpo_objective(logits, responses, mask, advantages, self.weights, ref_log_prob)
+        if regularised is not None:
+            regularised = torch.as_tensor(regularised, device=self.device)
+        loss, loss_metrics = grpo.grpo_objective(logits, responses, mask, advantages, self.weights, ref_log_prob,
+                                                 regularised)
         loss.backward()
         grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), t["grad_clip"])
         self.optimizer.step()

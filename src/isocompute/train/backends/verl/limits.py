@@ -1,7 +1,9 @@
-"""What verl 0.9.1 cannot hold or silently leaves out, checked before a run:
-the samples its transfer queue holds at once (a grid's batch, at config time),
-and the prompts its overlong-prompt filter drops from a split (before verl
-starts, so the run's provenance can say how much of D it trained on).
+"""What verl 0.9.1 cannot express, hold or silently leaves out, checked before a run:
+the recipe options it has no equivalent for (at config time, for the study and
+each recipe variant), the samples its transfer queue holds at once (a grid's
+batch, at config time), and the prompts its overlong-prompt filter drops from a
+split (before verl starts, so the run's provenance can say how much of D it
+trained on).
 """
 
 from __future__ import annotations
@@ -9,6 +11,41 @@ from __future__ import annotations
 from pathlib import Path
 
 from isocompute.errors import ConfigError, InputError
+
+# --- recipe options verl 0.9.1 has no equivalent for ------------------------------------
+# Its actor loss (verl.workers.utils.losses.ppo_loss) aggregates the policy-gradient, entropy
+# and KL terms over one response mask, normalised by the global token count that its engine
+# takes from that same mask, and its advantage estimators use every rollout of a group for
+# both the baseline and the gradient. What each option would need is said in the message.
+UNSUPPORTED_RECIPE = {
+    ("zero_variance_filter", True): (
+        "verl 0.9.1's only group filter, algorithm.filter_groups (DAPO dynamic sampling), drops "
+        "zero-variance groups and samples more prompts to refill the batch, so a step no longer costs "
+        "B_p * n rollouts; dropping the groups from the loss instead would need the response mask "
+        "rewritten between its advantage computation and the actor update, which verl does not expose"),
+    ("zero_variance_filter", "kl_entropy"): (
+        "verl 0.9.1's actor loss applies one response mask to the policy-gradient, entropy and KL "
+        "terms alike (verl.workers.utils.losses.ppo_loss) and normalises all three by the token count "
+        "its engine takes from that mask; it has no per-term mask"),
+    ("decoupled_baseline", True): (
+        "verl 0.9.1's GRPO estimator takes the baseline and the gradient from the same rollout.n "
+        "rollouts of a group; a gradient from a random n_train of them would need the response mask of "
+        "the others zeroed between its advantage computation and the actor update, which verl does "
+        "not expose"),
+}
+
+
+def check_recipe(train: dict, where: str = "train") -> None:
+    """Recipe options verl 0.9.1 cannot express stop here, naming the key (`where`: the
+    config section they come from, e.g. 'variants.<name>.train') and why."""
+    values = {"zero_variance_filter": train["zero_variance_filter"],
+              "decoupled_baseline": bool(train["decoupled_baseline"]["enabled"])}
+    for (key, value), reason in UNSUPPORTED_RECIPE.items():
+        if values[key] is value or (isinstance(value, str) and values[key] == value):
+            shown = f"{key}.enabled" if key == "decoupled_baseline" else key
+            raise ConfigError(f"config key '{where}.{shown}': {values[key]!r} is not supported by the verl "
+                              f"backend: {reason}. Use train.backend local for this ablation")
+
 
 # verl 0.9.1's V1 trainer passes every sample through TransferQueue, whose
 # SimpleStorage backend holds at most this many at once
@@ -57,9 +94,13 @@ def check_batch_capacity(cfg: dict, cells, val_problems: int | None = None) -> N
 
 def check_study_cells(cfg: dict, cells) -> None:
     """The verl backend's checks of a study before any job: options it cannot honour, and
-    batches its transfer queue cannot hold."""
+    batches its transfer queue cannot hold. `cfg` is the config the cells train with (a
+    variant's for a variant's cells, whose recipe options are then named under it)."""
     from isocompute.train.backends.verl.overrides import check_supported
 
+    variants = {getattr(c, "variant", "") for c in cells} - {""}
+    for variant in sorted(variants):
+        check_recipe(cfg["train"], f"variants.{variant}.train")
     check_supported(cfg)
     check_batch_capacity(cfg, cells)
 

@@ -17,6 +17,7 @@ from isocompute.config import is_hub_id
 from isocompute.errors import ConfigError
 from isocompute.train.backends.verl.files import VerlRunFiles
 from isocompute.train.backends.verl import scheduled
+from isocompute.train.backends.verl.limits import check_recipe
 from isocompute.train.backends.verl.resume import resume_state
 from isocompute.train.recipe import cell_recipe
 
@@ -71,13 +72,7 @@ def _looks_numeric(text: str) -> bool:
 def check_supported(cfg: dict) -> None:
     """Recipe options the verl backend cannot honour stop here, naming the key."""
     train = cfg["train"]
-    if train["zero_variance_filter"]:
-        raise ConfigError("config key 'train.zero_variance_filter': not supported by the verl backend "
-                          "(verl's filter_groups resamples prompts, which changes the compute accounting); "
-                          "use train.backend local for this ablation")
-    if train["decoupled_baseline"]["enabled"]:
-        raise ConfigError("config key 'train.decoupled_baseline.enabled': not supported by the verl backend; "
-                          "use train.backend local for this ablation")
+    check_recipe(train)
     v = cfg["cluster"]["verl"]
     need = v["max_prompt_length"] + train["max_response_length"]
     if v["max_token_len_per_gpu"] < need:
@@ -241,8 +236,10 @@ def model_arg(model: str) -> str:
 
 
 def experiment_name(cfg: dict, cell) -> str:
-    """'<experiment>-<split>-bp<B_p>_n<n>', the run's name in verl's loggers."""
-    return f"{cfg['experiment']}-{cell.split}-{cell.name}"
+    """'<experiment>-<split>-bp<B_p>_n<n>' (a variant's: '<experiment>-<variant>-<split>-...'),
+    the run's name in verl's loggers."""
+    variant = getattr(cell, "variant", "")
+    return "-".join([cfg["experiment"], *([variant] if variant else []), cell.split, cell.name])
 
 
 def verl_overrides(cfg: dict, cell, paths, *, validate_first: bool = True) -> list[str]:
