@@ -1,5 +1,5 @@
 """The adaptive sweep's rule (issue 13): rungs, the pure pruning decision on
-hand-built bands, and `decide` on a synthetic study with known curves."""
+hand-built bands, `decide` on a synthetic study with known curves."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def test_rung_budgets_end_at_c_max():
 
 def test_rule_params_take_the_schema_defaults():
     p = rule_params({"z": 3.0})
-    assert p["z"] == 3.0 and p["eta"] == 2 and p["frontier"] == "fixed_B_p"
+    assert p["z"] == 3.0 and p["eta"] == pytest.approx(2 ** 0.5) and p["frontier"] == "fixed_B_p"
     with pytest.raises(ValueError, match="unknown adaptive rule key"):
         rule_params({"zz": 1})
 
@@ -38,7 +38,8 @@ def _bands(curves: dict, reached: float, compute=(100.0, 200.0, 400.0, 800.0), B
     for n, (lo, mid, hi) in curves.items():
         for c, a, m, b in zip(compute, lo, mid, hi):
             rows.append({"B_p": B_p, "n": n, "compute": c, "reward": m, "reward_lo": a, "reward_hi": b,
-                         "reached": reached, "fitted": True if fitted is None else fitted.get(n, True)})
+                         "reached": reached, "fitted": True if fitted is None else fitted.get(n, True),
+                         "n_evals": 50})
     return pd.DataFrame(rows)
 
 
@@ -107,3 +108,4 @@ def test_decide_stops_dominated_runs_and_keeps_the_frontier(crossover_study):
     true_best = max(crossover_params(32, n)["A"] for n in out.index)
     assert out.loc[512, "reward_hi_at_c_max"] <= true_best + 0.2
     assert set(out.columns) >= {"continue", "reason", "reward_hi_at_c_max", "frontier_lo_at_c_max"}
+

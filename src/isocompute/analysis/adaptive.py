@@ -28,9 +28,9 @@ from isocompute.config import schema_defaults
 
 # The sweep section of the config schema is the one home of the rule's defaults.
 DEFAULTS = schema_defaults("sweep")
-RULE_KEYS = ("eta", "rungs", "z", "neighbours", "frontier", "grid_points")
-BAND_COLUMNS = ["B_p", "n", "compute", "reward", "reward_lo", "reward_hi", "reached", "fitted"]
-DECISION_COLUMNS = ["B_p", "n", "continue", "reason", "reached", "fitted", "reward_hi_at_c_max",
+RULE_KEYS = ("eta", "rungs", "z", "neighbours", "min_evals", "frontier", "grid_points")
+BAND_COLUMNS = ["B_p", "n", "compute", "reward", "reward_lo", "reward_hi", "reached", "fitted", "n_evals"]
+DECISION_COLUMNS = ["B_p", "n", "continue", "reason", "reached", "fitted", "n_evals", "reward_hi_at_c_max",
                     "frontier_lo_at_c_max", "gap", "n_star_at_c_max"]
 # The (C_mid, B) grids of the bands (coarse, then fine): C_mid from a decade
 # below a run's first evaluation to a decade beyond C_max, B over the noise
@@ -134,7 +134,8 @@ def prediction_bands(evals: pd.DataFrame, fits: pd.DataFrame, *, c_max: float, c
     `evals` carries `<metric>_se` and `fits` is its noise fit (`fit_study`).
     Columns B_p, n, compute, reward (the fit, extrapolated), reward_lo,
     reward_hi (the band; NaN for a run without a usable fit), reached (the
-    run's largest evaluated compute), fitted (whether its fit is usable).
+    run's largest evaluated compute), fitted (whether its fit is usable),
+    n_evals (its evaluations at positive compute).
     """
     grid = np.geomspace(c_from, c_max, grid_points) if c_from < c_max else np.array([float(c_max)])
     parts = []
@@ -152,22 +153,24 @@ def prediction_bands(evals: pd.DataFrame, fits: pd.DataFrame, *, c_max: float, c
             lo, hi = _cell_band(arr, row.R0, grid, z=z, a_max=a_max, c_hi=c_max)
         parts.append(pd.DataFrame({"B_p": row.B_p, "n": row.n, "compute": grid, "reward": reward,
                                    "reward_lo": lo, "reward_hi": hi, "reached": float(row.compute_max),
-                                   "fitted": fitted}))
+                                   "fitted": fitted, "n_evals": int(row.n_evals)}))
     if not parts:
         return pd.DataFrame(columns=BAND_COLUMNS)
     return pd.concat(parts, ignore_index=True)[BAND_COLUMNS]
 
 
-def prune(bands: pd.DataFrame, *, neighbours: int = DEFAULTS["neighbours"],
+def prune(bands: pd.DataFrame, *, neighbours: int = DEFAULTS["neighbours"], min_evals: int = DEFAULTS["min_evals"],
           frontier: str = DEFAULTS["frontier"], c_max: float | None = None) -> pd.DataFrame:
     """Which runs go on, from their bands alone (pure; no fitting).
 
     `bands`: one row per (run, compute) with columns B_p, n, compute, reward,
-    reward_lo, reward_hi, reached, fitted (as `prediction_bands`). Within each
+    reward_lo, reward_hi, reached, fitted, n_evals (as `prediction_bands`). Within each
     frontier group (one B_p, or all runs with `frontier='joint'`), the
     frontier's lower band at each compute is the largest reward_lo of its
     runs, and the predicted n* the run of the largest reward. A run continues
-    when it has no usable fit ('too few evaluations to fit'), or, at some
+    when it has no usable fit or fewer than `min_evals` evaluations ('too few
+    evaluations to fit': a fit to a handful of points can look saturated by
+    chance), or, at some
     compute above `reached` (it has not got there yet), its reward_hi reaches
     the frontier's lower band, or its n lies within `neighbours` grid steps
     (positions in the group's sorted n; with a joint frontier, the larger of
@@ -191,6 +194,7 @@ def prune(bands: pd.DataFrame, *, neighbours: int = DEFAULTS["neighbours"],
         info = group.drop_duplicates(["B_p", "n"]).set_index(["B_p", "n"]).loc[table.index]
         reached = info["reached"].to_numpy(dtype=float)
         fitted = info["fitted"].to_numpy(dtype=bool)
+        n_evals = info["n_evals"].to_numpy(dtype=int)
         with np.errstate(invalid="ignore"):
             front_lo = np.nanmax(np.where(np.isnan(lo), -np.inf, lo), axis=0)
             best = np.argmax(np.where(np.isnan(mid), -np.inf, mid), axis=0)
@@ -208,7 +212,7 @@ def prune(bands: pd.DataFrame, *, neighbours: int = DEFAULTS["neighbours"],
             close = np.flatnonzero(near[i])
             if reached[i] + B_p * n > c_max * (1 + 1e-9):     # not one more step fits in the budget
                 go, why = False, "reached C_max"
-            elif not fitted[i]:
+            elif not fitted[i] or n_evals[i] < min_evals:
                 go, why = True, "too few evaluations to fit"
             elif reach.size:
                 go, why = True, f"band reaches the frontier's lower band at C = {comp[reach[0]]:.4g}"
@@ -218,7 +222,7 @@ def prune(bands: pd.DataFrame, *, neighbours: int = DEFAULTS["neighbours"],
                 top = float(np.max(gap[i])) if ahead[i].any() else np.nan
                 go, why = False, f"band below the frontier's lower band up to C_max (by {-top:.3g} at least)"
             rows.append({"B_p": B_p, "n": n, "continue": go, "reason": why, "reached": reached[i],
-                         "fitted": bool(fitted[i]), "reward_hi_at_c_max": hi[i, last],
+                         "fitted": bool(fitted[i]), "n_evals": int(n_evals[i]), "reward_hi_at_c_max": hi[i, last],
                          "frontier_lo_at_c_max": front_lo[last],
                          "gap": float(np.max(gap[i])) if np.isfinite(gap[i]).any() else np.nan,
                          "n_star_at_c_max": n_vals[best[last]] if any_mid[last] else np.nan})
@@ -235,7 +239,7 @@ def decide(evals: pd.DataFrame, *, rung_compute: float, c_max: float, params: di
     the noise method (`pipeline.fit_study`: pooled R0, weights 1/se^2), gets
     its band (`prediction_bands`) on the computes from `rung_compute` to
     `c_max`, and `prune` decides. `params`: the sweep section's rule keys
-    (eta, rungs, z, neighbours, frontier, grid_points), schema defaults for
+    (eta, rungs, z, neighbours, min_evals, frontier, grid_points), schema defaults for
     the rest. Returns one row per run in `evals` (DECISION_COLUMNS); the caller
     applies it to the runs it trained to this rung (a run stopped earlier
     keeps its evaluations, and they count for the frontier).
@@ -250,4 +254,4 @@ def decide(evals: pd.DataFrame, *, rung_compute: float, c_max: float, params: di
     seen, fits, _ = fit_study(seen, metric)
     bands = prediction_bands(seen, fits, c_max=c_max, c_from=rung_compute, metric=metric, z=p["z"],
                              grid_points=p["grid_points"])
-    return prune(bands, neighbours=p["neighbours"], frontier=p["frontier"], c_max=c_max)
+    return prune(bands, neighbours=p["neighbours"], min_evals=p["min_evals"], frontier=p["frontier"], c_max=c_max)
