@@ -1,8 +1,10 @@
 """The adaptive sweep's rule (issue 13): rungs, the pure pruning decision on
-hand-built bands, `decide` on a synthetic study with known curves."""
+hand-built bands, `decide` on a synthetic study with known curves, the offline
+replay and `isocompute replay-adaptive`."""
 
 from __future__ import annotations
 
+import json
 import warnings
 
 import numpy as np
@@ -10,8 +12,10 @@ import pandas as pd
 import pytest
 
 from isocompute.analysis.adaptive import decide, prune, rule_params, rung_budgets
+from isocompute.analysis.adaptive_replay import replay
 from isocompute.analysis.schedule import compute_schedule_steps
 from isocompute.analysis.synthetic import crossover_params, synthetic_study
+from isocompute.cli import main
 
 C_MAX = 2.0 ** 22
 
@@ -109,3 +113,65 @@ def test_decide_stops_dominated_runs_and_keeps_the_frontier(crossover_study):
     assert out.loc[512, "reward_hi_at_c_max"] <= true_best + 0.2
     assert set(out.columns) >= {"continue", "reason", "reward_hi_at_c_max", "frontier_lo_at_c_max"}
 
+
+# --- the offline replay and its command -------------------------------------------------
+
+SMALL_NS = (8, 32, 128, 512)
+
+
+@pytest.fixture(scope="module")
+def small_study():
+    steps = lambda B, M: compute_schedule_steps(B, M, 161, min_compute=C_MAX / 2 ** 10, c_max=C_MAX)  # noqa: E731
+    return synthetic_study((32,), SMALL_NS, c_max=C_MAX, eval_steps=steps, noise=0.013, seed=3)
+
+
+def test_replay_spends_less_and_finds_the_same_frontier(small_study):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        res = replay(small_study, probes=12)
+    runs = res["runs"].set_index("n")
+    assert 0 < res["share"] < 0.75
+    assert res["share"] == pytest.approx(runs["spent"].sum() / runs["full_compute"].sum())
+    assert runs.loc[512, "spent"] == runs.loc[512, "full_compute"]          # n* at C_max trains all the way
+    assert runs.loc[8, "stopped_at"] <= C_MAX / 4                          # plateaued early, stopped early
+    assert res["agreement"] >= 0.8 and abs(res["reward_diff"]) <= 0.01
+    assert len(res["probes"]) == 12 and res["budgets"][-1] == C_MAX
+
+
+def test_replay_with_one_rung_is_the_full_grid(small_study):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        res = replay(small_study, params={"rungs": 1}, probes=6)
+    assert res["share"] == 1.0 and res["agreement"] == 1.0 and res["reward_diff"] == 0.0
+
+
+def test_replay_command_json(tmp_path, small_study, capsys):
+    path = tmp_path / "evals.csv"
+    small_study.to_csv(path, index=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        assert main(["replay-adaptive", str(path), "--json", "--probes", "6", "--eta", "2", "--rungs", "4"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert {"share", "agreement", "reward_diff", "budgets", "runs", "params"} <= set(out)
+    assert out["budgets"] == [C_MAX / 8, C_MAX / 4, C_MAX / 2, C_MAX] and len(out["runs"]) == len(SMALL_NS)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--eta", "0"], "--eta: expected a number > 1, got 0"),
+    (["--eta", "-2"], "--eta: expected a number > 1, got -2"),
+    (["--rungs", "0"], "--rungs: expected an integer >= 1"),
+    (["--c-max", "0"], "--c-max: expected a positive compute"),
+])
+def test_replay_command_bad_option_is_one_line(tmp_path, small_study, capsys, args, message):
+    path = tmp_path / "evals.csv"
+    small_study.head(20).to_csv(path, index=False)
+    assert main(["replay-adaptive", str(path), *args]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and "\n" not in err
+
+
+def test_replay_command_missing_file_is_one_line(tmp_path, capsys):
+    missing = tmp_path / "nope.csv"
+    assert main(["replay-adaptive", str(missing)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert str(missing) in err and "no such file" in err and "\n" not in err
