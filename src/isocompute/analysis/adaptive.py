@@ -21,9 +21,9 @@ import numpy as np
 import pandas as pd
 from scipy.special import expit
 
-from isocompute.analysis.fits import USABLE
-from isocompute.analysis.fits_noise import NOISE_FIT_GRID, cell_arrays
-from isocompute.analysis.tables import check_evals
+from isocompute.analysis.fits import USABLE, sigmoid_reward
+from isocompute.analysis.fits_noise import NOISE_FIT_GRID
+from isocompute.analysis.tables import check_evals, se_column
 from isocompute.config import schema_defaults
 
 # The sweep section of the config schema is the one home of the rule's defaults.
@@ -66,6 +66,14 @@ def rung_budgets(c_max: float, eta: float, rungs: int) -> list[float]:
         raise ValueError(f"rungs must be >= 1, got {rungs!r}")
     rungs = int(rungs)
     return [float(c_max) / float(eta) ** (rungs - 1 - r) for r in range(rungs)]
+
+
+def _points(cell: pd.DataFrame, metric: str) -> dict:
+    """One run's evaluations at positive compute (seeds pooled) and their weights 1/se^2."""
+    pos = cell[cell["compute"] > 0]
+    se = pos[se_column(metric)].to_numpy(dtype=float)
+    return {"compute": pos["compute"].to_numpy(dtype=float), "values": pos[metric].to_numpy(dtype=float),
+            "weights": 1.0 / np.square(se)}
 
 
 def _sums(log_c, dy, w, log_cmid, log_b):
@@ -139,16 +147,15 @@ def prediction_bands(evals: pd.DataFrame, fits: pd.DataFrame, *, c_max: float, c
     """
     grid = np.geomspace(c_from, c_max, grid_points) if c_from < c_max else np.array([float(c_max)])
     parts = []
+    cells = dict(iter(evals.groupby(["B_p", "n"], sort=False)))
     for row in fits.itertuples(index=False):
-        cell = evals[(evals["B_p"] == row.B_p) & (evals["n"] == row.n)]
+        cell = cells.get((row.B_p, row.n), evals.iloc[:0])
         fitted = row.status in USABLE
         reward = lo = hi = np.full(grid.size, np.nan)
         if fitted:
-            from isocompute.analysis.fits import sigmoid_reward
-
             reward = (np.full(grid.size, row.R0) if row.status != "ok"
                       else sigmoid_reward(grid, row.R0, row.A, row.B, row.C_mid))
-            arr = cell_arrays(cell, metric)
+            arr = _points(cell, metric)
             a_max = max(NOISE_FIT_GRID.a_max - row.R0, 0.0)
             lo, hi = _cell_band(arr, row.R0, grid, z=z, a_max=a_max, c_hi=c_max)
         parts.append(pd.DataFrame({"B_p": row.B_p, "n": row.n, "compute": grid, "reward": reward,
@@ -186,20 +193,21 @@ def prune(bands: pd.DataFrame, *, neighbours: int = DEFAULTS["neighbours"], min_
     groups = [((None,), bands)] if frontier == "joint" else bands.groupby(["B_p"], sort=True)
     rows = []
     for _, group in groups:
-        table = group.pivot_table(index=["B_p", "n"], columns="compute", values=["reward", "reward_lo", "reward_hi"],
-                                  dropna=False)
-        runs = table.index.to_frame(index=False)
-        comp = np.asarray(table["reward"].columns, dtype=float)
-        lo, hi, mid = (table[k].to_numpy(dtype=float) for k in ("reward_lo", "reward_hi", "reward"))
-        info = group.drop_duplicates(["B_p", "n"]).set_index(["B_p", "n"]).loc[table.index]
-        reached = info["reached"].to_numpy(dtype=float)
-        fitted = info["fitted"].to_numpy(dtype=bool)
-        n_evals = info["n_evals"].to_numpy(dtype=int)
+        run_keys, run_of = np.unique(group[["B_p", "n"]].to_numpy(), axis=0, return_inverse=True)
+        comp, comp_of = np.unique(group["compute"].to_numpy(dtype=float), return_inverse=True)
+        run_of, comp_of = run_of.ravel(), comp_of.ravel()
+        lo, hi, mid = (np.full((len(run_keys), comp.size), np.nan) for _ in range(3))
+        for out, col in ((lo, "reward_lo"), (hi, "reward_hi"), (mid, "reward")):
+            out[run_of, comp_of] = group[col].to_numpy(dtype=float)
+        first = np.unique(run_of, return_index=True)[1]         # one row per run, in run_keys order
+        reached = group["reached"].to_numpy(dtype=float)[first]
+        fitted = group["fitted"].to_numpy(dtype=bool)[first]
+        n_evals = group["n_evals"].to_numpy(dtype=int)[first]
         with np.errstate(invalid="ignore"):
             front_lo = np.nanmax(np.where(np.isnan(lo), -np.inf, lo), axis=0)
             best = np.argmax(np.where(np.isnan(mid), -np.inf, mid), axis=0)
         any_mid = np.isfinite(mid).any(axis=0)
-        n_vals, bp_vals = runs["n"].to_numpy(), runs["B_p"].to_numpy()
+        bp_vals, n_vals = run_keys[:, 0], run_keys[:, 1]
         # Grid steps from the n* run: in n, and (joint frontier) in B_p, whichever is larger.
         steps = np.maximum(*(np.abs(r[:, None] - r[None, best]) for r in
                              (np.searchsorted(np.unique(v), v) for v in (n_vals, bp_vals))))
