@@ -1,0 +1,177 @@
+"""The adaptive sweep's rule (issue 13): rungs, the pure pruning decision on
+hand-built bands, `decide` on a synthetic study with known curves, the offline
+replay and `isocompute replay-adaptive`."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from isocompute.analysis.adaptive import decide, prune, rule_params, rung_budgets
+from isocompute.analysis.adaptive_replay import replay
+from isocompute.analysis.schedule import compute_schedule_steps
+from isocompute.analysis.synthetic import crossover_params, synthetic_study
+from isocompute.cli import main
+
+C_MAX = 2.0 ** 22
+
+
+def test_rung_budgets_end_at_c_max():
+    assert rung_budgets(1024.0, 2, 4) == [128.0, 256.0, 512.0, 1024.0]
+    assert rung_budgets(1024.0, 4, 1) == [1024.0]
+    with pytest.raises(ValueError, match="eta"):
+        rung_budgets(1024.0, 1.0, 3)
+    with pytest.raises(ValueError, match="rungs"):
+        rung_budgets(1024.0, 2, 0)
+
+
+def test_rule_params_take_the_schema_defaults():
+    p = rule_params({"z": 3.0})
+    assert p["z"] == 3.0 and p["eta"] == pytest.approx(2 ** 0.5) and p["frontier"] == "fixed_B_p"
+    with pytest.raises(ValueError, match="unknown adaptive rule key"):
+        rule_params({"zz": 1})
+
+
+def _bands(curves: dict, reached: float, compute=(100.0, 200.0, 400.0, 800.0), B_p: int = 1, fitted=None):
+    """Hand-built bands: curves[n] = (lo, mid, hi) sequences over `compute`."""
+    rows = []
+    for n, (lo, mid, hi) in curves.items():
+        for c, a, m, b in zip(compute, lo, mid, hi):
+            rows.append({"B_p": B_p, "n": n, "compute": c, "reward": m, "reward_lo": a, "reward_hi": b,
+                         "reached": reached, "fitted": True if fitted is None else fitted.get(n, True),
+                         "n_evals": 50})
+    return pd.DataFrame(rows)
+
+
+def test_prune_stops_a_run_whose_band_stays_below_the_frontier():
+    bands = _bands({
+        8: ([.50, .50, .50, .50], [.51, .51, .51, .51], [.52, .52, .52, .52]),     # plateaued low
+        64: ([.55, .60, .65, .70], [.56, .61, .66, .71], [.57, .62, .67, .72]),    # the frontier
+        128: ([.45, .50, .55, .60], [.50, .55, .60, .66], [.60, .65, .70, .75]),   # wide: could reach it
+    }, reached=100.0)
+    out = prune(bands, neighbours=0).set_index("n")
+    assert not out.loc[8, "continue"] and "below" in out.loc[8, "reason"]
+    assert out.loc[64, "continue"] and out.loc[128, "continue"]
+    assert out.loc[8, "gap"] == pytest.approx(0.52 - 0.60)   # nearest approach, at C = 200
+
+
+def test_prune_keeps_the_neighbours_of_n_star_and_unfitted_runs():
+    bands = _bands({
+        8: ([.40] * 4, [.41] * 4, [.42] * 4),
+        16: ([.40] * 4, [.45] * 4, [.46] * 4),
+        32: ([.60] * 4, [.61] * 4, [.62] * 4),
+        64: ([np.nan] * 4, [np.nan] * 4, [np.nan] * 4),
+    }, reached=100.0, fitted={64: False})
+    out = prune(bands, neighbours=1).set_index("n")
+    assert out.loc[16, "continue"] and "n* = 32" in out.loc[16, "reason"]
+    assert not out.loc[8, "continue"]
+    assert out.loc[64, "continue"] and out.loc[64, "reason"] == "too few evaluations to fit"
+
+
+def test_prune_only_looks_ahead_and_stops_finished_runs():
+    # n = 8 is the frontier only at the compute it has already reached.
+    bands = _bands({
+        8: ([.60, .60, .60, .60], [.61, .61, .61, .61], [.62, .62, .62, .62]),
+        64: ([.50, .65, .70, .75], [.52, .66, .71, .76], [.55, .67, .72, .77]),
+    }, reached=200.0)
+    out = prune(bands, neighbours=0).set_index("n")
+    assert not out.loc[8, "continue"]
+    assert out.loc[64, "continue"]
+    done = prune(_bands({8: ([.5] * 4, [.5] * 4, [.5] * 4)}, reached=800.0), neighbours=0)
+    assert not done["continue"].iloc[0] and done["reason"].iloc[0] == "reached C_max"
+
+
+def test_prune_groups_by_b_p_unless_joint():
+    low = _bands({8: ([.40] * 4, [.41] * 4, [.42] * 4)}, reached=100.0, B_p=64)
+    high = _bands({8: ([.60] * 4, [.61] * 4, [.62] * 4)}, reached=100.0, B_p=32)
+    bands = pd.concat([low, high], ignore_index=True)
+    per_bp = prune(bands, neighbours=0).set_index("B_p")
+    assert per_bp["continue"].all()               # each is its own B_p's frontier
+    joint = prune(bands, neighbours=0, frontier="joint").set_index("B_p")
+    assert joint.loc[32, "continue"] and not joint.loc[64, "continue"]
+
+
+@pytest.fixture(scope="module")
+def crossover_study():
+    ns = (8, 16, 32, 64, 128, 256, 512)
+    steps = lambda B, M: compute_schedule_steps(B, M, 161, min_compute=C_MAX / 2 ** 10, c_max=C_MAX)  # noqa: E731
+    return synthetic_study((32,), ns, c_max=C_MAX, eval_steps=steps, noise=0.013, seed=7)
+
+
+def test_decide_stops_dominated_runs_and_keeps_the_frontier(crossover_study):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        out = decide(crossover_study, rung_compute=C_MAX / 4, c_max=C_MAX).set_index("n")
+    # At C_max / 4 the small n have plateaued well below the large n (true asymptotes 0.60 vs 0.72).
+    assert not out.loc[8, "continue"] and not out.loc[16, "continue"]
+    assert out.loc[256, "continue"] and out.loc[512, "continue"]
+    true_best = max(crossover_params(32, n)["A"] for n in out.index)
+    assert out.loc[512, "reward_hi_at_c_max"] <= true_best + 0.2
+    assert set(out.columns) >= {"continue", "reason", "reward_hi_at_c_max", "frontier_lo_at_c_max"}
+
+
+# --- the offline replay and its command -------------------------------------------------
+
+SMALL_NS = (8, 32, 128, 512)
+
+
+@pytest.fixture(scope="module")
+def small_study():
+    steps = lambda B, M: compute_schedule_steps(B, M, 161, min_compute=C_MAX / 2 ** 10, c_max=C_MAX)  # noqa: E731
+    return synthetic_study((32,), SMALL_NS, c_max=C_MAX, eval_steps=steps, noise=0.013, seed=3)
+
+
+def test_replay_spends_less_and_finds_the_same_frontier(small_study):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        res = replay(small_study, probes=12)
+    runs = res["runs"].set_index("n")
+    assert 0 < res["share"] < 0.75
+    assert res["share"] == pytest.approx(runs["spent"].sum() / runs["full_compute"].sum())
+    assert runs.loc[512, "spent"] == runs.loc[512, "full_compute"]          # n* at C_max trains all the way
+    assert runs.loc[8, "stopped_at"] <= C_MAX / 4                          # plateaued early, stopped early
+    assert res["agreement"] >= 0.8 and abs(res["reward_diff"]) <= 0.01
+    assert len(res["probes"]) == 12 and res["budgets"][-1] == C_MAX
+
+
+def test_replay_with_one_rung_is_the_full_grid(small_study):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        res = replay(small_study, params={"rungs": 1}, probes=6)
+    assert res["share"] == 1.0 and res["agreement"] == 1.0 and res["reward_diff"] == 0.0
+
+
+def test_replay_command_json(tmp_path, small_study, capsys):
+    path = tmp_path / "evals.csv"
+    small_study.to_csv(path, index=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        assert main(["replay-adaptive", str(path), "--json", "--probes", "6", "--eta", "2", "--rungs", "4"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert {"share", "agreement", "reward_diff", "budgets", "runs", "params"} <= set(out)
+    assert out["budgets"] == [C_MAX / 8, C_MAX / 4, C_MAX / 2, C_MAX] and len(out["runs"]) == len(SMALL_NS)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--eta", "0"], "--eta: expected a number > 1, got 0"),
+    (["--eta", "-2"], "--eta: expected a number > 1, got -2"),
+    (["--rungs", "0"], "--rungs: expected an integer >= 1"),
+    (["--c-max", "0"], "--c-max: expected a positive compute"),
+])
+def test_replay_command_bad_option_is_one_line(tmp_path, small_study, capsys, args, message):
+    path = tmp_path / "evals.csv"
+    small_study.head(20).to_csv(path, index=False)
+    assert main(["replay-adaptive", str(path), *args]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and "\n" not in err
+
+
+def test_replay_command_missing_file_is_one_line(tmp_path, capsys):
+    missing = tmp_path / "nope.csv"
+    assert main(["replay-adaptive", str(missing)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert str(missing) in err and "no such file" in err and "\n" not in err
