@@ -51,7 +51,7 @@ def cmd_verl_command(args) -> int:
 
     cfg = load_config(args.config)
     cell = find_cell(grid_cells(cfg), args.split, args.bp, args.n)
-    print(verl_command(cfg, cell, run_paths(cfg, cell)).shell())
+    print(verl_command(cfg, cell, run_paths(cfg, cell), stop_at_step=args.stop_at_step).shell())
     return 0
 
 
@@ -100,6 +100,8 @@ def register(sub) -> None:
     p.add_argument("--split", required=True)
     p.add_argument("--bp", type=int, required=True, help="B_p, problems per step")
     p.add_argument("--n", type=int, required=True, help="rollouts per problem")
+    p.add_argument("--stop-at-step", type=int, default=None, metavar="S",
+                   help="the command of a rung of an adaptive sweep: stop (checkpointed) at step S")
     p.set_defaults(func=cmd_verl_command)
 
     p = sub.add_parser("verl-merge", help="Convert a verl run's FSDP checkpoint to a Hugging Face model.",
