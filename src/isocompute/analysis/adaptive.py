@@ -1,0 +1,253 @@
+"""The adaptive sweep's pruning rule (issue 13, `sweep.mode: adaptive`).
+
+Every run trains to the first rung of its budget; at each rung the runs are
+fitted (the noise method, `pipeline.fit_study`), every run gets a predicted
+reward band up to C_max, and a run goes on to the next rung only if its band
+could still reach the frontier, or it sits next to the predicted n*, at some
+compute it has not reached yet. `prediction_bands` turns fits into bands,
+`prune` decides from bands alone (pure, testable on hand-built bands), and
+`decide` chains them on an evaluation table. The replay is `adaptive_replay`.
+
+A band is a profile-likelihood band: every sigmoid on a grid of (C_mid, B),
+with every A whose weighted SSE lies within z^2 of the best fit's, is a
+curve the data cannot rule out; the band is their envelope. A run whose data
+stops before its midpoint leaves A unconstrained, so its band reaches high and
+it continues; a run past its midpoint has a narrow band.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy.special import expit
+
+from isocompute.analysis.fits import USABLE
+from isocompute.analysis.fits_noise import NOISE_FIT_GRID, cell_arrays
+from isocompute.analysis.tables import check_evals
+from isocompute.config import schema_defaults
+
+# The sweep section of the config schema is the one home of the rule's defaults.
+DEFAULTS = schema_defaults("sweep")
+RULE_KEYS = ("eta", "rungs", "z", "neighbours", "frontier", "grid_points")
+BAND_COLUMNS = ["B_p", "n", "compute", "reward", "reward_lo", "reward_hi", "reached", "fitted"]
+DECISION_COLUMNS = ["B_p", "n", "continue", "reason", "reached", "fitted", "reward_hi_at_c_max",
+                    "frontier_lo_at_c_max", "gap", "n_star_at_c_max"]
+# The (C_mid, B) grids of the bands (coarse, then fine): C_mid from a decade
+# below a run's first evaluation to a decade beyond C_max, B over the noise
+# fit's bounds.
+BAND_C_MID_POINTS, BAND_C_MID_MARGIN, BAND_B_POINTS = (48, 40), 1.0, (24, 24)
+
+
+def rule_params(params: dict | None = None) -> dict:
+    """The rule's keys: the schema's sweep defaults, overridden by `params` (unknown keys: ValueError)."""
+    out = {k: DEFAULTS[k] for k in RULE_KEYS}
+    for key, value in (params or {}).items():
+        if key == "mode":
+            continue
+        if key not in out:
+            raise ValueError(f"unknown adaptive rule key {key!r} (expected one of: {', '.join(RULE_KEYS)})")
+        out[key] = value
+    if not out["eta"] > 1:
+        raise ValueError(f"eta must be > 1, got {out['eta']!r}")
+    if int(out["rungs"]) < 1:
+        raise ValueError(f"rungs must be >= 1, got {out['rungs']!r}")
+    if out["frontier"] not in ("fixed_B_p", "joint"):
+        raise ValueError(f"frontier must be 'fixed_B_p' or 'joint', got {out['frontier']!r}")
+    return out
+
+
+def rung_budgets(c_max: float, eta: float, rungs: int) -> list[float]:
+    """Compute of each rung: c_max / eta^(rungs - 1), ..., c_max / eta, c_max (`rungs` values)."""
+    if not c_max > 0:
+        raise ValueError(f"c_max must be > 0, got {c_max!r}")
+    if not eta > 1:
+        raise ValueError(f"eta must be > 1, got {eta!r}")
+    if int(rungs) < 1:
+        raise ValueError(f"rungs must be >= 1, got {rungs!r}")
+    rungs = int(rungs)
+    return [float(c_max) / float(eta) ** (rungs - 1 - r) for r in range(rungs)]
+
+
+def _sums(log_c, dy, w, log_cmid, log_b):
+    """Weighted sums of a sigmoid grid over one run's points: (sy, ss, cells), cells (nC*nB, 2) of (log C_mid, log B)."""
+    cm, lb = np.meshgrid(log_cmid, log_b, indexing="ij")
+    cells = np.column_stack([cm.ravel(), lb.ravel()])
+    s = expit(np.exp(cells[:, 1])[None, :] * (log_c[:, None] - cells[None, :, 0]))      # (P, cells)
+    return (w * dy) @ s, w @ (s * s), cells
+
+
+def _a_interval(sy, ss, y2, threshold, a_max):
+    """The a = A - R0 in [0, a_max] whose SSE y2 - 2 a sy + a^2 ss is <= threshold: (a_lo, a_hi, inside)."""
+    disc = sy ** 2 - ss * (y2 - threshold)
+    root = np.sqrt(np.maximum(disc, 0.0))
+    a_lo = np.clip((sy - root) / ss, 0.0, a_max)
+    a_hi = np.clip((sy + root) / ss, 0.0, a_max)
+    return a_lo, a_hi, (disc >= 0) & (a_lo <= a_hi)
+
+
+def _cell_band(arr: dict, R0: float, grid, *, z: float, a_max: float, c_hi: float) -> tuple[np.ndarray, np.ndarray]:
+    """Lower and upper edge (G,) of the curves one run's data cannot rule out, on `grid`.
+
+    For a fixed (C_mid, B) the weighted SSE is quadratic in a = A - R0, so the
+    A values within the threshold form an interval [a_lo, a_hi], and a curve's
+    value at any compute increases with a. A coarse (C_mid, B) grid finds the
+    box holding the accepted curves; a fine grid over that box gives the band
+    (the band is a maximum over the grid, too narrow where the grid is coarse).
+    """
+    log_c, dy, w = np.log(arr["compute"]), arr["values"] - R0, arr["weights"]
+    y2, dof = float(np.sum(w * dy * dy)), max(log_c.size - 3, 1)
+    margin = BAND_C_MID_MARGIN * np.log(10)
+    log_cmid = np.linspace(log_c.min() - margin, np.log(c_hi) + margin, BAND_C_MID_POINTS[0])
+    log_b = np.linspace(*np.log(NOISE_FIT_GRID.b_bounds), BAND_B_POINTS[0])
+
+    def threshold(sy, ss):
+        a = np.clip(sy / ss, 0.0, a_max)
+        sse_min = min(float(np.min(y2 - 2 * a * sy + a * a * ss)), y2)
+        return sse_min + z ** 2 * max(1.0, sse_min / dof)   # widened when the fit is worse than the errors say
+
+    sy, ss, _ = _sums(log_c, dy, w, log_cmid, log_b)
+    t = threshold(sy, ss)
+    inside = _a_interval(sy, ss, y2, t, a_max)[2].reshape(log_cmid.size, log_b.size)
+    if inside.any():
+        ic, ib = np.flatnonzero(inside.any(axis=1)), np.flatnonzero(inside.any(axis=0))
+        pick = lambda g, i: g[max(i.min() - 1, 0)], lambda g, i: g[min(i.max() + 1, g.size - 1)]  # noqa: E731
+        log_cmid = np.linspace(pick[0](log_cmid, ic), pick[1](log_cmid, ic), BAND_C_MID_POINTS[1])
+        log_b = np.linspace(pick[0](log_b, ib), pick[1](log_b, ib), BAND_B_POINTS[1])
+        sy, ss, cells = _sums(log_c, dy, w, log_cmid, log_b)
+        t = min(t, threshold(sy, ss))
+    else:
+        cells = np.empty((0, 2))
+    a_lo, a_hi, inside = _a_interval(sy, ss, y2, t, a_max)
+    sg = expit(np.exp(cells[inside, 1])[None, :] * (np.log(np.asarray(grid, float))[:, None] - cells[inside, 0]))
+    hi = R0 + (sg * a_hi[inside]).max(axis=1, initial=0.0)
+    lo = R0 + (sg * a_lo[inside]).min(axis=1, initial=np.inf)
+    if y2 <= t or not inside.any():                        # a = 0, no progress at all, is a curve too
+        lo = np.minimum(lo, R0)
+    return lo, hi
+
+
+def prediction_bands(evals: pd.DataFrame, fits: pd.DataFrame, *, c_max: float, c_from: float,
+                     metric: str = "avg@4", z: float = DEFAULTS["z"],
+                     grid_points: int = DEFAULTS["grid_points"]) -> pd.DataFrame:
+    """Each run's predicted reward and band on `grid_points` log-spaced computes in [c_from, c_max].
+
+    `evals` carries `<metric>_se` and `fits` is its noise fit (`fit_study`).
+    Columns B_p, n, compute, reward (the fit, extrapolated), reward_lo,
+    reward_hi (the band; NaN for a run without a usable fit), reached (the
+    run's largest evaluated compute), fitted (whether its fit is usable).
+    """
+    grid = np.geomspace(c_from, c_max, grid_points) if c_from < c_max else np.array([float(c_max)])
+    parts = []
+    for row in fits.itertuples(index=False):
+        cell = evals[(evals["B_p"] == row.B_p) & (evals["n"] == row.n)]
+        fitted = row.status in USABLE
+        reward = lo = hi = np.full(grid.size, np.nan)
+        if fitted:
+            from isocompute.analysis.fits import sigmoid_reward
+
+            reward = (np.full(grid.size, row.R0) if row.status != "ok"
+                      else sigmoid_reward(grid, row.R0, row.A, row.B, row.C_mid))
+            arr = cell_arrays(cell, metric)
+            a_max = max(NOISE_FIT_GRID.a_max - row.R0, 0.0)
+            lo, hi = _cell_band(arr, row.R0, grid, z=z, a_max=a_max, c_hi=c_max)
+        parts.append(pd.DataFrame({"B_p": row.B_p, "n": row.n, "compute": grid, "reward": reward,
+                                   "reward_lo": lo, "reward_hi": hi, "reached": float(row.compute_max),
+                                   "fitted": fitted}))
+    if not parts:
+        return pd.DataFrame(columns=BAND_COLUMNS)
+    return pd.concat(parts, ignore_index=True)[BAND_COLUMNS]
+
+
+def prune(bands: pd.DataFrame, *, neighbours: int = DEFAULTS["neighbours"],
+          frontier: str = DEFAULTS["frontier"], c_max: float | None = None) -> pd.DataFrame:
+    """Which runs go on, from their bands alone (pure; no fitting).
+
+    `bands`: one row per (run, compute) with columns B_p, n, compute, reward,
+    reward_lo, reward_hi, reached, fitted (as `prediction_bands`). Within each
+    frontier group (one B_p, or all runs with `frontier='joint'`), the
+    frontier's lower band at each compute is the largest reward_lo of its
+    runs, and the predicted n* the run of the largest reward. A run continues
+    when it has no usable fit ('too few evaluations to fit'), or, at some
+    compute above `reached` (it has not got there yet), its reward_hi reaches
+    the frontier's lower band, or its n lies within `neighbours` grid steps
+    (positions in the group's sorted n; with a joint frontier, the larger of
+    the steps in n and in B_p) of the predicted n* run. A run with no room for one
+    more step before c_max (default: the largest compute in `bands`) stops
+    as finished. Returns one row per run: columns
+    of DECISION_COLUMNS (gap: the largest reward_hi minus the frontier's lower band
+    over the computes ahead of the run).
+    """
+    if bands.empty:
+        return pd.DataFrame(columns=DECISION_COLUMNS)
+    c_max = float(bands["compute"].max()) if c_max is None else float(c_max)
+    groups = [((None,), bands)] if frontier == "joint" else bands.groupby(["B_p"], sort=True)
+    rows = []
+    for _, group in groups:
+        table = group.pivot_table(index=["B_p", "n"], columns="compute", values=["reward", "reward_lo", "reward_hi"],
+                                  dropna=False)
+        runs = table.index.to_frame(index=False)
+        comp = np.asarray(table["reward"].columns, dtype=float)
+        lo, hi, mid = (table[k].to_numpy(dtype=float) for k in ("reward_lo", "reward_hi", "reward"))
+        info = group.drop_duplicates(["B_p", "n"]).set_index(["B_p", "n"]).loc[table.index]
+        reached = info["reached"].to_numpy(dtype=float)
+        fitted = info["fitted"].to_numpy(dtype=bool)
+        with np.errstate(invalid="ignore"):
+            front_lo = np.nanmax(np.where(np.isnan(lo), -np.inf, lo), axis=0)
+            best = np.argmax(np.where(np.isnan(mid), -np.inf, mid), axis=0)
+        any_mid = np.isfinite(mid).any(axis=0)
+        n_vals, bp_vals = runs["n"].to_numpy(), runs["B_p"].to_numpy()
+        # Grid steps from the n* run: in n, and (joint frontier) in B_p, whichever is larger.
+        steps = np.maximum(*(np.abs(r[:, None] - r[None, best]) for r in
+                             (np.searchsorted(np.unique(v), v) for v in (n_vals, bp_vals))))
+        ahead = comp[None, :] > reached[:, None] * (1 + 1e-9)
+        gap = np.where(ahead & fitted[:, None], hi - front_lo[None, :], -np.inf)
+        near = ahead & any_mid[None, :] & (steps <= neighbours)
+        last = int(np.argmax(comp))
+        for i, (B_p, n) in enumerate(zip(bp_vals, n_vals)):
+            reach = np.flatnonzero(gap[i] >= 0)
+            close = np.flatnonzero(near[i])
+            if reached[i] + B_p * n > c_max * (1 + 1e-9):     # not one more step fits in the budget
+                go, why = False, "reached C_max"
+            elif not fitted[i]:
+                go, why = True, "too few evaluations to fit"
+            elif reach.size:
+                go, why = True, f"band reaches the frontier's lower band at C = {comp[reach[0]]:.4g}"
+            elif close.size:
+                go, why = True, f"within {neighbours} grid step(s) of n* = {n_vals[best[close[0]]]} at C = {comp[close[0]]:.4g}"
+            else:
+                top = float(np.max(gap[i])) if ahead[i].any() else np.nan
+                go, why = False, f"band below the frontier's lower band up to C_max (by {-top:.3g} at least)"
+            rows.append({"B_p": B_p, "n": n, "continue": go, "reason": why, "reached": reached[i],
+                         "fitted": bool(fitted[i]), "reward_hi_at_c_max": hi[i, last],
+                         "frontier_lo_at_c_max": front_lo[last],
+                         "gap": float(np.max(gap[i])) if np.isfinite(gap[i]).any() else np.nan,
+                         "n_star_at_c_max": n_vals[best[last]] if any_mid[last] else np.nan})
+    out = pd.DataFrame(rows, columns=DECISION_COLUMNS)
+    return out.sort_values(["B_p", "n"], kind="stable").reset_index(drop=True)
+
+
+def decide(evals: pd.DataFrame, *, rung_compute: float, c_max: float, params: dict | None = None,
+           metric: str = "avg@4") -> pd.DataFrame:
+    """The rule at one rung: which runs train on to the next.
+
+    `evals`: the study's evaluation table (as `isocompute analyze` reads it);
+    only rows with compute <= `rung_compute` are used. Every run is fitted by
+    the noise method (`pipeline.fit_study`: pooled R0, weights 1/se^2), gets
+    its band (`prediction_bands`) on the computes from `rung_compute` to
+    `c_max`, and `prune` decides. `params`: the sweep section's rule keys
+    (eta, rungs, z, neighbours, frontier, grid_points), schema defaults for
+    the rest. Returns one row per run in `evals` (DECISION_COLUMNS); the caller
+    applies it to the runs it trained to this rung (a run stopped earlier
+    keeps its evaluations, and they count for the frontier).
+    """
+    from isocompute.analysis.pipeline import fit_study
+
+    p = rule_params(params)
+    if not 0 < rung_compute <= c_max:
+        raise ValueError(f"need 0 < rung_compute <= c_max, got {rung_compute!r} and {c_max!r}")
+    evals = check_evals(evals, metric)
+    seen = evals[evals["compute"] <= rung_compute * (1 + 1e-9)]
+    seen, fits, _ = fit_study(seen, metric)
+    bands = prediction_bands(seen, fits, c_max=c_max, c_from=rung_compute, metric=metric, z=p["z"],
+                             grid_points=p["grid_points"])
+    return prune(bands, neighbours=p["neighbours"], frontier=p["frontier"], c_max=c_max)
