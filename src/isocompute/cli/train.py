@@ -36,6 +36,9 @@ def cmd_train(args) -> int:
             raise InputError(f"--{name.replace('_', '-')}: split file not found: {getattr(args, name)}")
     if (args.rung is None) != (args.stop_at_step is None):
         raise InputError("--rung and --stop-at-step go together (a run trained to a rung of an adaptive sweep)")
+    if args.stop_at_step is not None and not 0 < args.stop_at_step <= args.max_steps:
+        raise InputError(f"--stop-at-step: expected a step in [1, --max-steps = {args.max_steps}], "
+                         f"got {args.stop_at_step}")
     cell = Cell(args.split, args.bp, args.n, args.max_steps, args.max_steps * args.bp * args.n, args.replicate)
     paths = RunPaths(Path(args.run_dir), Path(args.train_file), Path(args.val_file), args.model)
     marker, rung = paths.marker, {}

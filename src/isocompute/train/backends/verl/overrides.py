@@ -27,6 +27,14 @@ VERL_ENTRY = "verl.trainer.main_ppo"
 FILE_LOGGER_ENV = "VERL_FILE_LOGGER_PATH"
 REWARD_FUNCTION_NAME = "compute_score"
 
+# verl keys through which the learning rate, or the run's length, would depend on
+# trainer.total_training_steps, which a rung of an adaptive sweep shortens: a
+# cosine schedule decays over it, and without lr_warmup_steps the warm-up is a
+# ratio of it. The recipe's constant schedule with fixed warm-up reads none of it.
+RUNG_UNSAFE_KEYS = tuple(f"actor_rollout_ref.actor.optim.{k}" for k in (
+    "lr_scheduler_type", "warmup_style", "lr_warmup_steps", "lr_warmup_steps_ratio", "total_training_steps",
+    "min_lr_ratio", "num_cycles")) + ("trainer.total_training_steps", "trainer.total_epochs")
+
 
 def reward_function_path() -> Path:
     """The file verl loads the reward function from (this package's reward.py)."""
@@ -84,6 +92,13 @@ def check_supported(cfg: dict) -> None:
         raise ConfigError(f"config key 'cluster.verl.max_token_len_per_gpu': must be at least "
                           f"cluster.verl.max_prompt_length + train.max_response_length = {need}, "
                           f"got {v['max_token_len_per_gpu']}")
+    if cfg.get("sweep", {}).get("mode") == "adaptive":
+        for override in v["extra_overrides"]:
+            key = override.lstrip("+~").partition("=")[0]
+            if key in RUNG_UNSAFE_KEYS:
+                raise ConfigError(f"config key 'cluster.verl.extra_overrides': {key} is not allowed with "
+                                  "sweep.mode: adaptive (a rung ends verl's session at trainer.total_training_steps, "
+                                  "so the learning rate or the run's length would differ from the full run's)")
     _, gpus = train_topology(cfg)
     if gpus % v["rollout_tensor_parallel"]:
         raise ConfigError(f"config key 'cluster.verl.rollout_tensor_parallel': must divide the GPUs of a run "
