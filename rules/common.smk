@@ -421,7 +421,14 @@ def rung_stop_step(wildcards):
 
 
 def decisions_file(split, rung):
-    """The decisions of `split` at `rung`, once made (a checkpoint: asking for it before waits for it)."""
+    """The decisions of `split` at `rung`, once made (a checkpoint: asking for it before waits for it).
+
+    A cluster job's own Snakemake (--mode remote) holds that job alone, so a checkpoint
+    would look unmade there and replace the job's inputs (snakemake/snakemake#55); the
+    main Snakemake submitted the job only once the decision was made, so it reads it.
+    """
+    if workflow.remote_exec:
+        return LAYOUT.sweep_decisions(split, rung)
     return checkpoints.adaptive_rung.get(split=split, rung=rung).output.decisions
 
 

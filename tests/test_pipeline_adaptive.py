@@ -3,7 +3,8 @@ snakemake. `snakemake -n` shows rung 0's jobs only; once rung 0 is decided (a
 checkpoint), it shows the last rung's jobs for the runs that go on. A run killed
 mid-rung resumes from its checkpoint, not from step 0; every run that goes on
 resumes from its rung-0 checkpoint; a stopped run keeps its rung-0 evaluations
-in the analysis, and the others reach M_max.
+in the analysis, and the others reach M_max. A cluster job's own Snakemake
+(--mode remote, as under --profile slurm) builds a last-rung job.
 
 The tiny model barely learns in a few steps, so its curves are flat within their
 noise and the rule (rightly) lets every run go on. The test therefore replaces
@@ -96,6 +97,11 @@ def test_adaptive_sweep_grows_rung_by_rung_and_resumes(tmp_path):
     counts = job_counts(dry.stdout + dry.stderr)
     assert (counts["train"], counts["score"], counts["collect"]) == (2, 2, 1), counts
     assert "train_rung" not in counts and "adaptive_rung" not in counts
+    # What a SLURM job runs: a Snakemake holding that job alone (--mode remote), where the
+    # checkpoint looks unmade; it reads the decision from disk.
+    remote = run_snakemake(work, "--target-jobs", "train:split=easy,B_p=2,n=8,rep=", "--allowed-rules", "train",
+                           "--mode", "remote", "--cores", "1", "--nolock", "-n", "--configfile", cfg)
+    assert "rung0/decisions.csv" in remote.stdout + remote.stderr
 
     # One run is killed (SIGKILL) mid-rung; the re-run resumes it from its last checkpoint.
     dies_at, resumes_from = kill_step()
