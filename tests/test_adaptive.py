@@ -1,8 +1,10 @@
 """The adaptive sweep's rule (issue 13): rungs, the pure pruning decision on
-hand-built bands, and `decide` on a synthetic study with known curves."""
+hand-built bands, `decide` on a synthetic study with known curves, the offline
+replay and `isocompute replay-adaptive`."""
 
 from __future__ import annotations
 
+import json
 import warnings
 
 import numpy as np
@@ -10,8 +12,10 @@ import pandas as pd
 import pytest
 
 from isocompute.analysis.adaptive import decide, prune, rule_params, rung_budgets
+from isocompute.analysis.adaptive_replay import replay
 from isocompute.analysis.schedule import compute_schedule_steps
 from isocompute.analysis.synthetic import crossover_params, synthetic_study
+from isocompute.cli import main
 
 C_MAX = 2.0 ** 22
 
@@ -27,7 +31,7 @@ def test_rung_budgets_end_at_c_max():
 
 def test_rule_params_take_the_schema_defaults():
     p = rule_params({"z": 3.0})
-    assert p["z"] == 3.0 and p["eta"] == 2 and p["frontier"] == "fixed_B_p"
+    assert p["z"] == 3.0 and p["eta"] == pytest.approx(2 ** 0.5) and p["frontier"] == "fixed_B_p"
     with pytest.raises(ValueError, match="unknown adaptive rule key"):
         rule_params({"zz": 1})
 
@@ -38,7 +42,8 @@ def _bands(curves: dict, reached: float, compute=(100.0, 200.0, 400.0, 800.0), B
     for n, (lo, mid, hi) in curves.items():
         for c, a, m, b in zip(compute, lo, mid, hi):
             rows.append({"B_p": B_p, "n": n, "compute": c, "reward": m, "reward_lo": a, "reward_hi": b,
-                         "reached": reached, "fitted": True if fitted is None else fitted.get(n, True)})
+                         "reached": reached, "fitted": True if fitted is None else fitted.get(n, True),
+                         "n_evals": 50})
     return pd.DataFrame(rows)
 
 
@@ -107,3 +112,66 @@ def test_decide_stops_dominated_runs_and_keeps_the_frontier(crossover_study):
     true_best = max(crossover_params(32, n)["A"] for n in out.index)
     assert out.loc[512, "reward_hi_at_c_max"] <= true_best + 0.2
     assert set(out.columns) >= {"continue", "reason", "reward_hi_at_c_max", "frontier_lo_at_c_max"}
+
+
+# --- the offline replay and its command -------------------------------------------------
+
+SMALL_NS = (8, 32, 128, 512)
+
+
+@pytest.fixture(scope="module")
+def small_study():
+    steps = lambda B, M: compute_schedule_steps(B, M, 161, min_compute=C_MAX / 2 ** 10, c_max=C_MAX)  # noqa: E731
+    return synthetic_study((32,), SMALL_NS, c_max=C_MAX, eval_steps=steps, noise=0.013, seed=3)
+
+
+def test_replay_spends_less_and_finds_the_same_frontier(small_study):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        res = replay(small_study, probes=12)
+    runs = res["runs"].set_index("n")
+    assert 0 < res["share"] < 0.75
+    assert res["share"] == pytest.approx(runs["spent"].sum() / runs["full_compute"].sum())
+    assert runs.loc[512, "spent"] == runs.loc[512, "full_compute"]          # n* at C_max trains all the way
+    assert runs.loc[8, "stopped_at"] <= C_MAX / 4                          # plateaued early, stopped early
+    assert res["agreement"] >= 0.8 and abs(res["reward_diff"]) <= 0.01
+    assert len(res["probes"]) == 12 and res["budgets"][-1] == C_MAX
+
+
+def test_replay_with_one_rung_is_the_full_grid(small_study):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        res = replay(small_study, params={"rungs": 1}, probes=6)
+    assert res["share"] == 1.0 and res["agreement"] == 1.0 and res["reward_diff"] == 0.0
+
+
+def test_replay_command_json(tmp_path, small_study, capsys):
+    path = tmp_path / "evals.csv"
+    small_study.to_csv(path, index=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        assert main(["replay-adaptive", str(path), "--json", "--probes", "6", "--eta", "2", "--rungs", "4"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert {"share", "agreement", "reward_diff", "budgets", "runs", "params"} <= set(out)
+    assert out["budgets"] == [C_MAX / 8, C_MAX / 4, C_MAX / 2, C_MAX] and len(out["runs"]) == len(SMALL_NS)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--eta", "0"], "--eta: expected a number > 1, got 0"),
+    (["--eta", "-2"], "--eta: expected a number > 1, got -2"),
+    (["--rungs", "0"], "--rungs: expected an integer >= 1"),
+    (["--c-max", "0"], "--c-max: expected a positive compute"),
+])
+def test_replay_command_bad_option_is_one_line(tmp_path, small_study, capsys, args, message):
+    path = tmp_path / "evals.csv"
+    small_study.head(20).to_csv(path, index=False)
+    assert main(["replay-adaptive", str(path), *args]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and "\n" not in err
+
+
+def test_replay_command_missing_file_is_one_line(tmp_path, capsys):
+    missing = tmp_path / "nope.csv"
+    assert main(["replay-adaptive", str(missing)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert str(missing) in err and "no such file" in err and "\n" not in err

@@ -1,16 +1,20 @@
 """The GPU-hour plan (`isocompute plan`): runs, rollouts and GPU-hours of the
-paper configs, and the numbers docs/cluster.md quotes.
+paper configs, the adaptive sweep's expected cost, and the numbers docs/cluster.md quotes.
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 
 import pytest
+import yaml
 
 from conftest import REPO, VENV_BIN
-from isocompute.cluster.plan import cell_costs, format_plan, split_summary
-from isocompute.config import load_config
+from isocompute.cli import main
+from isocompute.cluster import plan
+from isocompute.cluster.plan import adaptive_estimate, cell_costs, format_plan, split_summary
+from isocompute.config import load_config, read_config_file
 from isocompute.grid import find_cell, grid_cells
 from isocompute.train.recipe import cell_recipe
 
@@ -41,7 +45,7 @@ def test_plan_counts_runs_rollouts_and_gpu_hours():
 
 
 @pytest.mark.parametrize("path", PAPER, ids=[p.stem for p in PAPER])
-def test_paper_configs_check_and_plan(path):
+def test_paper_configs_check_and_plan(path, tmp_path):
     cfg = load_config(path)
     assert cfg["train"]["backend"] == "verl" and cfg["sampling"]["backend"] == "vllm"
     assert cfg["base_model"]["source"] == "path" and cfg["pool"]["data_source"] == "math"
@@ -50,8 +54,10 @@ def test_paper_configs_check_and_plan(path):
     for split, spec in cfg["grid"].items():
         assert spec["B_max"] == (65536 if split == "easy" else 16384)
     assert grid_cells(cfg)
-    proc = subprocess.run([str(VENV_BIN / "isocompute"), "plan", str(path)], capture_output=True, text=True)
+    proc = subprocess.run([str(VENV_BIN / "isocompute"), "plan", str(path), "--adaptive-seeds", "1"],
+                          capture_output=True, text=True, env={**os.environ, "XDG_CACHE_HOME": str(tmp_path)})
     assert proc.returncode == 0 and "GPU-hours" in proc.stdout, proc.stderr
+    assert "adaptive sweep" in proc.stdout and "of the training rollouts" in proc.stdout
 
 
 def test_docs_state_each_paper_configs_plan():
@@ -62,3 +68,39 @@ def test_docs_state_each_paper_configs_plan():
         total = split_summary(cell_costs(cfg), cfg["cluster"]["max_runtime"]).loc["total"]
         assert f"`config/paper/{path.name}`" in doc
         assert f"{int(total['runs'])} runs" in doc and f"{total['gpu_hours']:,.0f}" in doc, path.name
+
+
+TINY = {"grid": {"easy": {"B_p": [32], "n": [8, 64, 512], "B_max": 65536, "C_max": 4194304}},
+        "cluster": {"throughput": {"rollouts_per_gpu_hour": 6000, "step_overhead_s": 0}}}
+
+
+def test_adaptive_estimate_scales_each_cell_by_its_share():
+    cfg = load_config(PAPER_MAIN)
+    cfg["grid"] = TINY["grid"]
+    cfg["cluster"]["throughput"].update(TINY["cluster"]["throughput"])
+    est = adaptive_estimate(cfg, seeds=1)
+    frac = est["fractions"].set_index("n")["fraction"]
+    assert set(frac.index) == {8, 64, 512} and (frac > 0).all() and (frac <= 1).all()
+    assert frac[512] == 1.0 and frac[8] < 0.5           # n* at C_max trains all the way; n = 8 stops early
+    assert list(est["replays"]["split"]) == ["easy"]
+    text = format_plan(cfg, est)
+    costs = cell_costs(cfg)
+    expected = (costs.set_index("n")["gpu_hours"] * frac).sum()
+    assert f"~{expected:,.0f} GPU-hours instead of ~{costs['gpu_hours'].sum():,.0f}" in text
+    assert "1 synthetic studies per split" in text and "easy" in text
+
+
+def test_plan_command_caches_the_adaptive_estimate(tmp_path, monkeypatch, capsys):
+    path = tmp_path / "tiny.yaml"
+    path.write_text(yaml.safe_dump({**read_config_file(PAPER_MAIN), "grid": TINY["grid"]}))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert main(["plan", str(path), "--adaptive-seeds", "1"]) == 0
+    first = capsys.readouterr().out
+    assert "adaptive sweep" in first and list((tmp_path / "cache" / "isocompute" / "plan").glob("adaptive-*.json"))
+    monkeypatch.setattr(plan, "adaptive_estimate", lambda *a, **k: pytest.fail("replayed despite the cache"))
+    assert main(["plan", str(path), "--adaptive-seeds", "1"]) == 0
+    assert capsys.readouterr().out == first
+    assert main(["plan", str(path), "--no-adaptive"]) == 0
+    assert "adaptive sweep" not in capsys.readouterr().out
+    assert main(["plan", str(path), "--adaptive-seeds", "0"]) == 2
+    assert "--adaptive-seeds: expected an integer >= 1" in capsys.readouterr().err

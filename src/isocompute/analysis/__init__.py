@@ -1,5 +1,7 @@
 """The analysis chain: evaluation tables -> record points -> sigmoid fits ->
-frontiers and n*(C) -> the n* law with bootstrap intervals -> figures.
+frontiers and n*(C) -> the n* law with bootstrap intervals -> figures; and
+the adaptive sweep's pruning rule (adaptive) with its offline replay
+(adaptive_replay).
 
 Pure functions over frames live in records, fits (fits_noise: the default,
 noise-aware method), frontier, nstar, bootstrap, studies; schedule says when
@@ -32,6 +34,8 @@ _EXPORTS = {
     "run_analysis": "pipeline", "write_analysis": "pipeline", "fit_study": "pipeline",
     "synthetic_evals": "synthetic", "synthetic_params": "synthetic", "synthetic_study": "synthetic",
     "crossover_params": "synthetic",
+    "rung_budgets": "adaptive", "prediction_bands": "adaptive", "prune": "adaptive", "decide": "adaptive",
+    "replay": "adaptive_replay",
 }
 
 __all__ = sorted(_EXPORTS)

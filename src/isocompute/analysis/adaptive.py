@@ -21,16 +21,16 @@ import numpy as np
 import pandas as pd
 from scipy.special import expit
 
-from isocompute.analysis.fits import USABLE
-from isocompute.analysis.fits_noise import NOISE_FIT_GRID, cell_arrays
-from isocompute.analysis.tables import check_evals
+from isocompute.analysis.fits import USABLE, sigmoid_reward
+from isocompute.analysis.fits_noise import NOISE_FIT_GRID
+from isocompute.analysis.tables import check_evals, se_column
 from isocompute.config import schema_defaults
 
 # The sweep section of the config schema is the one home of the rule's defaults.
 DEFAULTS = schema_defaults("sweep")
-RULE_KEYS = ("eta", "rungs", "z", "neighbours", "frontier", "grid_points")
-BAND_COLUMNS = ["B_p", "n", "compute", "reward", "reward_lo", "reward_hi", "reached", "fitted"]
-DECISION_COLUMNS = ["B_p", "n", "continue", "reason", "reached", "fitted", "reward_hi_at_c_max",
+RULE_KEYS = ("eta", "rungs", "z", "neighbours", "min_evals", "frontier", "grid_points")
+BAND_COLUMNS = ["B_p", "n", "compute", "reward", "reward_lo", "reward_hi", "reached", "fitted", "n_evals"]
+DECISION_COLUMNS = ["B_p", "n", "continue", "reason", "reached", "fitted", "n_evals", "reward_hi_at_c_max",
                     "frontier_lo_at_c_max", "gap", "n_star_at_c_max"]
 # The (C_mid, B) grids of the bands (coarse, then fine): C_mid from a decade
 # below a run's first evaluation to a decade beyond C_max, B over the noise
@@ -66,6 +66,14 @@ def rung_budgets(c_max: float, eta: float, rungs: int) -> list[float]:
         raise ValueError(f"rungs must be >= 1, got {rungs!r}")
     rungs = int(rungs)
     return [float(c_max) / float(eta) ** (rungs - 1 - r) for r in range(rungs)]
+
+
+def _points(cell: pd.DataFrame, metric: str) -> dict:
+    """One run's evaluations at positive compute (seeds pooled) and their weights 1/se^2."""
+    pos = cell[cell["compute"] > 0]
+    se = pos[se_column(metric)].to_numpy(dtype=float)
+    return {"compute": pos["compute"].to_numpy(dtype=float), "values": pos[metric].to_numpy(dtype=float),
+            "weights": 1.0 / np.square(se)}
 
 
 def _sums(log_c, dy, w, log_cmid, log_b):
@@ -134,40 +142,42 @@ def prediction_bands(evals: pd.DataFrame, fits: pd.DataFrame, *, c_max: float, c
     `evals` carries `<metric>_se` and `fits` is its noise fit (`fit_study`).
     Columns B_p, n, compute, reward (the fit, extrapolated), reward_lo,
     reward_hi (the band; NaN for a run without a usable fit), reached (the
-    run's largest evaluated compute), fitted (whether its fit is usable).
+    run's largest evaluated compute), fitted (whether its fit is usable),
+    n_evals (its evaluations at positive compute).
     """
     grid = np.geomspace(c_from, c_max, grid_points) if c_from < c_max else np.array([float(c_max)])
     parts = []
+    cells = dict(iter(evals.groupby(["B_p", "n"], sort=False)))
     for row in fits.itertuples(index=False):
-        cell = evals[(evals["B_p"] == row.B_p) & (evals["n"] == row.n)]
+        cell = cells.get((row.B_p, row.n), evals.iloc[:0])
         fitted = row.status in USABLE
         reward = lo = hi = np.full(grid.size, np.nan)
         if fitted:
-            from isocompute.analysis.fits import sigmoid_reward
-
             reward = (np.full(grid.size, row.R0) if row.status != "ok"
                       else sigmoid_reward(grid, row.R0, row.A, row.B, row.C_mid))
-            arr = cell_arrays(cell, metric)
+            arr = _points(cell, metric)
             a_max = max(NOISE_FIT_GRID.a_max - row.R0, 0.0)
             lo, hi = _cell_band(arr, row.R0, grid, z=z, a_max=a_max, c_hi=c_max)
         parts.append(pd.DataFrame({"B_p": row.B_p, "n": row.n, "compute": grid, "reward": reward,
                                    "reward_lo": lo, "reward_hi": hi, "reached": float(row.compute_max),
-                                   "fitted": fitted}))
+                                   "fitted": fitted, "n_evals": int(row.n_evals)}))
     if not parts:
         return pd.DataFrame(columns=BAND_COLUMNS)
     return pd.concat(parts, ignore_index=True)[BAND_COLUMNS]
 
 
-def prune(bands: pd.DataFrame, *, neighbours: int = DEFAULTS["neighbours"],
+def prune(bands: pd.DataFrame, *, neighbours: int = DEFAULTS["neighbours"], min_evals: int = DEFAULTS["min_evals"],
           frontier: str = DEFAULTS["frontier"], c_max: float | None = None) -> pd.DataFrame:
     """Which runs go on, from their bands alone (pure; no fitting).
 
     `bands`: one row per (run, compute) with columns B_p, n, compute, reward,
-    reward_lo, reward_hi, reached, fitted (as `prediction_bands`). Within each
+    reward_lo, reward_hi, reached, fitted, n_evals (as `prediction_bands`). Within each
     frontier group (one B_p, or all runs with `frontier='joint'`), the
     frontier's lower band at each compute is the largest reward_lo of its
     runs, and the predicted n* the run of the largest reward. A run continues
-    when it has no usable fit ('too few evaluations to fit'), or, at some
+    when it has no usable fit or fewer than `min_evals` evaluations ('too few
+    evaluations to fit': a fit to a handful of points can look saturated by
+    chance), or, at some
     compute above `reached` (it has not got there yet), its reward_hi reaches
     the frontier's lower band, or its n lies within `neighbours` grid steps
     (positions in the group's sorted n; with a joint frontier, the larger of
@@ -183,19 +193,21 @@ def prune(bands: pd.DataFrame, *, neighbours: int = DEFAULTS["neighbours"],
     groups = [((None,), bands)] if frontier == "joint" else bands.groupby(["B_p"], sort=True)
     rows = []
     for _, group in groups:
-        table = group.pivot_table(index=["B_p", "n"], columns="compute", values=["reward", "reward_lo", "reward_hi"],
-                                  dropna=False)
-        runs = table.index.to_frame(index=False)
-        comp = np.asarray(table["reward"].columns, dtype=float)
-        lo, hi, mid = (table[k].to_numpy(dtype=float) for k in ("reward_lo", "reward_hi", "reward"))
-        info = group.drop_duplicates(["B_p", "n"]).set_index(["B_p", "n"]).loc[table.index]
-        reached = info["reached"].to_numpy(dtype=float)
-        fitted = info["fitted"].to_numpy(dtype=bool)
+        run_keys, run_of = np.unique(group[["B_p", "n"]].to_numpy(), axis=0, return_inverse=True)
+        comp, comp_of = np.unique(group["compute"].to_numpy(dtype=float), return_inverse=True)
+        run_of, comp_of = run_of.ravel(), comp_of.ravel()
+        lo, hi, mid = (np.full((len(run_keys), comp.size), np.nan) for _ in range(3))
+        for out, col in ((lo, "reward_lo"), (hi, "reward_hi"), (mid, "reward")):
+            out[run_of, comp_of] = group[col].to_numpy(dtype=float)
+        first = np.unique(run_of, return_index=True)[1]         # one row per run, in run_keys order
+        reached = group["reached"].to_numpy(dtype=float)[first]
+        fitted = group["fitted"].to_numpy(dtype=bool)[first]
+        n_evals = group["n_evals"].to_numpy(dtype=int)[first]
         with np.errstate(invalid="ignore"):
             front_lo = np.nanmax(np.where(np.isnan(lo), -np.inf, lo), axis=0)
             best = np.argmax(np.where(np.isnan(mid), -np.inf, mid), axis=0)
         any_mid = np.isfinite(mid).any(axis=0)
-        n_vals, bp_vals = runs["n"].to_numpy(), runs["B_p"].to_numpy()
+        bp_vals, n_vals = run_keys[:, 0], run_keys[:, 1]
         # Grid steps from the n* run: in n, and (joint frontier) in B_p, whichever is larger.
         steps = np.maximum(*(np.abs(r[:, None] - r[None, best]) for r in
                              (np.searchsorted(np.unique(v), v) for v in (n_vals, bp_vals))))
@@ -208,7 +220,7 @@ def prune(bands: pd.DataFrame, *, neighbours: int = DEFAULTS["neighbours"],
             close = np.flatnonzero(near[i])
             if reached[i] + B_p * n > c_max * (1 + 1e-9):     # not one more step fits in the budget
                 go, why = False, "reached C_max"
-            elif not fitted[i]:
+            elif not fitted[i] or n_evals[i] < min_evals:
                 go, why = True, "too few evaluations to fit"
             elif reach.size:
                 go, why = True, f"band reaches the frontier's lower band at C = {comp[reach[0]]:.4g}"
@@ -218,7 +230,7 @@ def prune(bands: pd.DataFrame, *, neighbours: int = DEFAULTS["neighbours"],
                 top = float(np.max(gap[i])) if ahead[i].any() else np.nan
                 go, why = False, f"band below the frontier's lower band up to C_max (by {-top:.3g} at least)"
             rows.append({"B_p": B_p, "n": n, "continue": go, "reason": why, "reached": reached[i],
-                         "fitted": bool(fitted[i]), "reward_hi_at_c_max": hi[i, last],
+                         "fitted": bool(fitted[i]), "n_evals": int(n_evals[i]), "reward_hi_at_c_max": hi[i, last],
                          "frontier_lo_at_c_max": front_lo[last],
                          "gap": float(np.max(gap[i])) if np.isfinite(gap[i]).any() else np.nan,
                          "n_star_at_c_max": n_vals[best[last]] if any_mid[last] else np.nan})
@@ -235,7 +247,7 @@ def decide(evals: pd.DataFrame, *, rung_compute: float, c_max: float, params: di
     the noise method (`pipeline.fit_study`: pooled R0, weights 1/se^2), gets
     its band (`prediction_bands`) on the computes from `rung_compute` to
     `c_max`, and `prune` decides. `params`: the sweep section's rule keys
-    (eta, rungs, z, neighbours, frontier, grid_points), schema defaults for
+    (eta, rungs, z, neighbours, min_evals, frontier, grid_points), schema defaults for
     the rest. Returns one row per run in `evals` (DECISION_COLUMNS); the caller
     applies it to the runs it trained to this rung (a run stopped earlier
     keeps its evaluations, and they count for the frontier).
@@ -250,4 +262,4 @@ def decide(evals: pd.DataFrame, *, rung_compute: float, c_max: float, params: di
     seen, fits, _ = fit_study(seen, metric)
     bands = prediction_bands(seen, fits, c_max=c_max, c_from=rung_compute, metric=metric, z=p["z"],
                              grid_points=p["grid_points"])
-    return prune(bands, neighbours=p["neighbours"], frontier=p["frontier"], c_max=c_max)
+    return prune(bands, neighbours=p["neighbours"], min_evals=p["min_evals"], frontier=p["frontier"], c_max=c_max)

@@ -2,7 +2,7 @@
 
   isocompute check-config CONFIG                          check a study config as the pipeline will, with paths
   isocompute doctor [CONFIG] [--skip-gpu]                 preflight of a login or GPU node: a checklist with fixes
-  isocompute plan CONFIG                                  runs, rollouts and GPU-hours of a study
+  isocompute plan CONFIG                                  runs, rollouts and GPU-hours of a study, full grid and adaptive
   isocompute verl-command CONFIG --split S --bp B --n N   the exact verl command the train rule runs
   isocompute verl-merge --run-dir DIR --out DIR           a run's checkpoint as a Hugging Face model
 
@@ -11,6 +11,13 @@ Paths follow `isocompute.layout`, relative to the directory the command runs in
 """
 
 from __future__ import annotations
+
+import json
+import logging
+
+from isocompute.errors import InputError
+
+log = logging.getLogger("isocompute")
 
 
 def cmd_check_config(args) -> int:
@@ -39,8 +46,39 @@ def cmd_plan(args) -> int:
     from isocompute.cluster.plan import format_plan
     from isocompute.config import load_config
 
-    print(format_plan(load_config(args.config)))
+    if args.adaptive_seeds is not None and args.adaptive_seeds < 1:
+        raise InputError(f"--adaptive-seeds: expected an integer >= 1, got {args.adaptive_seeds}")
+    cfg = load_config(args.config)
+    adaptive = None if args.no_adaptive else _cached_adaptive_estimate(cfg, args.adaptive_seeds)
+    print(format_plan(cfg, adaptive))
     return 0
+
+
+def _cached_adaptive_estimate(cfg: dict, seeds: int | None) -> dict:
+    """`plan.adaptive_estimate`, kept under $XDG_CACHE_HOME/isocompute/plan (~/.cache) by its
+    inputs and the rule's code, so that a plan is replayed once (seconds to a minute)."""
+    import os
+    from pathlib import Path
+
+    import pandas as pd
+
+    from isocompute import atomic
+    from isocompute.cluster.plan import PLAN_REPLAY_SEEDS, adaptive_cache_key, adaptive_estimate
+
+    seeds = PLAN_REPLAY_SEEDS if seeds is None else seeds
+    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "isocompute" / "plan"
+    path = root / f"adaptive-{adaptive_cache_key(cfg, seeds)}.json"
+    try:
+        cached = json.loads(path.read_text())
+        return {k: pd.DataFrame(v) for k, v in cached.items()}
+    except (OSError, ValueError):
+        pass
+    estimate = adaptive_estimate(cfg, seeds)
+    try:
+        atomic.write_json(path, {k: v.to_dict(orient="records") for k, v in estimate.items()})
+    except OSError as exc:   # a read-only home still gets its plan
+        log.warning("plan: cannot cache the adaptive estimate in %s (%s)", path, exc)
+    return estimate
 
 
 def cmd_verl_command(args) -> int:
@@ -91,6 +129,11 @@ def register(sub) -> None:
                        description="Training runs per split, total rollouts and an estimate of GPU-hours "
                                    "(throughput assumptions: config section cluster.throughput).")
     p.add_argument("config", help="config YAML, e.g. config/paper/qwen25_7b.yaml")
+    p.add_argument("--no-adaptive", action="store_true",
+                   help="leave out the adaptive sweep's expected cost (a replay of its rule on synthetic "
+                        "studies shaped like the grid; cached after the first run)")
+    p.add_argument("--adaptive-seeds", type=int, default=None, metavar="N",
+                   help="synthetic studies per split behind the adaptive estimate (default: 3)")
     p.set_defaults(func=cmd_plan)
 
     p = sub.add_parser("verl-command", help="Print the verl training command of one grid cell.",

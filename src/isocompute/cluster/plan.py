@@ -8,16 +8,29 @@ from one measured run:
     hours per step   = step_overhead_s / 3600 + B_p * n / (rollouts_per_gpu_hour * gpus)
     run GPU-hours    = gpus * M_max * hours per step  +  evaluation rollouts / rollouts_per_gpu_hour
     evaluations      = the recipe's validation steps (train.eval_schedule)
+
+The adaptive sweep's expected cost (config section sweep) comes from replaying
+its rule on synthetic studies shaped like the config's grid (`adaptive_estimate`):
+each cell trains the mean share of its budget the replay gave it.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
+import warnings
+from pathlib import Path
 
 import pandas as pd
 
 from isocompute.grid import grid_cells
-from isocompute.train.recipe import cell_recipe
+from isocompute.train.recipe import cell_recipe, validation_steps
+
+# Synthetic studies per split behind the adaptive estimate (a small number: the
+# spread over them is printed), and the modules whose code decides it (the cache key).
+PLAN_REPLAY_SEEDS = 3
+_RULE_MODULES = ("adaptive", "adaptive_replay", "synthetic", "fits", "fits_noise", "frontier", "pipeline")
 
 
 def cell_costs(cfg: dict) -> pd.DataFrame:
@@ -74,8 +87,84 @@ def split_summary(costs: pd.DataFrame, max_runtime_min: int) -> pd.DataFrame:
     return pd.concat([out, total])
 
 
-def format_plan(cfg: dict) -> str:
-    """The text `isocompute plan` prints."""
+def synthetic_split_study(cfg: dict, split: str, seed: int) -> pd.DataFrame:
+    """An evaluation table shaped like `split`'s grid: its cells, C_max and validation steps,
+    binomial noise of its validation set (splits.val_size problems x eval.k samples), and the
+    known crossover curves of the adaptive benchmark (`synthetic.crossover_params`)."""
+    from isocompute.analysis.synthetic import crossover_params, synthetic_study
+
+    cells = {(c.B_p, c.n): c for c in grid_cells(cfg) if c.split == split}     # seed replicates share a shape
+    draws = cfg["splits"]["val_size"] * cfg["eval"]["k"]
+    parts = [synthetic_study((B_p,), (n,), c_max=cfg["grid"][split]["C_max"], params=crossover_params,
+                             eval_steps=lambda B, M_max, s=validation_steps(cfg, cell): s,
+                             problems=max(1, round(draws / 4)), samples=4, seed=seed * 100_003 + i)
+             for i, ((B_p, n), cell) in enumerate(sorted(cells.items()))]
+    return pd.concat(parts, ignore_index=True)
+
+
+def adaptive_estimate(cfg: dict, seeds: int = PLAN_REPLAY_SEEDS) -> dict:
+    """The adaptive sweep's expected cost, from `seeds` replays per split (`adaptive_replay.replay`
+    with the config's sweep section). Returns {"fractions": one row per (split, B_p, n): the mean
+    share of its rollouts the cell trains; "replays": one row per (split, seed): share, agreement,
+    reward_diff}."""
+    from isocompute.analysis.adaptive_replay import replay
+
+    params = {k: v for k, v in cfg["sweep"].items() if k != "mode"}
+    fractions, replays = [], []
+    for split in cfg["grid"]:
+        for seed in range(seeds):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)
+                res = replay(synthetic_split_study(cfg, split, seed), c_max=float(cfg["grid"][split]["C_max"]),
+                             params=params)
+            runs = res["runs"]
+            fractions.append(runs.assign(split=split, fraction=runs["spent"] / runs["full_compute"]))
+            replays.append({"split": split, "seed": seed, "share": res["share"], "agreement": res["agreement"],
+                            "reward_diff": res["reward_diff"]})
+    if not fractions:
+        return {"fractions": pd.DataFrame(columns=["split", "B_p", "n", "fraction"]),
+                "replays": pd.DataFrame(columns=["split", "seed", "share", "agreement", "reward_diff"])}
+    frac = pd.concat(fractions).groupby(["split", "B_p", "n"], sort=False, as_index=False)["fraction"].mean()
+    return {"fractions": frac, "replays": pd.DataFrame(replays)}
+
+
+def adaptive_cache_key(cfg: dict, seeds: int = PLAN_REPLAY_SEEDS) -> str:
+    """What `adaptive_estimate` depends on, hashed: the grids, validation steps, validation set
+    size, the sweep section, the seeds and the code of the rule and the analysis it uses."""
+    import importlib
+
+    state = {"grid": cfg["grid"], "val_size": cfg["splits"]["val_size"], "k": cfg["eval"]["k"],
+             "sweep": cfg["sweep"], "seeds": seeds,
+             "steps": [[c.split, c.B_p, c.n, list(validation_steps(cfg, c))] for c in grid_cells(cfg)]}
+    digest = hashlib.sha256(json.dumps(state, sort_keys=True, default=str).encode())
+    for name in _RULE_MODULES:
+        digest.update(Path(importlib.import_module(f"isocompute.analysis.{name}").__file__).read_bytes())
+    return digest.hexdigest()[:20]
+
+
+def _adaptive_lines(cfg: dict, costs: pd.DataFrame, adaptive: dict) -> list[str]:
+    frac = adaptive["fractions"]
+    merged = costs.merge(frac, on=["split", "B_p", "n"], how="left").fillna({"fraction": 1.0})
+    gpu = float((merged["gpu_hours"] * merged["fraction"]).sum())
+    full = float(costs["gpu_hours"].sum())
+    share = float((merged["rollouts"] * merged["fraction"]).sum() / merged["rollouts"].sum())
+    rep = adaptive["replays"]
+    per_split = "; ".join(f"{split} {g['share'].mean():.0%} [{g['share'].min():.0%}-{g['share'].max():.0%}]"
+                          for split, g in rep.groupby("split", sort=False))
+    sw = cfg["sweep"]
+    mode = "this config's mode" if sw["mode"] == "adaptive" else "sweep.mode adaptive; this config: grid"
+    return [f"adaptive sweep ({mode}): ~{gpu:,.0f} GPU-hours instead of ~{full:,.0f}, "
+            f"{share:.0%} of the training rollouts (per split, mean [range]: {per_split})",
+            f"  expected from replaying the rule (eta {sw['eta']:.4g}, {sw['rungs']} rungs, z {sw['z']}) on "
+            f"{rep['seed'].nunique()} synthetic studies per split shaped like this grid (its cells, C_max, "
+            f"validation steps and {cfg['splits']['val_size']} x {cfg['eval']['k']} validation draws; the known "
+            f"crossover curves of benchmarks/bench_adaptive_replay.py); same n* as the full grid at "
+            f"{rep['agreement'].mean():.0%} of probe budgets"]
+
+
+def format_plan(cfg: dict, adaptive: dict | None = None) -> str:
+    """The text `isocompute plan` prints; with `adaptive` (`adaptive_estimate`), the adaptive sweep's
+    expected cost too."""
     costs = cell_costs(cfg)
     thr, job = cfg["cluster"]["throughput"], cfg["cluster"]["train"]
     summary = split_summary(costs, cfg["cluster"]["max_runtime"])
@@ -102,6 +191,8 @@ def format_plan(cfg: dict) -> str:
     total = float(summary.loc["total", "gpu_hours"]) + (diff or 0.0)
     lines.append(f"estimated total: ~{total:,.0f} GPU-hours"
                  + (f" ({cfg['cluster']['gpu_model']})" if cfg["cluster"]["gpu_model"] else ""))
+    if adaptive is not None:
+        lines += _adaptive_lines(cfg, costs, adaptive)
     lines.append(f"assumes {thr['rollouts_per_gpu_hour']:,.0f} rollouts per GPU-hour and "
                  f"{thr['step_overhead_s']:g} s overhead per step (cluster.throughput); "
                  f"SLURM attempts of {cfg['cluster']['max_runtime']} min (cluster.max_runtime)")

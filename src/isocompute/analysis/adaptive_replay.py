@@ -1,0 +1,130 @@
+"""Offline replay of the adaptive sweep on a finished full-grid study (issue 13, part 2).
+
+At each rung the rule (`adaptive.decide`) sees every surviving run's
+evaluations up to the rung's compute only; a stopped run keeps its
+evaluations up to where it stopped. The adaptive study (what the sweep would
+have recorded) and the full grid are then analysed the same way
+(`pipeline.fit_study` and the frontier, each curve used where its run has
+data), and compared: rollouts spent, n* at probe budgets, frontier reward at
+C_max. `isocompute replay-adaptive EVALS` is the command line.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from isocompute.analysis.adaptive import decide, rule_params, rung_budgets
+from isocompute.analysis.fits import USABLE
+from isocompute.analysis.frontier import frontier
+from isocompute.analysis.tables import check_evals
+
+RUN_COLUMNS = ["B_p", "n", "full_compute", "spent", "stopped_at", "reason"]
+PROBE_COLUMNS = ["B_p", "compute", "n_star_full", "n_star_adaptive", "reward_full", "reward_adaptive"]
+
+
+def _visible(evals: pd.DataFrame, limit: dict) -> pd.DataFrame:
+    """The rows of each run up to its compute limit ((B_p, n) -> compute)."""
+    cap = np.array([limit[(b, n)] for b, n in zip(evals["B_p"], evals["n"])])
+    return evals[evals["compute"].to_numpy() <= cap * (1 + 1e-9)]
+
+
+def replay_sweep(evals: pd.DataFrame, *, c_max: float, params: dict | None = None,
+                 metric: str = "avg@4") -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Run the rule rung by rung on a checked full-grid table.
+
+    Returns (the adaptive study's evaluations, one row per run: B_p, n,
+    full_compute (the run's last compute in `evals`), spent (the rollouts it
+    trains in the sweep: whole steps up to the rung where it stopped),
+    stopped_at (that rung's compute; c_max for runs that went all the way),
+    reason (the rule's)).
+    """
+    p = rule_params(params)
+    budgets = rung_budgets(c_max, p["eta"], p["rungs"])
+    runs = evals.groupby(["B_p", "n"], sort=True)["compute"].max()
+    limit = {key: float(budgets[0]) for key in runs.index}
+    active = set(runs.index)
+    reason = dict.fromkeys(runs.index, "trained to C_max")
+    for budget, nxt in zip(budgets[:-1], budgets[1:]):
+        if not active:
+            break
+        decision = decide(_visible(evals, limit), rung_compute=budget, c_max=c_max, params=p, metric=metric)
+        for B_p, n, go, why in zip(decision["B_p"], decision["n"], decision["continue"], decision["reason"]):
+            key = (B_p, n)
+            if key not in active:
+                continue
+            if go:
+                limit[key] = float(nxt)
+            else:
+                active.discard(key)
+                reason[key] = why
+    rows = []
+    for (B_p, n), full in runs.items():
+        batch = B_p * n
+        stop = min(limit[(B_p, n)], float(full))
+        spent = min(np.floor(stop / batch + 1e-9) * batch, float(full))
+        rows.append({"B_p": B_p, "n": n, "full_compute": float(full), "spent": float(spent),
+                     "stopped_at": limit[(B_p, n)], "reason": reason[(B_p, n)]})
+    return _visible(evals, limit), pd.DataFrame(rows, columns=RUN_COLUMNS)
+
+
+def _frontiers(fits: pd.DataFrame, probes, joint: bool) -> pd.DataFrame:
+    groups = [(np.nan, fits)] if joint else fits.groupby("B_p", sort=True)
+    parts = []
+    for B_p, group in groups:
+        f = frontier(group, probes, extrapolate=False)
+        f.insert(0, "B_p", B_p)
+        parts.append(f)
+    return pd.concat(parts, ignore_index=True)
+
+
+def probe_budgets(fits: pd.DataFrame, c_max: float, probes: int) -> np.ndarray:
+    """`probes` log-spaced budgets over the studied range: from the first positive compute a usable run
+    is evaluated at, to c_max."""
+    ok = fits[fits["status"].isin(USABLE)]
+    lo = float(ok["compute_min"].min()) if len(ok) else float(c_max)
+    return np.geomspace(min(lo, c_max), c_max, probes)
+
+
+def replay(evals: pd.DataFrame, *, c_max: float | None = None, params: dict | None = None, probes=20,
+           metric: str = "avg@4", split: str | None = None) -> dict:
+    """Replay the adaptive rule on a finished full-grid evaluation table, and score it.
+
+    `c_max` defaults to the table's largest compute; `params` the sweep
+    section's rule keys (schema defaults for the rest); `probes` a number of
+    log-spaced budgets over the studied range or the budgets themselves.
+    Returns a dict: share (rollouts spent by the adaptive sweep / the full
+    grid's), agreement (share of (frontier, probe) pairs where both studies
+    name the same n*), reward_diff (adaptive - full frontier reward at
+    c_max, averaged over the frontiers: one per B_p, or one joint),
+    budgets (the rungs), params, runs (per run, see `replay_sweep`) and
+    probes (per frontier and probe: n* and reward of both).
+    """
+    from isocompute.analysis.pipeline import fit_study
+
+    evals = check_evals(evals, metric, split=split)
+    c_max = float(evals["compute"].max()) if c_max is None else float(c_max)
+    if not c_max > 0:
+        raise ValueError(f"c_max must be > 0, got {c_max!r}")
+    p = rule_params(params)
+    evals = evals[evals["compute"] <= c_max * (1 + 1e-9)]
+    adaptive, runs = replay_sweep(evals, c_max=c_max, params=p, metric=metric)
+    _, fits_full, _ = fit_study(evals, metric)
+    _, fits_adaptive, _ = fit_study(adaptive, metric)
+    grid = (probe_budgets(fits_full, c_max, int(probes)) if np.ndim(probes) == 0
+            else np.asarray(probes, dtype=float))
+    joint = p["frontier"] == "joint"
+    full, ad = _frontiers(fits_full, grid, joint), _frontiers(fits_adaptive, grid, joint)
+    table = pd.DataFrame({"B_p": full["B_p"], "compute": full["compute"], "n_star_full": full["n_star"],
+                          "n_star_adaptive": ad["n_star"], "reward_full": full["reward"],
+                          "reward_adaptive": ad["reward"]})
+    defined = table["n_star_full"].notna()
+    same = (table["n_star_full"] == table["n_star_adaptive"])[defined]
+    at_max = table[np.isclose(table["compute"], grid[-1])]
+    return {
+        "share": float(runs["spent"].sum() / runs["full_compute"].sum()),
+        "agreement": float(same.mean()) if len(same) else np.nan,
+        "reward_diff": float((at_max["reward_adaptive"] - at_max["reward_full"]).mean()),
+        "budgets": rung_budgets(c_max, p["eta"], p["rungs"]),
+        "params": p, "c_max": c_max, "runs": runs, "probes": table,
+    }
