@@ -87,3 +87,22 @@ def test_train_rejects_a_stop_outside_the_run(tmp_path, capsys, stop):
                  "--val-file", str(tmp_path / "val.parquet"), "--model", str(tmp_path / "model"),
                  "--run-dir", str(tmp_path / "run")])
     assert code == 2 and "--stop-at-step" in capsys.readouterr().err
+
+
+def test_a_cells_seed_replicates_share_its_decision(tmp_path):
+    steps = lambda B, M: compute_schedule_steps(B, M, 161, min_compute=C_MAX / 2 ** 10, c_max=C_MAX)  # noqa: E731
+    study = synthetic_study((32,), (8, 64, 512), c_max=C_MAX, eval_steps=steps, noise=0.013, seed=7, seeds=2)
+    files = []
+    for (B_p, n, seed), run in study.groupby(["B_p", "n", "seed"]):
+        name = f"bp{B_p}_n{n}" + (f"_s{seed}" if seed else "")
+        files.append(str(tmp_path / f"{name}.parquet"))
+        run[run["compute"] <= C_MAX / 4].assign(split="easy", run=name).to_parquet(files[-1])
+    out = tmp_path / "decisions.csv"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        assert main(["adaptive-decide", "--params", json.dumps({"sweep": {"mode": "adaptive"}}), "--trained", *files,
+                     "--rung", "3", "--rung-compute", str(C_MAX / 4), "--c-max", str(C_MAX), "--out", str(out),
+                     "--out-evals", str(tmp_path / "seen.parquet")]) == 0
+    decisions = pd.read_csv(out)
+    assert len(decisions) == 6 and (decisions.groupby("n")["continue"].nunique() == 1).all()
+    assert continuing_runs(out) == {"bp32_n64", "bp32_n64_s1", "bp32_n512", "bp32_n512_s1"}
