@@ -24,6 +24,7 @@ report: "workflow/report/workflow.rst"
 
 include: "rules/data.smk"
 include: "rules/train.smk"
+include: "rules/sweep.smk"
 include: "rules/evaluate.smk"
 include: "rules/analyze.smk"
 include: "rules/figures.smk"

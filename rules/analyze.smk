@@ -14,7 +14,7 @@ rule collect:
     conda:
         ANALYSIS_ENV
     params:
-        runs=split_run_dirs,
+        runs=collected_dirs,
     shell:
         "isocompute collect {params.runs} --out-evals {output.evals} --out-train {output.train} > {log} 2>&1"
 

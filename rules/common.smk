@@ -135,11 +135,22 @@ def max_steps_of(wildcards):
 
 
 def train_inputs(wildcards):
-    """The cell's split files, the grid check, and the base model when the pipeline builds it.
+    """The cell's split files, the grid check, and the base model when the pipeline builds it;
+    in an adaptive sweep, also the cell's last rung and the decision that let it finish.
 
     The grid check is ancient: a re-check after a grid change must not re-run
     the runs that were fine, only keep new ones from starting when it fails.
     """
+    if ADAPTIVE:
+        return {
+            **cell_train_inputs(wildcards),
+            **previous_rung_inputs(wildcards, adaptive_sweep.last_rung(config)),
+        }
+    return cell_train_inputs(wildcards)
+
+
+def cell_train_inputs(wildcards):
+    """What every training job of a cell reads (train_inputs), at any rung."""
     cell_of(wildcards)  # an unknown cell stops here with the reason
     return {
         **split_files(wildcards.split),
@@ -213,6 +224,10 @@ def eval_tables():
 
 
 def train_targets():
+    """Every run's marker and table; none up front in an adaptive sweep, whose runs are
+    known rung by rung (the analysis asks for each where it ended)."""
+    if ADAPTIVE:
+        return []
     return run_markers() + eval_tables()
 
 
@@ -230,7 +245,8 @@ ANALYSIS_ENV = "../envs/analysis.yaml"
 
 # Cheap rules run where Snakemake runs, not as cluster jobs (the pool also
 # needs the internet for a hub dataset, which compute nodes often lack);
-# scoring and the analysis fits are small CPU jobs.
+# scoring and the analysis fits are small CPU jobs; an adaptive sweep's decision
+# at a rung fits the split's runs (seconds) where the DAG is re-evaluated.
 localrules:
     all,
     pool,
@@ -239,6 +255,7 @@ localrules:
     check_grid,
     collect,
     figures,
+    adaptive_rung,
 
 
 def train_resources():
@@ -325,12 +342,16 @@ def split_cells(wildcards):
     return [c for c in CELLS if c.split == wildcards.split]
 
 
-def split_run_dirs(wildcards):
-    return [str(LAYOUT.cell_files(c).run_dir) for c in split_cells(wildcards)]
-
-
 def split_eval_tables(wildcards):
+    """Each run's evaluation table; in an adaptive sweep, from where the sweep stopped it."""
+    if ADAPTIVE:
+        return final_eval_tables(wildcards.split)
     return [str(LAYOUT.cell_files(c).evals) for c in split_cells(wildcards)]
+
+
+def collected_dirs(wildcards, input):
+    """The run (or rung) directory of each table `collect` reads."""
+    return [os.path.dirname(path) for path in input]
 
 
 def analysis_params_json():
@@ -352,3 +373,139 @@ def analysis_targets():
         for s in analysis_splits()
         for path in (LAYOUT.analysis_tables(s), LAYOUT.analysis_figures(s))
     ]
+
+
+# --- adaptive sweep (sweep.mode: adaptive, rules/sweep.smk) --------------------------
+# Rung by rung: the cells a rung trains are those every earlier decision let go on;
+# each decision is a checkpoint, so the DAG grows as the decisions are made.
+
+from isocompute import sweep as adaptive_sweep
+
+ADAPTIVE = adaptive_sweep.is_adaptive(config)
+
+
+wildcard_constraints:
+    rung=r"[0-9]+",
+
+
+# A run's files at a rung, with the cell and the rung as wildcards.
+RUNG_MARKER = str(
+    LAYOUT.rung_files("{split}", "{B_p}", "{n}", "{rep}", "{rung}").marker
+)
+RUNG_EVALS = str(LAYOUT.rung_files("{split}", "{B_p}", "{n}", "{rep}", "{rung}").evals)
+
+
+def split_c_max(split):
+    return float(config["grid"][split]["C_max"])
+
+
+def rung_compute(split, rung):
+    return adaptive_sweep.rung_computes(config, split_c_max(split))[int(rung)]
+
+
+def rung_compute_of(wildcards):
+    return rung_compute(wildcards.split, wildcards.rung)
+
+
+def c_max_of(wildcards):
+    return split_c_max(wildcards.split)
+
+
+def rung_stop_step(wildcards):
+    """The step the cell stops at at rung {rung} (below the last rung, which is the train rule)."""
+    rung = int(wildcards.rung)
+    if rung >= adaptive_sweep.last_rung(config):
+        raise ValueError(
+            f"rung {rung}: the rungs below the last are 0..{adaptive_sweep.last_rung(config) - 1}; "
+            "the last rung is the full run (run.json)"
+        )
+    return adaptive_sweep.rung_stop_steps(config, cell_of(wildcards))[rung]
+
+
+def decisions_file(split, rung):
+    """The decisions of `split` at `rung`, once made (a checkpoint: asking for it before waits for it).
+
+    A cluster job's own Snakemake (--mode remote) holds that job alone, so a checkpoint
+    would look unmade there and replace the job's inputs (snakemake/snakemake#55); the
+    main Snakemake submitted the job only once the decision was made, so it reads it.
+    """
+    if workflow.remote_exec:
+        return LAYOUT.sweep_decisions(split, rung)
+    return checkpoints.adaptive_rung.get(split=split, rung=rung).output.decisions
+
+
+def cells_at_rung(split, rung):
+    """The cells of `split` trained to `rung`: all at rung 0, then those each decision let go on."""
+    cells = [c for c in CELLS if c.split == split]
+    for r in range(rung):
+        going = adaptive_sweep.continuing_runs(decisions_file(split, r))
+        cells = [c for c in cells if c.name in going]
+    return cells
+
+
+def stopped_at(split, rung):
+    """The cells of `split` the decision at `rung` stopped."""
+    going = {c.name for c in cells_at_rung(split, rung + 1)}
+    return [c for c in cells_at_rung(split, rung) if c.name not in going]
+
+
+def rung_evals(cell, rung):
+    return str(LAYOUT.cell_rung_files(cell, rung).evals)
+
+
+def previous_rung_inputs(wildcards, rung):
+    """A cell's marker of rung `rung` - 1 and the decision that let it go on (nothing at rung 0)."""
+    if rung == 0:
+        return {}
+    cell = cell_of(wildcards)
+    decisions = decisions_file(cell.split, rung - 1)
+    if cell.name not in adaptive_sweep.continuing_runs(decisions):
+        raise ValueError(
+            f"{cell.split}/{cell.name} was stopped at rung {rung - 1} ({decisions}): it has no rung {rung}"
+        )
+    return {
+        "previous_rung": str(LAYOUT.cell_rung_files(cell, rung - 1).marker),
+        "decision": decisions,
+    }
+
+
+def rung_train_inputs(wildcards):
+    return {
+        **cell_train_inputs(wildcards),
+        **previous_rung_inputs(wildcards, int(wildcards.rung)),
+    }
+
+
+def rung_decision_inputs(wildcards):
+    """The evaluations the decision at a rung reads: the runs trained to it, and those stopped before."""
+    split, rung = wildcards.split, int(wildcards.rung)
+    return {
+        "trained": [rung_evals(c, rung) for c in cells_at_rung(split, rung)],
+        "stopped": [
+            rung_evals(c, r) for r in range(rung) for c in stopped_at(split, r)
+        ],
+    }
+
+
+def final_eval_tables(split):
+    """Each run's evaluation table where the sweep ended it: at the rung that stopped it, or the full run's."""
+    tables = [
+        rung_evals(c, r)
+        for r in adaptive_sweep.decision_rungs(config)
+        for c in stopped_at(split, r)
+    ]
+    last = cells_at_rung(split, adaptive_sweep.last_rung(config))
+    return tables + [str(LAYOUT.cell_files(c).evals) for c in last]
+
+
+def decide_params_json():
+    """What the decision reads: the sweep's rule keys, and the metric the analysis fits."""
+    return json.dumps(
+        {
+            "seed": config["seed"],
+            "sweep": config["sweep"],
+            "analysis": {"metric": config["analysis"]["metric"]},
+            "eval": {"k": config["eval"]["k"]},
+        },
+        sort_keys=True,
+    )

@@ -32,7 +32,8 @@ MIXTURES = REPO / "config" / "paper" / "mixtures.yaml"
 CLI_CELLS = [(MAIN, "easy", 32, 8), (MAIN, "hard", 1024, 16)]
 COMPOSED_CELLS = [(MAIN, "easy", 32, 2048), (MAIN, "easy", 1024, 64), (MAIN, "hard", 32, 512),
                   (MAIN, "hard", 256, 64), (MIXTURES, "dual", 32, 64),
-                  (MAIN, "easy", 64, 16, {"train": {"eval_schedule": "steps"}})]  # the paper's periodic schedule
+                  (MAIN, "easy", 64, 16, {"train": {"eval_schedule": "steps"}}),  # the paper's periodic schedule
+                  (MAIN, "hard", 64, 16, {"train": {"eval_schedule": "steps"}}, 7)]  # a rung of an adaptive sweep
 
 # Runs in a subprocess: compose each cell's overrides with verl's config and validate them.
 COMPOSE = r"""
@@ -53,16 +54,18 @@ print("RESULT" + json.dumps(out, default=str))
 """
 
 
-def command_of(path: Path, split: str, B_p: int, n: int, root: Path, overrides: dict | None = None):
+def command_of(path: Path, split: str, B_p: int, n: int, root: Path, overrides: dict | None = None,
+               stop_at_step: int | None = None):
     cfg = load_config(path, overrides)
     cell = find_cell(grid_cells(cfg), split, B_p, n)
     paths = run_paths(cfg, cell)
     paths = type(paths)(root / paths.run_dir, root / paths.train_file, root / paths.val_file, paths.model)
-    return cfg, cell, verl_command(cfg, cell, paths)
+    return cfg, cell, verl_command(cfg, cell, paths, stop_at_step=stop_at_step)
 
 
-def check_recipe(resolved: dict, cfg: dict, cell) -> None:
-    """The resolved verl config carries the recipe of METHODS section 3 for this cell."""
+def check_recipe(resolved: dict, cfg: dict, cell, stop_at_step: int | None = None) -> None:
+    """The resolved verl config carries the recipe of METHODS section 3 for this cell (stopped at
+    `stop_at_step`, a rung of an adaptive sweep: the same recipe, a shorter session)."""
     actor = resolved["actor_rollout_ref"]["actor"]
     rollout = resolved["actor_rollout_ref"]["rollout"]
     B = cell.B_p * cell.n
@@ -84,9 +87,11 @@ def check_recipe(resolved: dict, cfg: dict, cell) -> None:
     assert resolved["algorithm"]["rollout_correction"]["rollout_is"] == "token"
     assert resolved["algorithm"]["rollout_correction"]["rollout_is_threshold"] == 2.0
     trainer = resolved["trainer"]
-    assert trainer["total_training_steps"] == cell.M_max
+    assert trainer["total_training_steps"] == (stop_at_step or cell.M_max)
+    assert trainer["total_epochs"] == cell.M_max
     steps = list(cell_recipe(cfg, cell).eval_steps)
-    if cfg["train"]["eval_schedule"] == "steps":
+    assert trainer.get(scheduled.STOP_KEY) == stop_at_step
+    if cfg["train"]["eval_schedule"] == "steps" and stop_at_step is None:
         assert trainer["test_freq"] == trainer["save_freq"] == cfg["train"]["eval_interval"]
         assert steps == sorted(set(range(0, cell.M_max + 1, trainer["test_freq"])) | {cell.M_max})
     else:  # verl asks every step; the scheduled trainer mode answers at the recipe's steps
@@ -115,8 +120,8 @@ def test_verl_resolves_generated_commands_with_the_recipe(tmp_path):
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-4000:]
     results = json.loads(proc.stdout.split("RESULT", 1)[1])
-    for (cfg, cell, _), result in zip(composed, results):
-        check_recipe(result["config"], cfg, cell)
+    for spec, (cfg, cell, _), result in zip(COMPOSED_CELLS, composed, results):
+        check_recipe(result["config"], cfg, cell, *spec[5:])
         assert result["reference"] is (cell.split in cfg["train"]["regularized_splits"])
         assert result["critic"] is False
     for cfg, cell, popen in cli:

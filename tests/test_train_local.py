@@ -127,6 +127,36 @@ def test_killed_run_resumes_to_the_same_evaluations(tiny_model_and_splits):
     assert rec["step"] == 2 and isinstance(rec["score"], float)
 
 
+def test_rungs_resume_to_the_uninterrupted_run(tiny_model_and_splits):
+    """An adaptive sweep's rungs: stopped (checkpointed) at step 3, then 5 (neither an evaluation
+    step), then trained to M_max, the run equals one trained straight through, and no step is
+    trained twice. A rung asked for again once the run is past it trains nothing."""
+    root = tiny_model_and_splits
+    cfg = tiny_cfg()
+    cell = Cell("easy", 3, 4, 7, 84)  # K = 2: evaluations at 0, 2, 4, 6, 7
+    straight = paths_for(root, "rung_straight")
+    train_run(cfg, cell, straight)
+    rungs = paths_for(root, "rungs")
+    first = train_run(cfg, cell, rungs, stop_at_step=3)
+    assert (first["steps"], first["stop_at_step"], first["resumed_from"]) == (3, 3, None)
+    assert first["eval_steps"] == [0, 2] and [r[0] for r in metric_rows(rungs)] == [0, 1, 2, 3]
+    second = train_run(cfg, cell, rungs, stop_at_step=5)
+    assert (second["steps"], second["resumed_from"]) == (5, 3)
+    last = train_run(cfg, cell, rungs)
+    assert (last["steps"], last["resumed_from"]) == (7, 5) and "stop_at_step" not in last
+    assert eval_rows(rungs) == eval_rows(straight)
+    assert metric_rows(rungs) == metric_rows(straight)
+    assert rungs.pass_rates.read_text() == straight.pass_rates.read_text()
+    states = [torch.load(p.run_dir / "checkpoint" / "state.pt", weights_only=False) for p in (rungs, straight)]
+    for key in ("model", "sampling_generator", "torch_rng"):
+        got, want = (s[key] for s in states)
+        assert all(torch.equal(got[k], want[k]) for k in want) if key == "model" else torch.equal(got, want)
+    again = train_run(cfg, cell, rungs, stop_at_step=3)
+    assert (again["steps"], again["resumed_from"]) == (7, 7) and eval_rows(rungs) == eval_rows(straight)
+    with pytest.raises(Exception, match="--stop-at-step"):
+        train_run(cfg, cell, rungs, stop_at_step=8)
+
+
 def test_changed_config_starts_fresh_and_raised_budget_continues(tiny_model_and_splits, caplog):
     root = tiny_model_and_splits
     paths = paths_for(root, "changed")

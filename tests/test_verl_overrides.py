@@ -77,6 +77,35 @@ def test_recipe_overrides_follow_the_split_and_the_batch(run_paths):
     assert not any(k.startswith("custom_reward_function.") for k in easy)
 
 
+def test_a_rung_stops_verl_early_and_keeps_the_full_runs_recipe(run_paths):
+    """An adaptive sweep's rung: trainer.total_training_steps is the rung's step and nothing else
+    of the recipe moves (learning rate and warm-up under verl's constant schedule, epochs, seeds,
+    validation steps), in both schedules; the stop step is checkpointed by the scheduled mode."""
+    cell = Cell("easy", 32, 8, 640, 163840)
+    for train in ({}, {"eval_schedule": "steps"}):
+        cfg = verl_cfg(train=train)
+        full = overrides_dict(verl_overrides(cfg, cell, run_paths))
+        rung = overrides_dict(verl_overrides(cfg, cell, run_paths, stop_at_step=77))
+        assert rung["trainer.total_training_steps"] == "77" and rung["+trainer.isocompute_stop_step"] == "77"
+        assert full["actor_rollout_ref.actor.optim.lr_scheduler_type"] == "constant"
+        steps = "[" + ",".join(map(str, cell_recipe(cfg, cell).eval_steps)) + "]"
+        assert rung["+trainer.isocompute_eval_steps"] == steps and rung["trainer.v1.trainer_mode"] == \
+            "isocompute_scheduled"
+        changed = {k for k in full.keys() | rung.keys() if full.get(k) != rung.get(k)}
+        scheduled_keys = {"trainer.test_freq", "trainer.save_freq", "trainer.v1.trainer_mode",
+                          "+trainer.isocompute_eval_steps",
+                          "+ray_kwargs.ray_init.runtime_env.worker_process_setup_hook"}
+        assert changed - scheduled_keys == {"trainer.total_training_steps", "+trainer.isocompute_stop_step"}
+        assert not train or changed & scheduled_keys  # the periodic schedule switches to the scheduled mode
+        # The last rung is the full run's command.
+        assert overrides_dict(verl_overrides(cfg, cell, run_paths, stop_at_step=640)) == full
+    # An extra override that makes the learning rate read the session's length is refused.
+    cosine = verl_cfg(sweep={"mode": "adaptive"},
+                      cluster={"verl": {"extra_overrides": ["actor_rollout_ref.actor.optim.lr_scheduler_type=cosine"]}})
+    with pytest.raises(ConfigError, match="extra_overrides.*lr_scheduler_type is not allowed with sweep.mode"):
+        verl_overrides(cosine, cell, run_paths)
+
+
 def test_io_overrides_put_every_output_in_the_run_folder(run_paths):
     cfg = verl_cfg(cluster={"verl": {"extra_overrides": ["actor_rollout_ref.rollout.max_num_seqs=512"]}})
     cell = Cell("easy", 32, 8, 640, 163840)

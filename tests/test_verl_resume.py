@@ -66,6 +66,9 @@ def test_prepare_run_dir_resumes_from_the_last_checkpoint(tmp_path):
     # A lost dump at the resume step makes the session validate first.
     (files.generations / "10.jsonl").unlink()
     assert resume_state(files) == ResumeState(10, True)
+    # A checkpoint that is not a validation step (a rung's stop step) resumes without validating.
+    assert resume_state(files, eval_steps=[0, 8, 16]) == ResumeState(10, False)
+    assert resume_state(files, eval_steps=[0, 10]) == ResumeState(10, True)
     # Another recipe in the same folder starts over.
     assert prepare_run_dir(files, {"recipe": 2}) == ResumeState(None, True)
     assert not files.generations.exists() and not files.metrics.exists()
@@ -154,6 +157,26 @@ def test_run_verl_runs_the_command_and_checks_the_run(tmp_path, monkeypatch):
     fake_checkpoint(run, 2)
     with pytest.raises(RuntimeError, match="without reaching M_max = 3"):
         run_verl(cfg, cell, paths)
+    # A rung of an adaptive sweep: verl stops at step 1 (no validation step), checkpointed;
+    # asked again, or for an earlier step, nothing runs.
+    def to_rung(argv, env):
+        o = overrides_dict(argv[3:])
+        assert o["trainer.total_training_steps"] == "1" and o["+trainer.isocompute_stop_step"] == "1"
+        assert o["trainer.val_before_train"] == "false"  # step 0 was evaluated
+        fake_checkpoint(rung_run, 1)
+        return 0
+
+    rung_run = tmp_path / "rung"
+    rung_paths = RunPaths(rung_run, train, train, str(tmp_path / "model"))
+    monkeypatch.setattr(verl_run.subprocess, "Popen", fake_popen(to_rung))
+    dump(rung_run, 0)
+    fake_checkpoint(rung_run, 0)
+    rung_run.joinpath("metrics.jsonl").write_text(json.dumps({"step": 0, "data": {"s": 0}}) + "\n")
+    assert run_verl(cfg, cell, rung_paths, stop_at_step=1)["steps"] == 1
+    monkeypatch.setattr(verl_run.subprocess, "Popen", fake_popen(lambda argv, env: 1 / 0))
+    assert run_verl(cfg, cell, rung_paths, stop_at_step=1)["resumed_from"] == 1
+    with pytest.raises(InputError, match="--stop-at-step"):
+        run_verl(cfg, cell, rung_paths, stop_at_step=4)
     monkeypatch.setattr(verl_run.subprocess, "Popen", fake_popen(lambda argv, env: 1))
     with pytest.raises(RuntimeError, match="verl exited with status 1"):
         run_verl(cfg, cell, paths)

@@ -15,8 +15,10 @@ from isocompute.train.backends.verl import scheduled
 
 
 class FakeSyncTrainer:
-    def __init__(self, steps):
-        self.config = OmegaConf.create({"trainer": {scheduled.STEPS_KEY: steps}})
+    def __init__(self, steps, stop=None):
+        extra = {} if stop is None else {scheduled.STOP_KEY: stop}
+        self.config = OmegaConf.create({"trainer": {scheduled.STEPS_KEY: steps, **extra}})
+        OmegaConf.set_struct(self.config, True)  # as verl's config is
         self.global_steps = 0
         self.calls = []
 
@@ -61,6 +63,19 @@ def test_scheduled_trainer_validates_and_saves_only_at_the_listed_steps(fake_ver
         assert bool(metrics) is (step in (0, 1, 3, 7, 10))
     assert [s for kind, s in trainer.calls if kind == "validate"] == [0, 1, 3, 7, 10]
     assert [s for kind, s in trainer.calls if kind == "save"] == [0, 1, 3, 7, 10]
+
+
+def test_a_rung_session_also_checkpoints_at_its_stop_step_without_validating(fake_verl_v1):
+    """An adaptive sweep's rung ends verl's loop at step 5 (trainer.total_training_steps), where
+    verl validates and saves as at every last step: only the save happens."""
+    scheduled.register()
+    trainer = fake_verl_v1[scheduled.TRAINER_MODE]([0, 1, 3, 7, 10], stop=5)
+    for step in range(6):
+        trainer.global_steps = step
+        trainer._validate()
+        trainer._save_checkpoint()
+    assert [s for kind, s in trainer.calls if kind == "validate"] == [0, 1, 3]
+    assert [s for kind, s in trainer.calls if kind == "save"] == [0, 1, 3, 5]
 
 
 def test_the_setup_hook_names_an_importable_function():

@@ -7,6 +7,8 @@
       splits/{split}/{train,val}.parquet, splits/splits.json
       figures/fig2_difficulty.{png,pdf,counts.csv}
       runs/{split}/bp{B_p}_n{n}/                          one training run (RunFiles below)
+      runs/{split}/bp{B_p}_n{n}/rungs/{rung}/             the run trained to a rung of an adaptive sweep (RungFiles)
+      sweep/{split}/rung{rung}/{decisions.csv,evals.parquet}  an adaptive sweep's decision at a rung, and what it saw
       runs/options.json                                   train jobs' settings outside their params
       models/{split}/bp{B_p}_n{n}/                        a verl run merged to Hugging Face format (on request)
       analysis/{split}/{evals,train_pass_rates}.parquet, tables/, figures/
@@ -66,6 +68,36 @@ class RunFiles:
     @property
     def evals(self) -> Path:
         return Path(self.run_dir) / "evals.parquet"
+
+    def rung(self, rung: int | str) -> RungFiles:
+        """The files of this run trained to rung `rung` of an adaptive sweep."""
+        return RungFiles(Path(self.run_dir) / "rungs" / str(rung))
+
+
+@dataclass(frozen=True)
+class RungFiles:
+    """A run trained to a rung of an adaptive sweep (`sweep.mode: adaptive`), below its M_max:
+
+      rungs/{rung}/rung.json       rung marker, written last (the train_rung rule's output); not
+                                   run.json, which marks the full run
+      rungs/{rung}/evals.parquet   the run's evaluation table up to the rung's stop step
+
+    The run's own files (checkpoint, logs, dumps) stay in the run directory, two levels up:
+    the next rung resumes them.
+    """
+    rung_dir: Path
+
+    @property
+    def run_dir(self) -> Path:
+        return Path(self.rung_dir).parents[1]
+
+    @property
+    def marker(self) -> Path:
+        return Path(self.rung_dir) / "rung.json"
+
+    @property
+    def evals(self) -> Path:
+        return Path(self.rung_dir) / "evals.parquet"
 
 
 @dataclass(frozen=True)
@@ -142,6 +174,13 @@ class StudyLayout:
             return self.variant_run_files(cell.variant, cell.split, cell.B_p, cell.n)
         return self.run_files(cell.split, cell.B_p, cell.n, cell.replicate_suffix)
 
+    def rung_files(self, split, B_p, n, replicate_suffix="", rung="{rung}") -> RungFiles:
+        """A run's files at a rung of an adaptive sweep."""
+        return self.run_files(split, B_p, n, replicate_suffix).rung(rung)
+
+    def cell_rung_files(self, cell, rung) -> RungFiles:
+        return self.cell_files(cell).rung(rung)
+
     def merged_model(self, split, B_p, n, replicate_suffix="") -> str:
         """A finished verl run's last checkpoint as a Hugging Face model directory."""
         return f"{self.results}/models/{split}/bp{B_p}_n{n}{replicate_suffix}"
@@ -176,6 +215,18 @@ class StudyLayout:
     @property
     def variant_figures(self) -> str:
         return f"{self.variants_dir}/figures"
+
+    # --- adaptive sweep ----------------------------------------------------------
+    def sweep_dir(self, split, rung) -> str:
+        return f"{self.results}/sweep/{split}/rung{rung}"
+
+    def sweep_decisions(self, split, rung) -> str:
+        """One row per run of the split: whether it continues past the rung, and why."""
+        return f"{self.sweep_dir(split, rung)}/decisions.csv"
+
+    def sweep_evals(self, split, rung) -> str:
+        """The split's evaluations the decision at the rung saw (each run's up to the rung)."""
+        return f"{self.sweep_dir(split, rung)}/evals.parquet"
 
     # --- analysis ----------------------------------------------------------------
     def analysis_dir(self, split) -> str:

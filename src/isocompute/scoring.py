@@ -20,10 +20,11 @@ from isocompute.layout import RunFiles
 log = logging.getLogger(__name__)
 
 
-def read_generations(directory: Path):
-    """All validation dumps of a run as one frame (verl's format; extra keys kept)."""
+def read_generations(directory: Path, max_step: int | None = None):
+    """The validation dumps of a run (all, or those of steps <= max_step) as one frame (verl's
+    format; extra keys kept)."""
     files = sorted(Path(directory).glob("*.jsonl"), key=lambda p: int(p.stem) if p.stem.isdigit() else -1)
-    files = [p for p in files if p.stem.isdigit()]
+    files = [p for p in files if p.stem.isdigit() and (max_step is None or int(p.stem) <= max_step)]
     if not files:
         raise InputError(f"{directory}: no validation dumps (<step>.jsonl); did the run evaluate?")
     frames = []
@@ -41,11 +42,14 @@ def read_generations(directory: Path):
     return pd.concat(frames, ignore_index=True)
 
 
-def score_run(run_dir: Path | str, k: int, *, B_p: int, n: int, split: str, replicate: int = 0) -> pd.DataFrame:
+def score_run(run_dir: Path | str, k: int, *, B_p: int, n: int, split: str, replicate: int = 0,
+              max_step: int | None = None) -> pd.DataFrame:
     """The evaluation table of one run (one row per evaluation step), re-graded from its dumps.
 
     `replicate` is the run's seed replicate (column `seed`: the analysis
-    resamples seeds for its intervals when a cell has several).
+    resamples seeds for its intervals when a cell has several). `max_step`
+    keeps the evaluations up to a rung of an adaptive sweep, even once the run
+    has gone past it.
 
     Grades are cached in run_dir/grades_cache.json, keyed by the grader version.
     """
@@ -55,7 +59,7 @@ def score_run(run_dir: Path | str, k: int, *, B_p: int, n: int, split: str, repl
 
     run_dir = Path(run_dir)
     files = RunFiles(run_dir)
-    gens = read_generations(files.generations)
+    gens = read_generations(files.generations, max_step)
     key = gens["problem_id"] if "problem_id" in gens.columns else None
     if key is None or key.isna().any():
         if "input" not in gens.columns:

@@ -1,7 +1,8 @@
 """Gathering a split's runs into the study tables the analysis reads: the
 evaluation points of every run, and the training pass rates of the
 interference figure (the fixed probe's when the runs have one, else the
-training batches'; column `source`). The only I/O is in `read_run_tables`."""
+training batches'; column `source`). In an adaptive sweep a stopped run is
+gathered from the rung where it stopped. The only I/O is in `read_run_tables`."""
 
 from __future__ import annotations
 
@@ -11,19 +12,24 @@ from pathlib import Path
 import pandas as pd
 
 from isocompute.errors import InputError
-from isocompute.layout import RunFiles
+from isocompute.layout import RunFiles, RungFiles
 
 
 def read_run_tables(run_dir: Path | str) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(evals, train pass rates) of one run directory."""
-    files = RunFiles(Path(run_dir))
-    evals_path, marker = files.evals, files.marker
+    """(evals, train pass rates) of one run directory, or of a rung directory of one
+    (runs/.../rungs/{rung}: a run an adaptive sweep stopped there, up to its stop step)."""
+    stopped = Path(run_dir).parent.name == "rungs"
+    scored = RungFiles(Path(run_dir)) if stopped else RunFiles(Path(run_dir))
+    files = RunFiles(scored.run_dir)
+    evals_path, marker = scored.evals, scored.marker
     for path in (evals_path, marker):
         if not path.is_file():
-            raise InputError(f"{path}: missing; the run has not finished or was not scored")
+            raise InputError(f"{path}: missing; the run has not {'reached its rung' if stopped else 'finished'} "
+                             "or was not scored")
     evals = pd.read_parquet(evals_path)
     meta = json.loads(marker.read_text())
     B_p, n = int(meta["B_p"]), int(meta["n"])
+    last_step = int(meta["stop_at_step"]) if stopped else None
     if files.probe.is_file() and files.probe.stat().st_size:
         # The fixed probe (same problems and draws for every n, at a nominal matched compute).
         rates = pd.read_json(files.probe, lines=True).assign(source="probe")
@@ -32,6 +38,8 @@ def read_run_tables(run_dir: Path | str) -> tuple[pd.DataFrame, pd.DataFrame]:
         rates = pd.read_json(path, lines=True) if path.is_file() and path.stat().st_size else pd.DataFrame(
             columns=["step", "problem_id", "pass_rate"])
         rates = rates.assign(source="batch", compute=rates["step"].astype("int64") * B_p * n)
+    if last_step is not None and len(rates):
+        rates = rates[rates["step"] <= last_step]
     rates = rates.assign(B_p=B_p, n=n, seed=int(meta.get("replicate", 0)))
     return evals, rates
 

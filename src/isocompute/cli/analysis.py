@@ -89,7 +89,8 @@ def _fraction(text: str) -> float:
 def register(sub) -> None:
     p = add_stage_parser(sub, "collect", cmd_collect, "Gather a split's scored runs into study tables.",
                          params=False)
-    p.add_argument("runs", nargs="+", help="run directories (results/{exp}/runs/{split}/bp{B_p}_n{n})")
+    p.add_argument("runs", nargs="+", help="run directories (results/{exp}/runs/{split}/bp{B_p}_n{n}), or the "
+                                           "rung directory (<run>/rungs/{rung}) where an adaptive sweep stopped a run")
     p.add_argument("--out-evals", required=True)
     p.add_argument("--out-train", required=True)
 

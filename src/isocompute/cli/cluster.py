@@ -91,7 +91,8 @@ def cmd_verl_command(args) -> int:
     cfg = load_config(args.config)
     cells = variant_cells(cfg) if args.variant else grid_cells(cfg)
     cell = find_cell(cells, args.split, args.bp, args.n, variant=args.variant)
-    print(verl_command(cell_config(cfg, cell), cell, run_paths(cfg, cell)).shell())
+    print(verl_command(cell_config(cfg, cell), cell, run_paths(cfg, cell),
+                       stop_at_step=args.stop_at_step).shell())
     return 0
 
 
@@ -147,6 +148,8 @@ def register(sub) -> None:
     p.add_argument("--n", type=int, required=True, help="rollouts per problem")
     p.add_argument("--variant", default="", help="a cell of this recipe variant (config `variants`) instead of "
                                                   "the grid's")
+    p.add_argument("--stop-at-step", type=int, default=None, metavar="S",
+                   help="the command of a rung of an adaptive sweep: stop (checkpointed) at step S")
     p.set_defaults(func=cmd_verl_command)
 
     p = sub.add_parser("verl-merge", help="Convert a verl run's FSDP checkpoint to a Hugging Face model.",

@@ -1,5 +1,6 @@
 """Subcommand of the scoring stage (rules/evaluate.smk): `score` re-grades a
-run's validation dumps into its evaluation table (`isocompute.scoring`)."""
+run's validation dumps into its evaluation table (`isocompute.scoring`), or
+those up to a rung of an adaptive sweep (`--max-step`)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ def cmd_score(args) -> int:
 
     cfg = config_from_params(args.params)
     table = score_run(args.run_dir, cfg["eval"]["k"], B_p=args.bp, n=args.n, split=args.split,
-                      replicate=args.replicate)
+                      replicate=args.replicate, max_step=args.max_step)
     atomic.write_parquet(args.out, table)
     return 0
 
@@ -23,4 +24,6 @@ def register(sub) -> None:
                          "Re-grade a run's validation dumps into its evaluation table (evals.parquet).")
     add_cell_arguments(p)
     p.add_argument("--run-dir", required=True)
+    p.add_argument("--max-step", type=int, default=None, metavar="S",
+                   help="score the evaluations up to step S only (a rung of an adaptive sweep)")
     p.add_argument("--out", required=True)

@@ -1,11 +1,15 @@
 """Subcommand of the training stage (rules/train.smk): `train` runs one
 (split, B_p, n) grid cell with the configured backend, resumably, and writes
-its completion marker run.json last."""
+its completion marker run.json last; with `--rung R --stop-at-step S` (an
+adaptive sweep's rung, rules/sweep.smk) it stops at step S and writes the rung
+marker instead."""
 
 from __future__ import annotations
 
 import json
 import logging
+import os
+import signal
 import time
 from pathlib import Path
 
@@ -30,19 +34,48 @@ def cmd_train(args) -> int:
     for name in ("train_file", "val_file"):
         if not Path(getattr(args, name)).is_file():
             raise InputError(f"--{name.replace('_', '-')}: split file not found: {getattr(args, name)}")
+    if (args.rung is None) != (args.stop_at_step is None):
+        raise InputError("--rung and --stop-at-step go together (a run trained to a rung of an adaptive sweep)")
+    if args.stop_at_step is not None and not 0 < args.stop_at_step <= args.max_steps:
+        raise InputError(f"--stop-at-step: expected a step in [1, --max-steps = {args.max_steps}], "
+                         f"got {args.stop_at_step}")
     cell = Cell(args.split, args.bp, args.n, args.max_steps, args.max_steps * args.bp * args.n, args.replicate,
                 args.variant)
     paths = RunPaths(Path(args.run_dir), Path(args.train_file), Path(args.val_file), args.model)
+    marker, rung = paths.marker, {}
+    if args.rung is not None:
+        marker, rung = paths.rung(args.rung).marker, {"rung": args.rung}
+        marker.unlink(missing_ok=True)
     start = time.perf_counter()
-    summary = train_run(cfg, cell, paths, progress_factory=progress)
+    summary = train_run(cfg, cell, paths, stop_at_step=args.stop_at_step, progress_factory=progress,
+                        **fault_hooks(cell))
     if args.variant:
         summary = {**summary, "variant": args.variant}
-    # The completion marker goes last: Snakemake sees the run as done only now.
-    atomic.write_json(paths.marker, provenance(cfg, **summary, model=args.model, train_file=args.train_file,
-                                               val_file=args.val_file, seconds=time.perf_counter() - start))
+    # The marker goes last: Snakemake sees the run (or the rung) as done only now.
+    atomic.write_json(marker, provenance(cfg, **summary, **rung, model=args.model, train_file=args.train_file,
+                                         val_file=args.val_file, seconds=time.perf_counter() - start))
     log.info("train %s bp%d_n%d: %d steps, %.0f s", cell.split, cell.B_p, cell.n, summary.get("steps", -1),
              time.perf_counter() - start)
     return 0
+
+
+# Fault injection for the end-to-end tests: ISOCOMPUTE_FAULT_AT=<split>/<run>:<step> kills
+# that run's train job (SIGKILL: no cleanup, like a lost node) after the step's records and
+# before its checkpoint, the worst moment to die. Local backend only.
+FAULT_ENV = "ISOCOMPUTE_FAULT_AT"
+
+
+def fault_hooks(cell) -> dict:
+    where, _, step = os.environ.get(FAULT_ENV, "").rpartition(":")
+    if where != f"{cell.split}/{cell.name}" or not step.isdigit():
+        return {}
+
+    def kill_at(at: int) -> None:
+        if at == int(step):
+            log.warning("%s: killing this job after step %d", FAULT_ENV, at)
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    return {"on_step_end": kill_at}
 
 
 def cmd_check_grid(args) -> int:
@@ -99,6 +132,11 @@ def register(sub) -> None:
                    help="JSON file of config keys the job reads that are not its --params (CPUs, checkpoint "
                         "retention; the train_options rule writes it)")
     p.add_argument("--max-steps", type=int, required=True, help="M_max = C_max // (B_p * n)")
+    p.add_argument("--stop-at-step", type=int, default=None, metavar="S",
+                   help="adaptive sweep: stop (checkpointed) at step S <= M_max of the full run's recipe, "
+                        "resumable to M_max; with --rung")
+    p.add_argument("--rung", type=int, default=None, metavar="R",
+                   help="adaptive sweep: the rung S belongs to; writes rungs/R/rung.json, not run.json")
     p.add_argument("--train-file", required=True)
     p.add_argument("--val-file", required=True)
     p.add_argument("--model", required=True, help="HF model directory or hub name of the base policy")

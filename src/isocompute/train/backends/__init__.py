@@ -1,7 +1,8 @@
 """Training backends, registered by name behind one interface.
 
-A backend is a function `(cfg, cell, paths: RunPaths, **hooks) -> summary` that
-trains one grid cell to M_max steps, resuming from the run's own checkpoint,
+A backend is a function `(cfg, cell, paths: RunPaths, stop_at_step=None, **hooks) -> summary`
+that trains one grid cell to M_max steps (or checkpoints and stops at `stop_at_step`, a
+rung of an adaptive sweep, keeping the full run's recipe), resuming from the run's own checkpoint,
 and writes the shared run files of `isocompute.layout.RunFiles`. It reads its
 recipe from `isocompute.train.recipe` and its identity from
 `isocompute.train.identity`. Backends live in this package, one module (or
@@ -86,13 +87,17 @@ def _backend_check(backend: str) -> Callable | None:
     return getattr(importlib.import_module(module), name)
 
 
-def train_run(cfg: dict, cell, paths, **hooks) -> dict:
-    """Train one grid cell with the configured backend; returns the run summary (run.json)."""
+def train_run(cfg: dict, cell, paths, stop_at_step: int | None = None, **hooks) -> dict:
+    """Train one grid cell with the configured backend; returns the run summary (run.json, or a
+    rung marker when `stop_at_step` stops it below M_max at a rung of an adaptive sweep)."""
     backend = cfg["train"]["backend"]
     entry = get_backend(backend)
     start = time.perf_counter()
-    paths.marker.unlink(missing_ok=True)
+    paths.marker.unlink(missing_ok=True)  # the run directory changes: the full run is not complete
+    if stop_at_step is not None:
+        hooks["stop_at_step"] = stop_at_step
     summary = entry(cfg, cell, paths, **hooks)
     return {"backend": backend, "split": cell.split, "B_p": cell.B_p, "n": cell.n,
             "replicate": getattr(cell, "replicate", 0), "M_max": cell.M_max,
+            **({} if stop_at_step is None else {"stop_at_step": int(stop_at_step)}),
             "session_wall_s": time.perf_counter() - start, **(summary or {})}

@@ -200,11 +200,14 @@ class LocalGRPO:
 # --- the run loop -------------------------------------------------------------------
 
 @register_backend("local")
-def train_local(cfg: dict, cell, paths, on_step_end=None, progress_factory=None) -> dict:
-    """Train one cell to M_max steps, resuming from the run's checkpoint when it matches.
+def train_local(cfg: dict, cell, paths, stop_at_step: int | None = None, on_step_end=None,
+                progress_factory=None) -> dict:
+    """Train one cell to M_max steps (or to `stop_at_step`, a rung of an adaptive sweep, checkpointed
+    there), resuming from the run's checkpoint when it matches.
 
-    Order within a step: update, evaluation (if due), metrics and pass-rate
-    records, checkpoint (if due). `on_step_end(step)` runs after the records
+    The recipe is the full run's either way, so a run stopped at a rung and resumed is
+    the uninterrupted run. Order within a step: update, evaluation (if due), metrics and
+    pass-rate records, checkpoint (if due). `on_step_end(step)` runs after the records
     and before the checkpoint (tests use it to kill a run at its worst moment).
     """
     from isocompute.data.schema import read_problems
@@ -215,6 +218,7 @@ def train_local(cfg: dict, cell, paths, on_step_end=None, progress_factory=None)
     from isocompute.train.identity import config_hash, training_identity
 
     M_max = cell.M_max
+    stop = M_max if stop_at_step is None else stop_step_within(stop_at_step, M_max)
     identity = training_identity(cfg, cell, paths)
     run_hash = config_hash(identity)
     checkpoint_file = ckpt.checkpoint_path(paths.run_dir)
@@ -225,8 +229,8 @@ def train_local(cfg: dict, cell, paths, on_step_end=None, progress_factory=None)
     trainer = LocalGRPO(cfg, cell, model, tokenizer, train, val)
     if cell.B_p > len(train):
         raise InputError(f"{paths.train_file}: {len(train)} training problems, fewer than B_p = {cell.B_p}")
-    log.info("cell %s bp%d_n%d: B = %d, M_max = %d, %d evaluations, lr = %.3g, regularised = %s, device = %s, "
-             "%d train / %d val", cell.split, cell.B_p, cell.n, cell.B_p * cell.n, M_max,
+    log.info("cell %s bp%d_n%d: B = %d, M_max = %d, stop at %d, %d evaluations, lr = %.3g, regularised = %s, "
+             "device = %s, %d train / %d val", cell.split, cell.B_p, cell.n, cell.B_p * cell.n, M_max, stop,
              len(trainer.recipe.eval_steps), trainer.lr,
              trainer.regularized, device, len(train), len(val))
 
@@ -264,10 +268,10 @@ def train_local(cfg: dict, cell, paths, on_step_end=None, progress_factory=None)
         log.info("step 0: val score %.3f", metrics["val/score/mean"])
         checkpoint(0)
 
-    bar = (progress_factory or _null_progress)(total=M_max, initial=step, unit="step",
+    bar = (progress_factory or _null_progress)(total=stop, initial=min(step, stop), unit="step",
                                                desc=f"{cell.split} bp{cell.B_p}_n{cell.n}")
     reward_ema = None
-    while step < M_max:
+    while step < stop:
         step += 1
         metrics, pass_rates = trainer.step(step)
         tokens_total += metrics["perf/tokens_generated"]
@@ -281,7 +285,7 @@ def train_local(cfg: dict, cell, paths, on_step_end=None, progress_factory=None)
             files.append_jsonl(paths.probe, trainer.probe(step))
         if on_step_end is not None:
             on_step_end(step)
-        if trainer.recipe.evaluates_at(step):
+        if trainer.recipe.evaluates_at(step) or step == stop:
             checkpoint(step)
         r = metrics["critic/score/mean"]
         reward_ema = r if reward_ema is None else 0.9 * reward_ema + 0.1 * r
@@ -292,12 +296,21 @@ def train_local(cfg: dict, cell, paths, on_step_end=None, progress_factory=None)
             log.info("step %d: val score %.3f, train reward %.3f, %.0f rollouts/s", step,
                      metrics["val/score/mean"], reward_ema, metrics["perf/rollouts_per_s"])
     bar.close()
-    if state is not None and state["step"] == M_max:
-        log.info("run already complete at step %d", M_max)
+    if state is not None and state["step"] >= stop:
+        log.info("run already at step %d (asked for %d)", state["step"], stop)
     return {"steps": step, "config_hash": run_hash, "wall_s": wall(), "tokens_cumulative": tokens_total,
             "resumed_from": None if state is None else state["step"],
             "eval_steps": files.generation_steps(paths.generations), "lr": trainer.lr,
             "regularized": trainer.regularized}
+
+
+def stop_step_within(stop_at_step: int, M_max: int) -> int:
+    """A rung's stop step, checked: 0 < stop <= M_max."""
+    from isocompute.errors import InputError
+
+    if not 0 < int(stop_at_step) <= M_max:
+        raise InputError(f"--stop-at-step: expected a step in [1, M_max = {M_max}], got {stop_at_step}")
+    return int(stop_at_step)
 
 
 class _null_progress:

@@ -28,6 +28,14 @@ VERL_ENTRY = "verl.trainer.main_ppo"
 FILE_LOGGER_ENV = "VERL_FILE_LOGGER_PATH"
 REWARD_FUNCTION_NAME = "compute_score"
 
+# verl keys through which the learning rate, or the run's length, would depend on
+# trainer.total_training_steps, which a rung of an adaptive sweep shortens: a
+# cosine schedule decays over it, and without lr_warmup_steps the warm-up is a
+# ratio of it. The recipe's constant schedule with fixed warm-up reads none of it.
+RUNG_UNSAFE_KEYS = tuple(f"actor_rollout_ref.actor.optim.{k}" for k in (
+    "lr_scheduler_type", "warmup_style", "lr_warmup_steps", "lr_warmup_steps_ratio", "total_training_steps",
+    "min_lr_ratio", "num_cycles")) + ("trainer.total_training_steps", "trainer.total_epochs")
+
 
 def reward_function_path() -> Path:
     """The file verl loads the reward function from (this package's reward.py)."""
@@ -79,6 +87,13 @@ def check_supported(cfg: dict) -> None:
         raise ConfigError(f"config key 'cluster.verl.max_token_len_per_gpu': must be at least "
                           f"cluster.verl.max_prompt_length + train.max_response_length = {need}, "
                           f"got {v['max_token_len_per_gpu']}")
+    if cfg.get("sweep", {}).get("mode") == "adaptive":
+        for override in v["extra_overrides"]:
+            key = override.lstrip("+~").partition("=")[0]
+            if key in RUNG_UNSAFE_KEYS:
+                raise ConfigError(f"config key 'cluster.verl.extra_overrides': {key} is not allowed with "
+                                  "sweep.mode: adaptive (a rung ends verl's session at trainer.total_training_steps, "
+                                  "so the learning rate or the run's length would differ from the full run's)")
     _, gpus = train_topology(cfg)
     if gpus % v["rollout_tensor_parallel"]:
         raise ConfigError(f"config key 'cluster.verl.rollout_tensor_parallel': must divide the GPUs of a run "
@@ -109,9 +124,16 @@ def run_options(cfg: dict) -> dict:
     return {section: {k: cfg["cluster"][section][k] for k in keys} for section, keys in RUN_OPTION_KEYS.items()}
 
 
-def recipe_overrides(cfg: dict, cell) -> dict:
+def recipe_overrides(cfg: dict, cell, stop_at_step: int | None = None) -> dict:
     """The healthy-GRPO recipe of METHODS section 3 as verl keys, for one grid cell
-    (its learning rate, warm-up and regularisation from `train.recipe`)."""
+    (its learning rate, warm-up and regularisation from `train.recipe`).
+
+    `stop_at_step` (a rung of an adaptive sweep) ends the session there through
+    trainer.total_training_steps and changes nothing else: the learning rate is
+    verl's constant schedule with a fixed warm-up, which does not read the total,
+    and total_epochs, the data order, the seeds and the validation steps stay the
+    full run's, so the next session resumes the run where it stopped.
+    """
     train, samp, ev = cfg["train"], cfg["sampling"], cfg["eval"]
     recipe = cell_recipe(cfg, cell)
     return {
@@ -150,15 +172,15 @@ def recipe_overrides(cfg: dict, cell) -> dict:
         "actor_rollout_ref.rollout.val_kwargs.temperature": float(samp["temperature"]),
         "actor_rollout_ref.rollout.val_kwargs.top_p": float(samp["top_p"]),
         "actor_rollout_ref.rollout.val_kwargs.do_sample": True,
-        "trainer.total_training_steps": cell.M_max,
+        "trainer.total_training_steps": cell.M_max if stop_at_step is None else int(stop_at_step),
         # verl stops at whichever comes first; M_max epochs is an upper bound
         # (an epoch is at least one step), so the step count decides.
         "trainer.total_epochs": max(1, cell.M_max),
-        **evaluation_schedule_overrides(cfg, cell),
+        **evaluation_schedule_overrides(cfg, cell, stop_at_step),
     }
 
 
-def evaluation_schedule_overrides(cfg: dict, cell) -> dict:
+def evaluation_schedule_overrides(cfg: dict, cell, stop_at_step: int | None = None) -> dict:
     """When verl validates and checkpoints: the recipe's eval_steps.
 
     The paper's periodic schedule (train.eval_schedule: steps) is verl's own
@@ -167,17 +189,25 @@ def evaluation_schedule_overrides(cfg: dict, cell) -> dict:
     `scheduled` trainer mode answers only at the listed steps (registered in
     verl's Ray workers by a setup hook). save_freq == test_freq either way, so a
     resumed run restarts after a step that was already evaluated.
+
+    A session stopped at a rung below M_max always runs the scheduled mode: verl
+    validates at its last step, which the rung's step need not be on the
+    recipe's schedule; the mode checkpoints there without validating.
     """
-    if cfg["train"]["eval_schedule"] == "steps":
+    stops_early = stop_at_step is not None and int(stop_at_step) < cell.M_max
+    if cfg["train"]["eval_schedule"] == "steps" and not stops_early:
         interval = int(cfg["train"]["eval_interval"])
         return {"trainer.test_freq": interval, "trainer.save_freq": interval}
-    return {
+    out = {
         "trainer.test_freq": 1,
         "trainer.save_freq": 1,
         "trainer.v1.trainer_mode": scheduled.TRAINER_MODE,
         f"+trainer.{scheduled.STEPS_KEY}": list(cell_recipe(cfg, cell).eval_steps),
         "+ray_kwargs.ray_init.runtime_env.worker_process_setup_hook": scheduled.SETUP_HOOK,
     }
+    if stops_early:
+        out[f"+trainer.{scheduled.STOP_KEY}"] = int(stop_at_step)
+    return out
 
 
 def engineering_overrides(cfg: dict) -> dict:
@@ -242,11 +272,12 @@ def experiment_name(cfg: dict, cell) -> str:
     return "-".join([cfg["experiment"], *([variant] if variant else []), cell.split, cell.name])
 
 
-def verl_overrides(cfg: dict, cell, paths, *, validate_first: bool = True) -> list[str]:
+def verl_overrides(cfg: dict, cell, paths, *, validate_first: bool = True,
+                   stop_at_step: int | None = None) -> list[str]:
     """All `key=value` Hydra overrides of one run, recipe first, then `cluster.verl.extra_overrides`."""
     check_supported(cfg)
     files = VerlRunFiles(Path(paths.run_dir).resolve())
-    merged = {**recipe_overrides(cfg, cell), **engineering_overrides(cfg),
+    merged = {**recipe_overrides(cfg, cell, stop_at_step), **engineering_overrides(cfg),
               **io_overrides(cfg, cell, paths, files, validate_first=validate_first)}
     out = [f"{key}={hydra_value(value)}" for key, value in merged.items()]
     return out + list(cfg["cluster"]["verl"]["extra_overrides"])
@@ -263,10 +294,12 @@ class VerlCommand:
         return " ".join(prefix + [shlex.join(self.argv)])
 
 
-def verl_command(cfg: dict, cell, paths, *, python: str | None = None) -> VerlCommand:
-    """The exact training command of a cell in the run folder's current state (resumes if it can)."""
+def verl_command(cfg: dict, cell, paths, *, python: str | None = None,
+                 stop_at_step: int | None = None) -> VerlCommand:
+    """The exact training command of a cell in the run folder's current state (resumes if it can),
+    to M_max or to `stop_at_step` (a rung of an adaptive sweep)."""
     files = VerlRunFiles(Path(paths.run_dir).resolve())
-    state = resume_state(files)
-    overrides = verl_overrides(cfg, cell, paths, validate_first=state.validate_first)
+    state = resume_state(files, cell_recipe(cfg, cell).eval_steps)
+    overrides = verl_overrides(cfg, cell, paths, validate_first=state.validate_first, stop_at_step=stop_at_step)
     argv = [python or sys.executable, "-m", VERL_ENTRY, *overrides]
     return VerlCommand(argv, {FILE_LOGGER_ENV: str(files.session_metrics)})

@@ -42,12 +42,15 @@ def dump_is_complete(path: Path) -> bool:
     return True
 
 
-def resume_state(files: VerlRunFiles) -> ResumeState:
+def resume_state(files: VerlRunFiles, eval_steps=None) -> ResumeState:
     """How the next session starts: from the last checkpoint, validating first unless
-    that step's dump and metrics survived."""
+    that step's dump and metrics survived, or unless (given the recipe's `eval_steps`)
+    the checkpoint is not a validation step (a rung's stop step of an adaptive sweep)."""
     step = latest_checkpoint_step(files.checkpoints)
     if step is None:
         return ResumeState(None, True)
+    if eval_steps is not None and step not in {int(s) for s in eval_steps}:
+        return ResumeState(step, False)
     evaluated = dump_is_complete(files.generations / f"{step}.jsonl") and any(
         int(r.get("step", -1)) == step for r in read_jsonl(files.metrics))
     return ResumeState(step, not evaluated)

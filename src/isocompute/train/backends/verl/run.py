@@ -47,8 +47,9 @@ def check_split_size(train_file: Path, B_p: int, dropped: int = 0) -> int:
 
 
 @register_backend("verl")
-def run_verl(cfg: dict, cell, paths, **hooks) -> dict:
-    """Train one cell with verl to M_max steps, resuming from the last checkpoint.
+def run_verl(cfg: dict, cell, paths, stop_at_step: int | None = None, **hooks) -> dict:
+    """Train one cell with verl to M_max steps (or to `stop_at_step`, a rung of an adaptive
+    sweep, checkpointed there), resuming from the last checkpoint.
 
     Owns the files around the subprocess: keeps the metrics of earlier sessions
     (verl's file logger truncates its file on start), turns rollout dumps into
@@ -65,8 +66,15 @@ def run_verl(cfg: dict, cell, paths, **hooks) -> dict:
     train_rows = check_split_size(Path(paths.train_file), cell.B_p, dropped["train"]["dropped"])
     check_batch_capacity(cfg, [cell], val_problems=dropped["val"]["prompts"] - dropped["val"]["dropped"])
     keep = v["max_checkpoints"]
+    target = cell.M_max if stop_at_step is None else int(stop_at_step)
+    if not 0 < target <= cell.M_max:
+        raise InputError(f"--stop-at-step: expected a step in [1, M_max = {cell.M_max}], got {target}")
     state = prepare_run_dir(files, run_identity(cfg, cell, paths), cell.M_max, keep=keep)
-    command = verl_command(cfg, cell, paths)
+    if state.step is not None and state.step >= target:
+        log.info("verl %s %s: already at step %d (asked for %d)", cell.split, cell.name, state.step, target)
+        return {"steps": state.step, "train_problems": train_rows, "dropped_prompts": dropped,
+                "resumed_from": state.step}
+    command = verl_command(cfg, cell, paths, stop_at_step=stop_at_step)
     log.info("verl %s bp%d_n%d: %s from step %s\n%s", cell.split, cell.B_p, cell.n,
              "resuming" if state.step is not None else "starting", state.step or 0, command.shell())
     (files.session_dir / "command.sh").write_text(command.shell() + "\n")
@@ -94,12 +102,13 @@ def run_verl(cfg: dict, cell, paths, **hooks) -> dict:
         raise RuntimeError(f"verl exited with status {proc.returncode} (log: {files.session_log}); "
                            "re-running the rule resumes from the last checkpoint")
     missing = [s for s in cell_recipe(cfg, cell).eval_steps
-               if not dump_is_complete(files.generations / f"{s}.jsonl")]
+               if s <= target and not dump_is_complete(files.generations / f"{s}.jsonl")]
     last = latest_checkpoint_step(files.checkpoints)
-    if last != cell.M_max or missing:
-        raise RuntimeError(f"verl finished without reaching M_max = {cell.M_max} (last checkpoint {last}, "
+    if last != target or missing:
+        goal = f"M_max = {cell.M_max}" if target == cell.M_max else f"the rung's step {target}"
+        raise RuntimeError(f"verl finished without reaching {goal} (last checkpoint {last}, "
                            f"missing validation dumps for steps {missing[:5]}); see {files.session_log}")
     prune_checkpoints(files.checkpoints, keep)  # a finished run holds only what resuming to a larger C_max needs
     annotated = annotate_dumps(files.generations, paths.model)
-    return {"steps": cell.M_max, "train_problems": train_rows, "dropped_prompts": dropped, "resumed_from": state.step,
+    return {"steps": target, "train_problems": train_rows, "dropped_prompts": dropped, "resumed_from": state.step,
             "verl_command": command.shell(), "dumps_annotated": annotated}

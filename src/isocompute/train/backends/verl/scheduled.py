@@ -6,20 +6,30 @@ verl's sync trainer loop asks at every step when test_freq = save_freq = 1;
 `ScheduledTrainer` (registered as TRAINER_MODE with verl's own
 `register_trainer`) answers only at the steps in `trainer.isocompute_eval_steps`
 and does nothing at the others, so validation dumps, checkpoints and resumption
-keep verl's own code and formats. verl looks the mode up inside its Ray
-TaskRunner actor, so `register` runs there as Ray's worker_process_setup_hook.
+keep verl's own code and formats. A session stopped at a rung of an adaptive
+sweep (`trainer.total_training_steps` = the rung's step) also checkpoints at
+`trainer.isocompute_stop_step`, where verl's loop ends, without validating
+there. verl looks the mode up inside its Ray TaskRunner actor, so `register`
+runs there as Ray's worker_process_setup_hook.
 """
 
 from __future__ import annotations
 
 TRAINER_MODE = "isocompute_scheduled"
 STEPS_KEY = "isocompute_eval_steps"
+STOP_KEY = "isocompute_stop_step"
 SETUP_HOOK = f"{__name__}.register"
 
 
 def is_scheduled(config, step: int) -> bool:
     """Whether verl's global step `step` is one of the run's validation (and checkpoint) steps."""
     return int(step) in {int(s) for s in config.trainer[STEPS_KEY]}
+
+
+def is_checkpointed(config, step: int) -> bool:
+    """A validation step, or the step a rung's session stops at."""
+    stop = config.trainer.get(STOP_KEY)
+    return is_scheduled(config, step) or (stop is not None and int(step) == int(stop))
 
 
 def register() -> None:
@@ -33,7 +43,8 @@ def register() -> None:
         pass
 
     class ScheduledTrainer(PPOTrainerSync):
-        """verl's sync trainer, validating and checkpointing at the recipe's steps only."""
+        """verl's sync trainer, validating and checkpointing at the recipe's steps only (and
+        checkpointing at a rung's stop step)."""
 
         def _validate(self, *args, **kwargs):
             if not is_scheduled(self.config, self.global_steps):
@@ -41,7 +52,7 @@ def register() -> None:
             return super()._validate(*args, **kwargs)
 
         def _save_checkpoint(self, *args, **kwargs):
-            if not is_scheduled(self.config, self.global_steps):
+            if not is_checkpointed(self.config, self.global_steps):
                 return None
             return super()._save_checkpoint(*args, **kwargs)
 

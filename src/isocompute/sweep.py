@@ -1,0 +1,66 @@
+"""The adaptive sweep's rungs (`sweep.mode: adaptive`, issue 13): the compute each
+rung of a split reaches, the step each grid cell stops at, and the decisions
+file one rung's decision writes and the next rung reads.
+
+Pure, and light to import (rules/common.smk reads it at every parse): the
+pruning rule itself is `analysis.adaptive.decide`, run by `isocompute
+adaptive-decide` (rules/sweep.smk); `rung_budgets` is imported from there only
+when a sweep is adaptive. A cell's recipe is its full run's at every rung
+(`train.recipe`), so its rungs are prefixes of one run, resumed, never retrained.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+
+# The columns of a rung's decisions file, before the rule's own (analysis.adaptive.DECISION_COLUMNS).
+DECISION_KEYS = ["split", "run", "B_p", "n", "seed", "rung", "rung_compute", "stop_step"]
+
+
+def is_adaptive(cfg: dict) -> bool:
+    return cfg.get("sweep", {}).get("mode", "grid") == "adaptive"
+
+
+def rung_computes(cfg: dict, c_max: float) -> list[float]:
+    """The compute of each rung, the last at `c_max` (sweep.eta, sweep.rungs)."""
+    from isocompute.analysis.adaptive import rung_budgets
+
+    return rung_budgets(float(c_max), cfg["sweep"]["eta"], cfg["sweep"]["rungs"])
+
+
+def decision_rungs(cfg: dict) -> range:
+    """The rungs that end in a decision: all but the last, where the survivors finish."""
+    return range(int(cfg["sweep"]["rungs"]) - 1)
+
+
+def last_rung(cfg: dict) -> int:
+    return int(cfg["sweep"]["rungs"]) - 1
+
+
+def stop_step(cell, compute: float) -> int:
+    """The step a rung of `compute` stops `cell` at: the last step whose compute is within the
+    rung's (the rule at the rung then sees every evaluation the cell made), at least one step,
+    at most M_max (the last rung's)."""
+    step = int(math.floor(compute / cell.rollouts_per_step * (1 + 1e-9)))
+    return min(cell.M_max, max(1, step))
+
+
+def rung_stop_steps(cfg: dict, cell) -> list[int]:
+    """The stop step of each rung of `cell` (the last is M_max)."""
+    return [stop_step(cell, c) for c in rung_computes(cfg, cell.C_max)]
+
+
+def write_decisions(path: Path | str, rows: list[dict], columns: list[str]) -> None:
+    """A rung's decisions as CSV (the caller writes atomically)."""
+    with open(path, "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=columns, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def continuing_runs(path: Path | str) -> set[str]:
+    """The runs (bp{B_p}_n{n}[_s{r}]) a rung's decisions file lets go on to the next rung."""
+    with open(path, newline="") as fh:
+        return {row["run"] for row in csv.DictReader(fh) if row["continue"].strip().lower() == "true"}
