@@ -76,7 +76,13 @@ def data_targets():
 
 
 def all_targets():
-    return data_targets() + train_targets() + analysis_targets() + variant_targets()
+    return (
+        data_targets()
+        + train_targets()
+        + analysis_targets()
+        + variant_targets()
+        + [LAYOUT.figure_index]
+    )
 
 
 # --- training grid and scoring ---------------------------------------------------
@@ -227,6 +233,9 @@ from isocompute.cluster import resources as cluster_resources
 GPU_ENV = "../envs/verl.yaml"
 ANALYSIS_ENV = "../envs/analysis.yaml"
 
+# The figure index is the repository's page, wherever the study's results are.
+FIGURE_INDEX_DOC = os.path.join(workflow.basedir, "docs", "figures.md")
+
 
 # Cheap rules run where Snakemake runs, not as cluster jobs (the pool also
 # needs the internet for a hub dataset, which compute nodes often lack);
@@ -239,6 +248,7 @@ localrules:
     check_grid,
     collect,
     figures,
+    figure_index,
 
 
 def train_resources():

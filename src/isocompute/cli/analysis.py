@@ -108,6 +108,11 @@ def register(sub) -> None:
     p.add_argument("--curves", required=True, help="the table written by `isocompute collect-variants`")
     p.add_argument("--out", required=True, help="figure folder (replaced atomically)")
 
+    p = add_stage_parser(sub, "figure-index", cmd_figure_index,
+                         "Render the figure index (docs/figures.md) as an HTML page for the report.", params=False)
+    p.add_argument("doc", help="docs/figures.md")
+    p.add_argument("--out", required=True, help="HTML file")
+
     register_analyze(sub)
 
 
@@ -258,4 +263,12 @@ def cmd_variant_figures(args) -> int:
     with atomic.atomic_dir(args.out) as tmp:
         paths = plot_variants(curves, cfg["variants"], tmp, metric=f"avg@{cfg['eval']['k']}")
     log.info("%d variant figure files -> %s", len(paths), args.out)
+    return 0
+
+
+def cmd_figure_index(args) -> int:
+    from isocompute.analysis.figure_index import markdown_html
+
+    atomic.write_text(args.out, markdown_html(Path(args.doc).read_text()))
+    log.info("figure index %s -> %s", args.doc, args.out)
     return 0
