@@ -7,6 +7,7 @@ import os
 import sys
 
 from isocompute.config import check_config, read_config_file
+from isocompute.data.splits import needs_k_samples
 from isocompute.errors import ConfigError
 from isocompute.layout import study_layout
 
@@ -320,6 +321,15 @@ def sampler_params_json(*sections):
     params = json.loads(params_json(*sections))
     if cluster_resources.sampling_uses_gpu(config):
         params["cluster"] = {"vllm": config["cluster"]["vllm"]}
+    return json.dumps(params, sort_keys=True)
+
+
+def difficulty_params_json():
+    """The sampler's params, plus the mixtures when one has a component over K
+    samples (then every problem gets K samples, else only the unsolved ones)."""
+    params = json.loads(sampler_params_json("sampling", "difficulty"))
+    if needs_k_samples(config):
+        params["splits"] = {k: config["splits"][k] for k in ("names", "mixtures")}
     return json.dumps(params, sort_keys=True)
 
 
