@@ -159,7 +159,8 @@ def run_analysis(evals: pd.DataFrame, *, metric: str = "avg@4", method: str = DE
     clock.lap("records")
 
     front = dict(grid_points=grid_points, extrapolate=extrapolate)
-    q1 = frontier_fixed_bp(fits, **front)
+    # A B_p with a single n (a fixed-B cell, grid.<split>.cells) has no frontier over n.
+    q1 = frontier_fixed_bp(fits, min_runs=2, **front)
     laws = n_star_laws(q1, by="B_p", window=window)
     q2 = frontier_fixed_batch(fits, **front)
     laws_q2 = n_star_laws(q2, by="B", x="M", window=window)
@@ -198,7 +199,7 @@ def run_analysis(evals: pd.DataFrame, *, metric: str = "avg@4", method: str = DE
     if by_tokens is not None:
         fits_tok = fit_curves(by_tokens, metric, R0=R0, **{**fit_kw, "min_compute": None})
         out["fits_tokens"] = fits_tok
-        out["frontier_tokens"] = frontier_fixed_bp(fits_tok, **front).rename(columns={"compute": "tokens"})
+        out["frontier_tokens"] = frontier_fixed_bp(fits_tok, min_runs=2, **front).rename(columns={"compute": "tokens"})
         clock.lap("tokens")
 
     params = dict(metric=metric, method=method, bin_width=bin_width, ema_alpha=ema_alpha, min_compute=min_compute,
