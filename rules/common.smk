@@ -7,6 +7,7 @@ import os
 import sys
 
 from isocompute.config import check_config, read_config_file
+from isocompute.data.splits import needs_k_samples
 from isocompute.errors import ConfigError
 from isocompute.layout import study_layout
 
@@ -76,7 +77,13 @@ def data_targets():
 
 
 def all_targets():
-    return data_targets() + train_targets() + analysis_targets() + variant_targets()
+    return (
+        data_targets()
+        + train_targets()
+        + analysis_targets()
+        + variant_targets()
+        + [LAYOUT.figure_index]
+    )
 
 
 # --- training grid and scoring ---------------------------------------------------
@@ -242,6 +249,9 @@ from isocompute.cluster import resources as cluster_resources
 GPU_ENV = "../envs/verl.yaml"
 ANALYSIS_ENV = "../envs/analysis.yaml"
 
+# The figure index is the repository's page, wherever the study's results are.
+FIGURE_INDEX_DOC = os.path.join(workflow.basedir, "docs", "figures.md")
+
 
 # Cheap rules run where Snakemake runs, not as cluster jobs (the pool also
 # needs the internet for a hub dataset, which compute nodes often lack);
@@ -256,6 +266,7 @@ localrules:
     collect,
     figures,
     adaptive_rung,
+    figure_index,
 
 
 def train_resources():
@@ -327,6 +338,15 @@ def sampler_params_json(*sections):
     params = json.loads(params_json(*sections))
     if cluster_resources.sampling_uses_gpu(config):
         params["cluster"] = {"vllm": config["cluster"]["vllm"]}
+    return json.dumps(params, sort_keys=True)
+
+
+def difficulty_params_json():
+    """The sampler's params, plus the mixtures when one has a component over K
+    samples (then every problem gets K samples, else only the unsolved ones)."""
+    params = json.loads(sampler_params_json("sampling", "difficulty"))
+    if needs_k_samples(config):
+        params["splits"] = {k: config["splits"][k] for k in ("names", "mixtures")}
     return json.dumps(params, sort_keys=True)
 
 

@@ -54,7 +54,7 @@ rule difficulty_chunk:
     resources:
         **sampling_resources(),
     params:
-        cfg=sampler_params_json("sampling", "difficulty"),
+        cfg=difficulty_params_json(),
         model=model_arg,
         parts=difficulty_jobs(),
     shell:

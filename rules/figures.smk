@@ -1,5 +1,6 @@
 # Figures of the study (paper Figs. 5-11 and the appendix frontiers), one per
-# file, PNG and PDF, declared for `snakemake --report`.
+# file, PNG and PDF, declared for `snakemake --report`; and the figure index
+# (docs/figures.md: which config, rule and file give each paper figure) for the report.
 
 
 rule figures:
@@ -20,3 +21,20 @@ rule figures:
         ANALYSIS_ENV
     shell:
         "isocompute figures --evals {input.evals} --tables {input.tables} --out {output} > {log} 2>&1"
+
+
+rule figure_index:
+    input:
+        FIGURE_INDEX_DOC,
+    output:
+        report(
+            LAYOUT.figure_index,
+            caption="../workflow/report/figure_index.rst",
+            category="Figure index",
+        ),
+    log:
+        LAYOUT.log("figure_index"),
+    conda:
+        ANALYSIS_ENV
+    shell:
+        "isocompute figure-index {input} --out {output} > {log} 2>&1"

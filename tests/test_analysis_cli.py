@@ -47,7 +47,7 @@ def test_csv_end_to_end_with_figures(tmp_path, csv):
     assert main(["analyze", str(csv), "--out", str(out), "--bootstrap", "8", "--grid-points", "30"]) == 0
     for name in ("records.csv", "fits.csv", "frontier.csv", "n_star_fit.csv", "extrapolation.csv",
                  "frontier_fixed_batch.csv", "frontier_joint.csv", "optima.csv", "sensitivity.csv",
-                 "params.json", "frontier_tokens.csv"):
+                 "params.json", "frontier_tokens.csv", "n_star_fit_tokens.csv"):
         assert (out / name).is_file(), name
     fits = pd.read_csv(out / "fits.csv")
     assert fits.columns[:9].tolist() == ["B_p", "n", "R0", "A", "B", "C_mid", "sse", "n_points", "status"]
@@ -61,9 +61,14 @@ def test_csv_end_to_end_with_figures(tmp_path, csv):
     assert {"B_p", "L", "U", "k", "c0", "L_lo", "L_hi", "U_lo", "U_hi", "k_lo", "k_hi", "c0_lo",
             "c0_hi"} <= set(law.columns)
     assert json.loads((out / "params.json").read_text())["n_boot"] == 8
+    # The n* law with compute in tokens, fitted to the tokens frontier's running average.
+    law_tok = pd.read_csv(out / "n_star_fit_tokens.csv")
+    assert {"B_p", "L", "U", "k", "c0", "status"} <= set(law_tok.columns) and len(law_tok) == 2
+    assert "log2_n_star_avg" in pd.read_csv(out / "frontier_tokens.csv").columns
     figures = {p.name for p in (out / "figures").iterdir()}
     for stem in ("fig5_record_points", "fig6_frontier", "fig7_n_star", "fig8_metric_optima", "fig9_fixed_batch",
-                 "fig10_sensitivity", "appendix_frontiers_fixed_bp", "appendix_tokens_frontier"):
+                 "fig10_sensitivity", "appendix_frontiers_fixed_bp", "appendix_tokens_frontier",
+                 "appendix_n_star_laws_tokens"):
         assert {f"{stem}.png", f"{stem}.pdf"} <= figures, stem
     assert _leftovers(tmp_path) == []
 

@@ -84,6 +84,34 @@ def test_fixed_bp_fixed_batch_and_joint_studies():
     assert q3["n_star"].iloc[-1] == 64 and q3["B_p_star"].iloc[-1] == 32
 
 
+def test_fixed_batch_cells_join_fig9_but_not_the_fixed_bp_frontiers():
+    """A B_p with one n (grid.<split>.cells, Fig. 9's B_p = 8 and 16) has no frontier over n,
+    but is a point of its fixed-B study."""
+    fits = _fits([
+        [32, 8, 0.3, 0.6, 2.0, 1e3, "ok", 256, 1e6],
+        [32, 64, 0.3, 0.8, 2.0, 1e4, "ok", 2048, 1e6],
+        [4, 512, 0.3, 0.7, 2.0, 1e4, "ok", 2048, 1e6],   # B = 2048 with (32, 64)
+    ])
+    assert sorted(frontier_fixed_bp(fits, grid_points=10, min_runs=2)["B_p"].unique()) == [32]
+    assert sorted(frontier_fixed_bp(fits, grid_points=10)["B_p"].unique()) == [4, 32]
+    q2 = frontier_fixed_batch(fits, grid_points=10)
+    assert sorted(q2["B"].unique()) == [2048] and set(q2["B_p_star"]) <= {4, 32}
+
+
+def test_grid_cells_adds_listed_cells_beyond_b_max():
+    from isocompute.config import check_config
+    from isocompute.errors import ConfigError
+    from isocompute.grid import grid_cells
+
+    grid = {"B_p": [32, 64], "n": [8, 16], "B_max": 1024, "C_max": 65536, "cells": [[8, 1024], [16, 512], [32, 8]]}
+    cells = grid_cells(check_config({"splits": {"names": ["easy"]}, "grid": {"easy": grid}}))
+    assert [(c.B_p, c.n, c.M_max) for c in cells] == [(8, 1024, 8), (16, 512, 8), (32, 8, 256), (32, 16, 128),
+                                                      (64, 8, 128), (64, 16, 64)]
+    with pytest.raises(ConfigError, match=r"grid.easy.cells\[0\]': B_p \* n = 131072 exceeds C_max"):
+        grid_cells(check_config({"splits": {"names": ["easy"]},
+                                 "grid": {"easy": {**grid, "cells": [[128, 1024]]}}}))
+
+
 @pytest.fixture(scope="module")
 def synthetic_q1():
     evals = synthetic_evals(B_ps=(32, 64), ns=(8, 16, 32, 64, 128, 256), points=120)

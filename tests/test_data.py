@@ -230,3 +230,75 @@ def test_difficulty_parts_sample_whole_chunks_with_their_own_seeds(tmp_path):
     assert again.seeds == []
     # More parts than chunks: some parts have none.
     assert [len(chunk_range(230, 50, p, 8)) for p in range(8)] == [0, 1, 0, 1, 1, 0, 1, 1]
+
+
+def fake_difficulty_k(n=3000, seed=0, K=64):
+    """Every problem with K samples (the first 16 of them in `correct`)."""
+    rng = np.random.default_rng(seed)
+    correct_k = rng.integers(0, K + 1, n) * (rng.random(n) < 0.7)
+    correct = np.minimum(correct_k // (K // 16), 16)
+    return pd.DataFrame({"problem_id": [f"p{i}" for i in range(n)], "samples": 16, "correct": correct,
+                         "samples_k": K, "correct_k": correct_k, "avg_at_samples": correct / 16})
+
+
+PAPER_MIXTURES = {"dual": {"hard": {"share": 0.5, "band": [0.0, 0.0]}, "easy": {"share": 0.5, "band": [0.3, 0.6]}},
+                  "tri": {"hard": {"share": 0.5, "band": [0.0, 0.0]}, "easy": {"share": 0.25, "band": [0.3, 0.6]},
+                          "very_easy": {"share": 0.25, "band": [0.6, 0.9]}}}
+
+
+def test_mixture_components_over_k_samples():
+    """The paper's components (METHODS 10): Hard = none correct of K, Easy and Very Easy by
+    rate bands over the same K; none trains on a problem another split validates on."""
+    from isocompute.data.splits import needs_k_samples
+
+    d = fake_difficulty_k()
+    cfg = check_config({"difficulty": {"extremely_hard_samples": 64},
+                        "splits": {"names": ["easy", "dual", "tri"], "val_size": 40, "mix_size": 200,
+                                   "mixtures": PAPER_MIXTURES}})
+    assert needs_k_samples(cfg) and not needs_k_samples(check_config({}))
+    s = make_splits(d, cfg)
+    rate = d["correct_k"].to_numpy() / 64
+    for mix, total in (("dual", 200), ("tri", 200)):
+        r = rate[s[mix]["train"]]
+        assert len(r) == total and not set(s[mix]["train"]) & set(s[mix]["val"])
+        assert (r == 0).sum() == 100        # Hard: none of K correct
+        assert not set(s[mix]["train"]) & set(s["easy"]["val"])
+    assert ((rate[s["dual"]["train"]] >= 0.3) & (rate[s["dual"]["train"]] <= 0.6)).sum() == 100
+    tri = rate[s["tri"]["train"]]
+    assert ((tri >= 0.3) & (tri <= 0.6)).sum() == 50 and ((tri > 0.6) & (tri <= 0.9)).sum() == 50
+    # The default mixtures are unchanged: components from their avg@16 splits.
+    d16 = fake_difficulty()
+    default = make_splits(d16, check_config({"splits": {"val_size": 40, "mix_size": 200}}))
+    assert (d16["correct"].to_numpy()[default["dual"]["train"]] <= 1).sum() == 100
+
+
+def test_mixture_components_over_k_need_k_samples_and_a_valid_band():
+    cfg = check_config({"difficulty": {"extremely_hard_samples": 128},
+                        "splits": {"names": ["dual"], "val_size": 10, "mix_size": 50, "mixtures": PAPER_MIXTURES}})
+    with pytest.raises(ConfigError, match=r"splits.mixtures.dual.hard.band': 0 problems"):
+        make_splits(fake_difficulty_k().assign(correct_k=1), cfg)
+    with pytest.raises(InputError, match="fewer than K = 64 samples.*re-run the difficulty stage"):
+        d = fake_difficulty()
+        make_splits(d.assign(samples_k=np.where(d["correct"] == 0, 64, 16)), cfg)
+    bad = {"dual": {"hard": {"share": 0.5, "band": [0.2, 0.1]}, "easy": 0.5}}
+    with pytest.raises(ConfigError, match=r"splits.mixtures.dual.hard.band"):
+        check_config({"splits": {"mixtures": bad}})
+    with pytest.raises(ConfigError, match=r"splits.mixtures.dual"):
+        check_config({"splits": {"mixtures": {"dual": {"hard": {"share": 0.5}, "easy": 0.5}}}})
+    with pytest.raises(ConfigError, match="sum to 1"):
+        check_config({"splits": {"mixtures": {"dual": {"hard": {"share": 0.7, "band": [0, 0]}, "easy": 0.5}}}})
+
+
+def test_difficulty_draws_k_samples_for_every_problem_on_request(tmp_path):
+    from isocompute.data.difficulty import sample_counts
+    from isocompute.sampling import SamplingParams
+
+    pool = build_pool(small_cfg(pool={"n_problems": 60}))
+    pool["reward_model"] = [{"ground_truth": "1", "style": "rule"}] * len(pool)
+    kw = dict(samples=4, extra_samples_k=12, params=SamplingParams(0.6, 1.0, 8), seed=3, chunk_size=50,
+              render=lambda prompts: [[1]] * len(prompts))
+    some = sample_counts(pool, SeededFakeSampler(), chunk_dir=tmp_path / "a", **kw)
+    every = sample_counts(pool, SeededFakeSampler(), chunk_dir=tmp_path / "b", k_for_all=True, **kw)
+    assert set(some["samples_k"]) == {4, 12} and set(every["samples_k"]) == {12}
+    assert (every["correct_k"] >= every["correct"]).all() and (every["correct_k"] > every["correct"]).any()
+    assert list(every["correct"]) == list(some["correct"])   # the first draws are the same

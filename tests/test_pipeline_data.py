@@ -84,3 +84,28 @@ def test_rerun_is_a_no_op_and_param_change_reruns_only_downstream(tiny_study):
     assert "rule splits:" in out or "splits " in out
     for upstream in ("rule pool:", "rule base_model:", "rule difficulty:"):
         assert upstream not in out
+
+
+def test_mixture_components_over_k_samples_end_to_end(tiny_study, tmp_path):
+    """The paper's mixture components (METHODS 10): the difficulty stage then draws K
+    samples for every problem; Dual's Hard is none of K correct, its Easy a band over
+    the same K. The pool and the base model are reused."""
+    import shutil
+
+    work = tmp_path / "mix"
+    shutil.copytree(tiny_study[0], work, symlinks=True)
+    mixtures = {"dual": {"hard": {"share": 0.5, "band": [0.0, 0.0]}, "easy": {"share": 0.5, "band": [0.04, 1.0]}}}
+    config = dict(TINY_CONFIG, splits={**TINY_CONFIG["splits"], "names": ["easy", "hard", "dual"],
+                                       "mix_size": 12, "mixtures": mixtures})
+    cfg = write_config(work, config)
+    proc = run_snakemake(work, "--cores", "2", "results/tiny/splits/dual/train.parquet", "--configfile", str(cfg))
+    out = proc.stdout + proc.stderr
+    assert "rule difficulty_chunk:" in out and "rule base_model:" not in out and "rule pool:" not in out
+    res = work / "results" / "tiny"
+    diff = pd.read_parquet(res / "data" / "difficulty.parquet").set_index("problem_id")
+    assert (diff["samples_k"] == 24).all()
+    train = pd.read_parquet(res / "splits" / "dual" / "train.parquet")
+    rate = diff.loc[list(problem_ids(train)), "correct_k"] / 24
+    assert len(train) == 12 and (rate == 0).sum() == 6 and (rate >= 0.04).sum() == 6
+    easy_val = pd.read_parquet(res / "splits" / "easy" / "val.parquet")
+    assert not set(problem_ids(train)) & set(problem_ids(easy_val))

@@ -120,7 +120,11 @@ def _check_semantics(config: dict) -> None:
         if lo > hi:
             raise ConfigError(f"config key 'splits.bands.{name}': expected [low, high] with low <= high, got {[lo, hi]}")
     for name, mix in config["splits"]["mixtures"].items():
-        total = sum(mix.values())
+        for comp, spec in mix.items():
+            if isinstance(spec, dict) and spec["band"][0] > spec["band"][1]:
+                raise ConfigError(f"config key 'splits.mixtures.{name}.{comp}.band': expected [low, high] with "
+                                  f"low <= high, got {spec['band']}")
+        total = sum(spec["share"] if isinstance(spec, dict) else spec for spec in mix.values())
         if abs(total - 1.0) > 1e-9:
             raise ConfigError(f"config key 'splits.mixtures.{name}': proportions must sum to 1, got {total}")
     pool = config["pool"]

@@ -37,7 +37,8 @@ class Cell:
 
 
 def grid_cells(config: dict) -> list[Cell]:
-    """Every cell of every split's grid with B_p * n <= B_max, M_max = C_max // (B_p * n).
+    """Every cell of every split's grid with B_p * n <= B_max, and its listed `cells`,
+    M_max = C_max // (B_p * n).
 
     Sorted by split (in splits.names order), then B_p, then n. A grid entry for
     a split the config does not build is a config error; cells that cannot
@@ -52,6 +53,13 @@ def grid_cells(config: dict) -> list[Cell]:
         kept = [Cell(split, B_p, n, spec["C_max"] // (B_p * n), spec["C_max"], r)
                 for B_p in sorted(set(spec["B_p"])) for n in sorted(set(spec["n"]))
                 if B_p * n <= min(spec["B_max"], spec["C_max"]) for r in range(spec.get("seeds", 1))]
+        for i, (B_p, n) in enumerate(spec.get("cells", [])):
+            if B_p * n > spec["C_max"]:
+                raise ConfigError(f"config key 'grid.{split}.cells[{i}]': B_p * n = {B_p * n} exceeds C_max = "
+                                  f"{spec['C_max']}, so the run could not take a step")
+            kept += [Cell(split, B_p, n, spec["C_max"] // (B_p * n), spec["C_max"], r)
+                     for r in range(spec.get("seeds", 1))]
+        kept = sorted(set(kept))
         if not kept:
             smallest = min(spec["B_p"]) * min(spec["n"])
             reason = (f"the smallest batch B_p * n = {smallest} exceeds B_max = {spec['B_max']}"

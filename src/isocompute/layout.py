@@ -6,6 +6,7 @@
       model/base/                                         the embedded base model (HF directory)
       splits/{split}/{train,val}.parquet, splits/splits.json
       figures/fig2_difficulty.{png,pdf,counts.csv}
+      figure_index.html                                   docs/figures.md for the report
       runs/{split}/bp{B_p}_n{n}/                          one training run (RunFiles below)
       runs/{split}/bp{B_p}_n{n}/rungs/{rung}/             the run trained to a rung of an adaptive sweep (RungFiles)
       sweep/{split}/rung{rung}/{decisions.csv,evals.parquet}  an adaptive sweep's decision at a rung, and what it saw
@@ -158,6 +159,11 @@ class StudyLayout:
     @property
     def fig_difficulty_stem(self) -> str:
         return f"{self.results}/figures/fig2_difficulty"
+
+    @property
+    def figure_index(self) -> str:
+        """docs/figures.md (which config, rule and file give each paper figure) as HTML for the report."""
+        return f"{self.results}/figure_index.html"
 
     # --- training and scoring --------------------------------------------------
     def run_dir(self, split, B_p, n, replicate_suffix="") -> str:

@@ -92,11 +92,14 @@ def study_grid(fits: pd.DataFrame, points: int = 100, scale: float = 1.0) -> np.
     return np.geomspace(lo, hi, points)
 
 
-def frontier_fixed_bp(fits: pd.DataFrame, *, grid_points: int = 100,
+def frontier_fixed_bp(fits: pd.DataFrame, *, grid_points: int = 100, min_runs: int = 1,
                       extrapolate: bool = True) -> pd.DataFrame:
-    """Q1: for each B_p, the frontier over n. Columns B_p, compute, n_star, reward."""
+    """Q1: for each B_p with >= `min_runs` runs, the frontier over n. Columns B_p,
+    compute, n_star, reward."""
     parts = []
     for B_p, group in fits.groupby("B_p", sort=True):
+        if group["n"].nunique() < min_runs:
+            continue
         grid = study_grid(group, grid_points)
         if grid is None:
             continue

@@ -47,6 +47,7 @@ TABLE_FILES = {
     "interference": "interference.csv",
     "fits_tokens": "fits_tokens.csv",
     "frontier_tokens": "frontier_tokens.csv",
+    "n_star_fit_tokens": "n_star_fit_tokens.csv",
     "timings": "timings.csv",
     "base": "base.csv",
 }
@@ -108,7 +109,7 @@ def run_analysis(evals: pd.DataFrame, *, metric: str = "avg@4", method: str = DE
     bootstrap intervals), frontier_fixed_batch / n_star_fit_fixed_batch (Q2,
     x = steps M), frontier_joint / n_star_fit_joint (Q3), optima,
     sensitivity, extrapolation, interference (with `train`), fits_tokens /
-    frontier_tokens (with a `tokens` column; runs missing a tokens value are
+    frontier_tokens / n_star_fit_tokens (with a `tokens` column; runs missing a tokens value are
     left out of these, with a warning), base (noise method: the pooled R0 and
     the evaluations' standard errors), params and timings. Raises InputError
     on malformed input before computing anything.
@@ -164,7 +165,8 @@ def run_analysis(evals: pd.DataFrame, *, metric: str = "avg@4", method: str = DE
     clock.lap("records")
 
     front = dict(grid_points=grid_points, extrapolate=extrapolate)
-    q1 = frontier_fixed_bp(fits, **front)
+    # A B_p with a single n (a fixed-B cell, grid.<split>.cells) has no frontier over n.
+    q1 = frontier_fixed_bp(fits, min_runs=2, **front)
     laws = n_star_laws(q1, by="B_p", window=window)
     q2 = frontier_fixed_batch(fits, **front)
     laws_q2 = n_star_laws(q2, by="B", x="M", window=window)
@@ -203,7 +205,10 @@ def run_analysis(evals: pd.DataFrame, *, metric: str = "avg@4", method: str = DE
     if by_tokens is not None:
         fits_tok = fit_curves(by_tokens, metric, R0=R0, **{**fit_kw, "min_compute": None})
         out["fits_tokens"] = fits_tok
-        out["frontier_tokens"] = frontier_fixed_bp(fits_tok, **front).rename(columns={"compute": "tokens"})
+        front_tok = frontier_fixed_bp(fits_tok, min_runs=2, **front).rename(columns={"compute": "tokens"})
+        # The n* law with compute in generated tokens (appendix: tokens vs rollouts).
+        out["n_star_fit_tokens"] = n_star_laws(front_tok, by="B_p", x="tokens", window=window)
+        out["frontier_tokens"] = _with_law_points(front_tok, "B_p", "tokens", window)
         clock.lap("tokens")
 
     params = dict(metric=metric, method=method, bin_width=bin_width, ema_alpha=ema_alpha, min_compute=min_compute,

@@ -110,6 +110,11 @@ def register(sub) -> None:
     p.add_argument("--curves", required=True, help="the table written by `isocompute collect-variants`")
     p.add_argument("--out", required=True, help="figure folder (replaced atomically)")
 
+    p = add_stage_parser(sub, "figure-index", cmd_figure_index,
+                         "Render the figure index (docs/figures.md) as an HTML page for the report.", params=False)
+    p.add_argument("doc", help="docs/figures.md")
+    p.add_argument("--out", required=True, help="HTML file")
+
     register_analyze(sub)
     register_replay(sub)
 
@@ -341,4 +346,12 @@ def cmd_replay_adaptive(args) -> int:
     print(f"frontier reward at C_max, adaptive - full: {res['reward_diff']:+.4f}")
     table = runs.assign(share=runs["spent"] / runs["full_compute"])[["B_p", "n", "share", "stopped_at", "reason"]]
     print(table.to_string(index=False, formatters={"share": "{:.1%}".format, "stopped_at": "{:.4g}".format}))
+    return 0
+
+
+def cmd_figure_index(args) -> int:
+    from isocompute.analysis.figure_index import markdown_html
+
+    atomic.write_text(args.out, markdown_html(Path(args.doc).read_text()))
+    log.info("figure index %s -> %s", args.doc, args.out)
     return 0

@@ -66,6 +66,7 @@ def make_sampler(cfg: dict, model_path: str, *, engine_seed: int | None = None):
 def cmd_difficulty(args) -> int:
     """One part of the pool's avg@16 sampling (a difficulty_chunk job): its whole chunks' counts."""
     from isocompute.data.difficulty import chunk_range, chunk_seed, sample_counts
+    from isocompute.data.splits import needs_k_samples
     from isocompute.data.schema import read_problems
     from isocompute.model.io import render_prompts
     from isocompute.sampling import SamplingParams
@@ -86,7 +87,8 @@ def cmd_difficulty(args) -> int:
             pool, sampler, lambda prompts: render_prompts(sampler.tokenizer, prompts),
             samples=cfg["difficulty"]["samples"], extra_samples_k=cfg["difficulty"]["extremely_hard_samples"],
             params=SamplingParams.from_config(cfg), seed=cfg["seed"], chunk_size=chunk_size,
-            chunk_dir=out.with_name(f".{out.stem}.chunks"), chunks=chunks, progress_factory=progress)
+            chunk_dir=out.with_name(f".{out.stem}.chunks"), chunks=chunks, progress_factory=progress,
+            k_for_all=needs_k_samples(cfg))
     if counts is None:  # more parts than chunks: this one has none
         import pandas as pd
 

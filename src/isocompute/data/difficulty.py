@@ -50,9 +50,10 @@ def chunk_seed(seed: int, chunk: int) -> int:
 
 def sample_counts(pool: pd.DataFrame, sampler, render, *, samples: int, extra_samples_k: int,
                   params: SamplingParams, seed: int, chunk_size: int, chunk_dir: Path, chunks: range | None = None,
-                  progress_factory=None) -> pd.DataFrame:
+                  progress_factory=None, k_for_all: bool = False) -> pd.DataFrame:
     """Per-problem correct counts over `samples` draws for the problems of `chunks` (all by
-    default); problems with none correct get draws up to `extra_samples_k` in total (Extremely Hard)."""
+    default); problems with none correct get draws up to `extra_samples_k` in total (Extremely Hard),
+    or every problem does with `k_for_all` (mixture components defined over K samples)."""
     chunk_dir.mkdir(parents=True, exist_ok=True)
     truths = list(ground_truths(pool))
     ids = list(problem_ids(pool))
@@ -76,14 +77,14 @@ def sample_counts(pool: pd.DataFrame, sampler, render, *, samples: int, extra_sa
                                 progress=bar)
         correct_k = correct.copy()
         extra = extra_samples_k - samples
-        zero = np.flatnonzero(correct == 0)
+        zero = np.arange(len(correct)) if k_for_all else np.flatnonzero(correct == 0)
         if extra > 0 and len(zero):
             more = count_correct(sampler, [prompts[i] for i in zero], [truths[lo + i] for i in zero],
                                  extra, params, seed=chunk_seed(seed, c) + 50021)
             correct_k[zero] += more
         part = pd.DataFrame({
             "problem_id": ids[lo:hi], "samples": samples, "correct": correct,
-            "samples_k": np.where(correct == 0, max(samples, extra_samples_k), samples),
+            "samples_k": np.where((correct == 0) | k_for_all, max(samples, extra_samples_k), samples),
             "correct_k": correct_k,
         })
         write_parquet(path, part)

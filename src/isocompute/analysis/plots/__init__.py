@@ -86,4 +86,7 @@ def plot_all(results: dict, fig_dir, *, formats=FORMATS) -> list[Path]:
         tok_points = points if "tokens" in points else evals
         paths += plot_frontiers_grid(tok_points, results["fits_tokens"], results["frontier_tokens"],
                                      fig_dir / "appendix_tokens_frontier", x="tokens", **curves)
+    if len(results.get("n_star_fit_tokens", [])) and "log2_n_star_avg" in results["frontier_tokens"]:
+        paths += plot_n_star_laws(results["frontier_tokens"], results["n_star_fit_tokens"],
+                                  fig_dir / "appendix_n_star_laws_tokens", x="tokens", formats=formats)
     return paths
