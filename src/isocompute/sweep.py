@@ -4,8 +4,8 @@ file one rung's decision writes and the next rung reads.
 
 Pure, and light to import (rules/common.smk reads it at every parse): the
 pruning rule itself is `analysis.adaptive.decide`, run by `isocompute
-adaptive-decide` (rules/sweep.smk); `rung_budgets` is imported from there only
-when a sweep is adaptive. A cell's recipe is its full run's at every rung
+adaptive-decide` (rules/sweep.smk); `rung_budgets` comes from the light
+`analysis.schedule` (no pandas or scipy at parse time). A cell's recipe is its full run's at every rung
 (`train.recipe`), so its rungs are prefixes of one run, resumed, never retrained.
 """
 
@@ -25,7 +25,7 @@ def is_adaptive(cfg: dict) -> bool:
 
 def rung_computes(cfg: dict, c_max: float) -> list[float]:
     """The compute of each rung, the last at `c_max` (sweep.eta, sweep.rungs)."""
-    from isocompute.analysis.adaptive import rung_budgets
+    from isocompute.analysis.schedule import rung_budgets
 
     return rung_budgets(float(c_max), cfg["sweep"]["eta"], cfg["sweep"]["rungs"])
 

@@ -23,6 +23,7 @@ from scipy.special import expit
 
 from isocompute.analysis.fits import USABLE, sigmoid_reward
 from isocompute.analysis.fits_noise import NOISE_FIT_GRID
+from isocompute.analysis.schedule import rung_budgets  # noqa: F401 (light home; re-exported)
 from isocompute.analysis.tables import check_evals, se_column
 from isocompute.config import schema_defaults
 
@@ -54,18 +55,6 @@ def rule_params(params: dict | None = None) -> dict:
     if out["frontier"] not in ("fixed_B_p", "joint"):
         raise ValueError(f"frontier must be 'fixed_B_p' or 'joint', got {out['frontier']!r}")
     return out
-
-
-def rung_budgets(c_max: float, eta: float, rungs: int) -> list[float]:
-    """Compute of each rung: c_max / eta^(rungs - 1), ..., c_max / eta, c_max (`rungs` values)."""
-    if not c_max > 0:
-        raise ValueError(f"c_max must be > 0, got {c_max!r}")
-    if not eta > 1:
-        raise ValueError(f"eta must be > 1, got {eta!r}")
-    if int(rungs) < 1:
-        raise ValueError(f"rungs must be >= 1, got {rungs!r}")
-    rungs = int(rungs)
-    return [float(c_max) / float(eta) ** (rungs - 1 - r) for r in range(rungs)]
 
 
 def _points(cell: pd.DataFrame, metric: str) -> dict:

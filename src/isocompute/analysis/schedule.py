@@ -55,3 +55,15 @@ def compute_schedule_steps(B: int, M_max: int, points: int, *, min_compute: floa
         if 1 <= step <= M_max:
             steps.add(step)
     return tuple(sorted(steps))
+
+
+def rung_budgets(c_max: float, eta: float, rungs: int) -> list[float]:
+    """Compute of each rung: c_max / eta^(rungs - 1), ..., c_max / eta, c_max (`rungs` values)."""
+    if not c_max > 0:
+        raise ValueError(f"c_max must be > 0, got {c_max!r}")
+    if not eta > 1:
+        raise ValueError(f"eta must be > 1, got {eta!r}")
+    if int(rungs) < 1:
+        raise ValueError(f"rungs must be >= 1, got {rungs!r}")
+    rungs = int(rungs)
+    return [float(c_max) / float(eta) ** (rungs - 1 - r) for r in range(rungs)]
