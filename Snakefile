@@ -17,6 +17,7 @@ if not workflow.overwrite_configfiles:
 # Validates the config against the schema (filling defaults) before any job.
 include: "rules/common.smk"
 include: "rules/common_variants.smk"
+include: "rules/common_compare.smk"
 
 
 report: "workflow/report/workflow.rst"
@@ -29,6 +30,7 @@ include: "rules/evaluate.smk"
 include: "rules/analyze.smk"
 include: "rules/figures.smk"
 include: "rules/variants.smk"
+include: "rules/compare.smk"
 
 
 rule all:

@@ -73,6 +73,8 @@ def all_split_files():
 
 
 def data_targets():
+    if config["compare"] and not CELLS and not VARIANT_CELLS:
+        return []  # a config that only compares finished experiments builds no data
     return all_split_files() + [f"{LAYOUT.fig_difficulty_stem}.png"]
 
 
@@ -82,6 +84,7 @@ def all_targets():
         + train_targets()
         + analysis_targets()
         + variant_targets()
+        + compare_targets()
         + [LAYOUT.figure_index]
     )
 

@@ -46,8 +46,8 @@ def test_csv_end_to_end_with_figures(tmp_path, csv):
     out = tmp_path / "analysis"
     assert main(["analyze", str(csv), "--out", str(out), "--bootstrap", "8", "--grid-points", "30"]) == 0
     for name in ("records.csv", "fits.csv", "frontier.csv", "n_star_fit.csv", "extrapolation.csv",
-                 "frontier_fixed_batch.csv", "frontier_joint.csv", "optima.csv", "sensitivity.csv",
-                 "params.json", "frontier_tokens.csv", "n_star_fit_tokens.csv"):
+                 "frontier_fixed_batch.csv", "frontier_joint.csv", "optima.csv", "frontier_metrics.csv",
+                 "sensitivity.csv", "params.json", "frontier_tokens.csv", "n_star_fit_tokens.csv"):
         assert (out / name).is_file(), name
     fits = pd.read_csv(out / "fits.csv")
     assert fits.columns[:9].tolist() == ["B_p", "n", "R0", "A", "B", "C_mid", "sse", "n_points", "status"]
@@ -68,7 +68,7 @@ def test_csv_end_to_end_with_figures(tmp_path, csv):
     figures = {p.name for p in (out / "figures").iterdir()}
     for stem in ("fig5_record_points", "fig6_frontier", "fig7_n_star", "fig8_metric_optima", "fig9_fixed_batch",
                  "fig10_sensitivity", "appendix_frontiers_fixed_bp", "appendix_tokens_frontier",
-                 "appendix_n_star_laws_tokens"):
+                 "appendix_n_star_laws_tokens", "appendix_best_worst_frontiers"):
         assert {f"{stem}.png", f"{stem}.pdf"} <= figures, stem
     assert _leftovers(tmp_path) == []
 

@@ -5,7 +5,8 @@ import pandas as pd
 import pytest
 
 from isocompute.analysis.studies import (common_compute, extrapolation_check, interference_histograms,
-                                         metric_optima, sensitivity, value_at_compute)
+                                         metric_fits, metric_frontiers, metric_optima, sensitivity,
+                                         value_at_compute)
 from isocompute.analysis.synthetic import synthetic_evals, synthetic_params
 
 
@@ -40,6 +41,24 @@ def test_metric_optima_at_largest_common_compute():
     # worst@4: n=1 max 0.2 vs n=2 max 0.3
     assert b2.loc["worst@4", "n_opt"] == 2 and b2.loc["worst@4", "compute"] == 8
     assert metric_optima(_evals().drop(columns="worst@4"), method="paper")["metric"].unique().tolist() == ["best@4"]
+
+
+def test_best_and_worst_frontiers_reuse_the_optima_fits(tmp_path):
+    """Fig. 20's tables: the frontier of best@4 and of worst@4 per B_p, from the same fits as Fig. 8's optima."""
+    from isocompute.analysis.plots import plot_metric_frontiers
+
+    evals = synthetic_evals(B_ps=(8,), ns=(4, 16, 64), points=12, noise=0.01, seed=2).assign(problems=300, samples=4)
+    fits = metric_fits(evals)
+    assert sorted(fits) == ["best@4", "worst@4"]
+    assert metric_optima(evals, fits=fits).equals(metric_optima(evals))
+    fronts = metric_frontiers(fits, grid_points=20)
+    assert fronts.columns.tolist() == ["metric", "B_p", "compute", "n_star", "reward"]
+    assert fronts.groupby("metric").size().to_dict() == {"best@4": 20, "worst@4": 20}
+    best, worst = (fronts[fronts["metric"] == m].set_index("compute")["reward"] for m in ("best@4", "worst@4"))
+    assert (best > worst).all() and set(fronts["n_star"].dropna()) <= {4, 16, 64}
+    assert metric_frontiers({}).empty
+    paths = plot_metric_frontiers(fronts, tmp_path / "appendix_best_worst_frontiers")
+    assert [p.name for p in paths] == ["appendix_best_worst_frontiers.png", "appendix_best_worst_frontiers.pdf"]
 
 
 def test_sensitivity_ranges():

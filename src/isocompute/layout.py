@@ -15,6 +15,7 @@
       analysis/{split}/{evals,train_pass_rates}.parquet, tables/, figures/
       variants/{variant}/runs/{split}/bp{B_p}_n{n}/       one run of a recipe variant (RunFiles below)
       variants/grid_check.json, curves.parquet, figures/  the variants' cells checked, their curves, Figs. 3, 4, ...
+      compare/{name}.{png,pdf}                            studies side by side (config `compare`: Figs. 12, 13)
       logs/..., benchmarks/...                            one per rule and job
 
 rules/common.smk, the CLI and both backends build paths only through this
@@ -249,6 +250,11 @@ class StudyLayout:
 
     def analysis_figures(self, split) -> str:
         return f"{self.analysis_dir(split)}/figures"
+
+    # --- studies side by side (config `compare`) -----------------------------------
+    def compare_stem(self, name) -> str:
+        """The figure of comparison `name`, without its extension (.png, .pdf)."""
+        return f"{self.results}/compare/{name}"
 
     # --- logs and benchmarks, one per rule (and job) ------------------------------
     def log(self, name: str) -> str:

@@ -23,7 +23,8 @@ from isocompute.analysis.fits_noise import (add_standard_errors, noise_fit_grid,
 from isocompute.analysis.frontier import default_extrapolate, frontier_fixed_batch, frontier_fixed_bp, frontier_joint
 from isocompute.analysis.nstar import law_points, n_star_laws
 from isocompute.analysis.records import record_points_by_run
-from isocompute.analysis.studies import extrapolation_check, interference_histograms, metric_optima, sensitivity
+from isocompute.analysis.studies import (extrapolation_check, interference_histograms, metric_fits, metric_frontiers,
+                                         metric_optima, sensitivity)
 from isocompute.analysis.tables import check_evals, check_train, se_column
 from isocompute.atomic import atomic_dir
 from isocompute.config import schema_defaults
@@ -43,6 +44,7 @@ TABLE_FILES = {
     "frontier_joint": "frontier_joint.csv",
     "n_star_fit_joint": "n_star_fit_joint.csv",
     "optima": "optima.csv",
+    "frontier_metrics": "frontier_metrics.csv",
     "sensitivity": "sensitivity.csv",
     "interference": "interference.csv",
     "fits_tokens": "fits_tokens.csv",
@@ -108,6 +110,7 @@ def run_analysis(evals: pd.DataFrame, *, metric: str = "avg@4", method: str = DE
     (Q1, per B_p, with bootstrap bands), n_star_fit (law per B_p with
     bootstrap intervals), frontier_fixed_batch / n_star_fit_fixed_batch (Q2,
     x = steps M), frontier_joint / n_star_fit_joint (Q3), optima,
+    frontier_metrics (the frontier of each optima metric, per B_p),
     sensitivity, extrapolation, interference (with `train`), fits_tokens /
     frontier_tokens / n_star_fit_tokens (with a `tokens` column; runs missing a tokens value are
     left out of these, with a warning), base (noise method: the pooled R0 and
@@ -193,7 +196,11 @@ def run_analysis(evals: pd.DataFrame, *, metric: str = "avg@4", method: str = DE
     out["n_star_fit_fixed_batch"] = laws_q2
     out["n_star_fit_joint"] = laws_q3
 
-    out["optima"] = metric_optima(evals, optima_metrics, method=method, fit_grid=fit_grid, min_compute=min_compute)
+    # best@4 and worst@4 by the same method: their optima (Fig. 8) and frontiers (Fig. 20).
+    by_metric = metric_fits(evals, optima_metrics, method=method, fit_grid=fit_grid, min_compute=min_compute,
+                            **opts)
+    out["optima"] = metric_optima(evals, optima_metrics, method=method, fits=by_metric)
+    out["frontier_metrics"] = metric_frontiers(by_metric, grid_points=grid_points, extrapolate=extrapolate)
     out["sensitivity"] = sensitivity(evals, metric, method=method, fits=fits if method == "noise" else None)
     out["extrapolation"] = extrapolation_check(evals, metric, fraction=extrapolate_fraction, fits=fits, R0=R0,
                                                **fit_kw)

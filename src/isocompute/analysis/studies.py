@@ -15,7 +15,7 @@ import pandas as pd
 
 from isocompute.analysis.fits import FitGrid, check_method, fit_curves, predict
 from isocompute.analysis.fits_noise import add_standard_errors
-from isocompute.analysis.frontier import frontier
+from isocompute.analysis.frontier import frontier, frontier_fixed_bp
 from isocompute.analysis.records import running_frontier
 
 
@@ -65,18 +65,45 @@ def _values_at(group: pd.DataFrame, by: str, metric: str, C: float, how: str, fi
     return pd.Series(values.to_numpy(), index=values.index.get_level_values(by)).sort_index().dropna()
 
 
+def metric_fits(evals: pd.DataFrame, metrics=("best@4", "worst@4"), *, method: str = "noise",
+                fit_grid: FitGrid | None = None, min_compute: float | None = None, **paper_kw) -> dict:
+    """Each metric's fitted curves by the analysis's method (noise: `fitted_curves`;
+    paper: fits to its record points, `paper_kw` bin_width, ema_alpha). Metrics
+    missing from `evals` are skipped."""
+    check_method(method)
+    if method == "noise":
+        return {m: fitted_curves(evals, m, grid=fit_grid, min_compute=min_compute)
+                for m in metrics if m in evals.columns}
+    return {m: fit_curves(evals, m, method=method, grid=fit_grid, min_compute=min_compute, **paper_kw)
+            for m in metrics if m in evals.columns}
+
+
+def metric_frontiers(fits: dict, *, grid_points: int = 100, extrapolate: bool = True) -> pd.DataFrame:
+    """The frontier over n per B_p of each metric's fits (`metric_fits`): the
+    best@4 and worst@4 frontiers (paper appendix, Fig. 20 on Extremely Hard).
+    Columns metric, B_p, compute, n_star, reward."""
+    parts = [frontier_fixed_bp(f, grid_points=grid_points, min_runs=2, extrapolate=extrapolate)
+             .assign(metric=m) for m, f in fits.items()]
+    cols = ["metric", "B_p", "compute", "n_star", "reward"]
+    parts = [p[cols] for p in parts if len(p)]
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=cols)
+
+
 def metric_optima(evals: pd.DataFrame, metrics=("best@4", "worst@4"), *, how: str = "running_max",
                   method: str = "noise", fit_grid: FitGrid | None = None,
-                  min_compute: float | None = None) -> pd.DataFrame:
+                  min_compute: float | None = None, fits: dict | None = None) -> pd.DataFrame:
     """For each B_p and metric, the n maximising the metric at the largest
     compute common to all n of that B_p. Columns B_p, metric, compute, n_opt,
     value, n_runs. Metrics missing from `evals` are skipped.
 
-    method 'noise': the value of each run's fitted curve of that metric;
-    'paper': the raw points' running maximum (`how`)."""
+    method 'noise': the value of each run's fitted curve of that metric
+    (`fits`, from `metric_fits`, fitted here when None); 'paper': the raw
+    points' running maximum (`how`)."""
     check_method(method)
-    fits = {m: fitted_curves(evals, m, grid=fit_grid, min_compute=min_compute)
-            for m in metrics if method == "noise" and m in evals.columns}
+    if method != "noise":
+        fits = {}
+    elif fits is None:
+        fits = metric_fits(evals, metrics, fit_grid=fit_grid, min_compute=min_compute)
     rows = []
     for B_p, group in evals.groupby("B_p", sort=True):
         C = common_compute(group)

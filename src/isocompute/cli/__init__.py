@@ -1,7 +1,7 @@
 """The `isocompute` command: one subcommand per Snakemake rule, plus tools that
 work outside Snakemake (`analyze`, `plan`, `verl-command`, `verl-merge`).
 
-The modules mirror the rule files: data, train, evaluate, sweep, analysis, cluster.
+The modules mirror the rule files: data, train, evaluate, sweep, analysis, compare, cluster.
 Each exposes `register(subparsers)`. Stage subcommands take the config sections
 they read as `--params JSON` and their files as named options; tools take a
 config or table path. User-caused errors (ConfigError, InputError) exit with
@@ -16,7 +16,7 @@ import sys
 
 from isocompute.errors import ConfigError, InputError
 
-SUBCOMMAND_MODULES = ["data", "train", "evaluate", "sweep", "analysis", "cluster"]
+SUBCOMMAND_MODULES = ["data", "train", "evaluate", "sweep", "analysis", "compare", "cluster"]
 
 
 def build_parser() -> argparse.ArgumentParser:

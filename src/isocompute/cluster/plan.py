@@ -178,6 +178,11 @@ def format_plan(cfg: dict, adaptive: dict | None = None) -> str:
     lines = [f"experiment {cfg['experiment']}: {len(costs)} training runs "
              f"(backend {t['backend']}, {job['gpus']} GPUs per run, validated {when} "
              f"on {thr['val_problems'] or cfg['splits']['val_size']} problems x {cfg['eval']['samples']} samples)"]
+    if costs.empty and cfg.get("compare"):
+        names = ", ".join(sorted(cfg["compare"]))
+        lines.append(f"compare only ({names}): draws finished experiments' analyses, trains nothing: "
+                     "0 GPU-hours")
+        return "\n".join(lines)
     if costs.empty:
         lines.append("no grid: the config trains nothing (add grid.<split> entries or variants)")
         return "\n".join(lines)

@@ -16,13 +16,14 @@ import pandas as pd
 
 from isocompute.analysis.plots.frontier import plot_frontier, plot_frontiers_grid, plot_record_points
 from isocompute.analysis.plots.laws import plot_fixed_batch, plot_joint, plot_n_star_law, plot_n_star_laws
-from isocompute.analysis.plots.studies import plot_interference, plot_metric_optima, plot_sensitivity
+from isocompute.analysis.plots.studies import (plot_interference, plot_metric_frontiers, plot_metric_optima,
+                                               plot_sensitivity)
 from isocompute.analysis.plots.style import FORMATS
 from isocompute.analysis.records import RECORD_Z
 from isocompute.analysis.tables import se_column
 
 __all__ = ["FORMATS", "plot_all", "plot_fixed_batch", "plot_frontier", "plot_frontiers_grid", "plot_interference",
-           "plot_joint", "plot_metric_optima", "plot_n_star_law", "plot_n_star_laws", "plot_record_points",
+           "plot_joint", "plot_metric_frontiers", "plot_metric_optima", "plot_n_star_law", "plot_n_star_laws", "plot_record_points",
            "plot_sensitivity"]
 
 
@@ -71,6 +72,9 @@ def plot_all(results: dict, fig_dir, *, formats=FORMATS) -> list[Path]:
         paths += plot_frontiers_grid(points, fits, front, fig_dir / "appendix_frontiers_fixed_bp", **curves)
     if len(results.get("optima", [])):
         paths += plot_metric_optima(results["optima"], fig_dir / "fig8_metric_optima", formats=formats)
+    if len(results.get("frontier_metrics", [])):   # Fig. 20 on Extremely Hard
+        paths += plot_metric_frontiers(results["frontier_metrics"], fig_dir / "appendix_best_worst_frontiers",
+                                       formats=formats)
     if len(results.get("frontier_fixed_batch", [])):
         paths += plot_fixed_batch(results["frontier_fixed_batch"], results["n_star_fit_fixed_batch"],
                                   fig_dir / "fig9_fixed_batch", formats=formats)

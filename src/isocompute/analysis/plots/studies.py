@@ -1,6 +1,6 @@
 """Figures of the secondary studies: metric-specific optimal n (paper Fig. 8),
-sensitivity to n vs B_p (Fig. 10) and training pass@1 histograms at matched
-compute (Fig. 11).
+sensitivity to n vs B_p (Fig. 10), training pass@1 histograms at matched
+compute (Fig. 11) and the best@4 and worst@4 frontiers (appendix, Fig. 20).
 """
 
 from __future__ import annotations
@@ -10,8 +10,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import seaborn as sns
+from matplotlib.lines import Line2D
 
-from isocompute.analysis.plots.style import BP, FORMATS, _n_palette, _panels, _pow2_y, _save, _styled, _subplots
+from isocompute.analysis.plots.style import (BP, FORMATS, _log2_x, _n_palette, _panels, _pow2_y, _save, _styled,
+                                             _subplots)
 
 
 @_styled
@@ -65,4 +67,32 @@ def plot_interference(hist: pd.DataFrame, path_stem, *, ns=None, formats=FORMATS
         ax.set_ylabel("fraction of problems")
         ax.set_title(f"{BP} = {B_p}, C = {h['compute'].iloc[0]:.3g}")
         ax.legend(fontsize=7, loc="upper right")
+    return _save(fig, path_stem, formats)
+
+
+# ------------------------------------------------------------------ Fig 20 (appendix)
+
+@_styled
+def plot_metric_frontiers(fronts: pd.DataFrame, path_stem, *, formats=FORMATS) -> list[Path]:
+    """Appendix (Fig. 20 on Extremely Hard): the frontier of best@4 and of worst@4,
+    one panel each, a line per B_p with its points coloured by n*."""
+    metrics = list(dict.fromkeys(fronts["metric"]))
+    fig, axes = _subplots(1, max(len(metrics), 1), panel=(4.0, 2.9), wgap=0.75)
+    palette = _n_palette(fronts["n_star"].dropna())
+    styles = ("-", "--", ":", "-.")
+    for ax, metric in zip(axes[0], metrics):
+        f = fronts[fronts["metric"] == metric]
+        for i, (B_p, g) in enumerate(f.groupby("B_p", sort=True)):
+            ax.plot(g["compute"], g["reward"], styles[i % len(styles)], color="0.3", lw=1.0,
+                    label=f"{BP} = {B_p}")
+            good = g["n_star"].notna()
+            ax.scatter(g.loc[good, "compute"], g.loc[good, "reward"], s=10, zorder=3, edgecolors="black",
+                       linewidths=0.3, c=[palette[int(n)] for n in g.loc[good, "n_star"]])
+        _log2_x(ax)
+        ax.set_ylabel(f"Validation reward ({metric})")
+        ax.set_title(f"{metric} frontier (colour: n*)")
+    handles = [Line2D([], [], color=c, marker="o", lw=0, markeredgecolor="black", markersize=4, label=f"n*={n}")
+               for n, c in palette.items()]
+    axes[0, 0].legend(handles=handles + axes[0, 0].get_legend_handles_labels()[0], fontsize=6, ncols=2,
+                      loc="lower right")
     return _save(fig, path_stem, formats)
