@@ -15,7 +15,8 @@ from pathlib import Path
 import pandas as pd
 
 from isocompute.analysis.plots.frontier import plot_frontier, plot_frontiers_grid, plot_record_points
-from isocompute.analysis.plots.laws import plot_fixed_batch, plot_joint, plot_n_star_law, plot_n_star_laws
+from isocompute.analysis.plots.laws import (plot_fixed_batch, plot_joint, plot_n_star_law, plot_n_star_law_grid,
+                                            plot_n_star_laws)
 from isocompute.analysis.plots.studies import (plot_interference, plot_metric_frontiers, plot_metric_optima,
                                                plot_sensitivity)
 from isocompute.analysis.plots.style import FORMATS
@@ -23,7 +24,8 @@ from isocompute.analysis.records import RECORD_Z
 from isocompute.analysis.tables import se_column
 
 __all__ = ["FORMATS", "plot_all", "plot_fixed_batch", "plot_frontier", "plot_frontiers_grid", "plot_interference",
-           "plot_joint", "plot_metric_frontiers", "plot_metric_optima", "plot_n_star_law", "plot_n_star_laws", "plot_record_points",
+           "plot_joint", "plot_metric_frontiers", "plot_metric_optima", "plot_n_star_law", "plot_n_star_law_grid",
+           "plot_n_star_laws", "plot_record_points",
            "plot_sensitivity"]
 
 
@@ -69,6 +71,8 @@ def plot_all(results: dict, fig_dir, *, formats=FORMATS) -> list[Path]:
         paths += plot_frontier(evals, fits, front, B_p, fig_dir / "fig6_frontier", **curves)
         paths += plot_n_star_law(front, results["n_star_fit"], fig_dir / "fig7_n_star", key=B_p, formats=formats)
         paths += plot_n_star_laws(front, results["n_star_fit"], fig_dir / "appendix_n_star_laws", formats=formats)
+        paths += plot_n_star_law_grid(front, results["n_star_fit"], fig_dir / "appendix_n_star_fixed_bp",
+                                      formats=formats)
         paths += plot_frontiers_grid(points, fits, front, fig_dir / "appendix_frontiers_fixed_bp", **curves)
     if len(results.get("optima", [])):
         paths += plot_metric_optima(results["optima"], fig_dir / "fig8_metric_optima", formats=formats)

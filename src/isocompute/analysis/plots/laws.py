@@ -57,6 +57,26 @@ def plot_n_star_law(frontier: pd.DataFrame, laws: pd.DataFrame, path_stem, *, by
 
 
 @_styled
+def plot_n_star_law_grid(frontier: pd.DataFrame, laws: pd.DataFrame, path_stem, *, by: str = "B_p",
+                         x: str = "compute", formats=FORMATS) -> list[Path]:
+    """Appendix: Fig. 7 for every group, one panel each (shared n* axis), with
+    the bootstrap band of the running average and the law's interval of U."""
+    keys = sorted(frontier[by].unique())
+    fig, axes = _subplots(1, max(len(keys), 1), panel=(3.6, 2.9), right=1.0, sharey=True)
+    sc = None
+    for ax, key in zip(axes[0], keys):
+        f, law = frontier[frontier[by] == key], laws[laws[by] == key]
+        pts = f.assign(log10_x=np.log10(f[x].to_numpy(dtype=float)))
+        if "log2_n_star_avg" not in pts.columns:
+            pts = law_points(f, x=x)
+        sc = _draw_law(ax, pts, law.iloc[0].to_dict() if len(law) else None, x)
+        ax.set_title(f"{BP if by == 'B_p' else by} = {key}")
+    if sc is not None:
+        fig.colorbar(sc, ax=list(axes[0]), label="frontier reward", fraction=0.03, pad=0.01)
+    return _save(fig, path_stem, formats)
+
+
+@_styled
 def plot_n_star_laws(frontier: pd.DataFrame, laws: pd.DataFrame, path_stem, *, by: str = "B_p",
                      x: str = "compute", formats=FORMATS) -> list[Path]:
     """Appendix: the n* laws of every group in one panel (colour: group)."""
