@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from isocompute.analysis.bootstrap import bootstrap_fits, bootstrap_intervals
+from isocompute.analysis.bootstrap import bootstrap_fits, bootstrap_intervals, bootstrap_laws
 from isocompute.analysis.fits import FitGrid, check_method, fit_curves
 from isocompute.analysis.fits_noise import (add_standard_errors, noise_fit_grid, pooled_base, residual_se,
                                             run_groups)
@@ -37,6 +37,8 @@ TABLE_FILES = {
     "fits": "fits.csv",
     "frontier": "frontier.csv",
     "n_star_fit": "n_star_fit.csv",
+    "n_star_fit_draws": "n_star_fit_draws.csv",
+    "bootstrap_fits": "bootstrap_fits.csv",
     "extrapolation": "extrapolation.csv",
     "frontier_fixed_batch": "frontier_fixed_batch.csv",
     "n_star_fit_fixed_batch": "n_star_fit_fixed_batch.csv",
@@ -107,7 +109,9 @@ def run_analysis(evals: pd.DataFrame, *, metric: str = "avg@4", method: str = DE
     (Q1, per B_p, with bootstrap bands), n_star_fit (law per B_p with
     bootstrap intervals), frontier_fixed_batch / n_star_fit_fixed_batch (Q2,
     x = steps M), frontier_joint / n_star_fit_joint (Q3), optima,
-    sensitivity, extrapolation, interference (with `train`), fits_tokens /
+    sensitivity, extrapolation, interference (with `train`), bootstrap_fits and
+    n_star_fit_draws (with `n_boot`: every replicate's cell fits and Q1 law),
+    fits_tokens /
     frontier_tokens (with a `tokens` column; runs missing a tokens value are
     left out of these, with a warning), base (noise method: the pooled R0 and
     the evaluations' standard errors), params and timings. Raises InputError
@@ -177,8 +181,10 @@ def run_analysis(evals: pd.DataFrame, *, metric: str = "avg@4", method: str = DE
                               **fit_kw)
         clock.lap("bootstrap fits")
         common = dict(grid_points=grid_points, window=window, ci=ci, extrapolate=extrapolate)
+        # The replicate fits and Q1's replicate laws are kept: `recommend` predicts from them at any C.
+        out["bootstrap_fits"] = boot.astype({c: np.float64 for c in boot.select_dtypes("float32")})
         if "fixed_B_p" in bootstrap_studies:
-            laws, q1 = bootstrap_intervals(boot, fits, laws, q1, by="B_p", **common)
+            laws, q1, out["n_star_fit_draws"] = bootstrap_laws(boot, fits, laws, q1, by="B_p", **common)
         if "fixed_batch" in bootstrap_studies:
             laws_q2, q2 = bootstrap_intervals(boot, fits, laws_q2, q2, by="B", scale_by_batch=True, **common)
         if "joint" in bootstrap_studies:

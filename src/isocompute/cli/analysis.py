@@ -42,7 +42,9 @@ U, k, c0 with _lo/_hi intervals), extrapolation.csv, frontier_fixed_batch.csv
 and n_star_fit_fixed_batch.csv (Q2, x = steps M), frontier_joint.csv and
 n_star_fit_joint.csv (Q3), optima.csv, sensitivity.csv, interference.csv
 (with --train-table), fits_tokens.csv and frontier_tokens.csv (with a tokens
-column), params.json, timings.csv, and figures/ (PNG + PDF).
+column), with a bootstrap bootstrap_fits.csv (every replicate's fit of every
+cell) and n_star_fit_draws.csv (every replicate's law per B_p), params.json,
+timings.csv, and figures/ (PNG + PDF).
 
 Malformed input (missing column, NaN, negative compute, duplicate
 (B_p, n, step), unreadable file) stops with one line and exit status 2,
