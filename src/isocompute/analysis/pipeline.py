@@ -22,6 +22,7 @@ from isocompute.analysis.fits_noise import (add_standard_errors, noise_fit_grid,
                                             run_groups)
 from isocompute.analysis.frontier import default_extrapolate, frontier_fixed_batch, frontier_fixed_bp, frontier_joint
 from isocompute.analysis.nstar import law_points, n_star_laws
+from isocompute.analysis.recommend import recommendation_table
 from isocompute.analysis.records import record_points_by_run
 from isocompute.analysis.studies import extrapolation_check, interference_histograms, metric_optima, sensitivity
 from isocompute.analysis.tables import check_evals, check_train, se_column
@@ -39,6 +40,7 @@ TABLE_FILES = {
     "n_star_fit": "n_star_fit.csv",
     "n_star_fit_draws": "n_star_fit_draws.csv",
     "bootstrap_fits": "bootstrap_fits.csv",
+    "recommendations": "recommendations.csv",
     "extrapolation": "extrapolation.csv",
     "frontier_fixed_batch": "frontier_fixed_batch.csv",
     "n_star_fit_fixed_batch": "n_star_fit_fixed_batch.csv",
@@ -102,7 +104,8 @@ def run_analysis(evals: pd.DataFrame, *, metric: str = "avg@4", method: str = DE
                  se_window: int = DEFAULTS["se_window"],
                  bootstrap_unit: str | None = None, pool: str = DEFAULTS["pool"],
                  pool_degree: int = DEFAULTS["pool_degree"],
-                 pool_alpha: float = DEFAULTS["pool_alpha"]) -> dict[str, pd.DataFrame]:
+                 pool_alpha: float = DEFAULTS["pool_alpha"],
+                 max_extrapolation: float = DEFAULTS["max_extrapolation"]) -> dict[str, pd.DataFrame]:
     """Every table of the analysis from one evaluation table.
 
     Returns a dict of DataFrames: evals (checked), records, fits, frontier
@@ -111,7 +114,8 @@ def run_analysis(evals: pd.DataFrame, *, metric: str = "avg@4", method: str = DE
     x = steps M), frontier_joint / n_star_fit_joint (Q3), optima,
     sensitivity, extrapolation, interference (with `train`), bootstrap_fits and
     n_star_fit_draws (with `n_boot`: every replicate's cell fits and Q1 law),
-    fits_tokens /
+    recommendations (module `recommend` at a few budgets over the studied
+    range and one `max_extrapolation` times above it), fits_tokens /
     frontier_tokens (with a `tokens` column; runs missing a tokens value are
     left out of these, with a warning), base (noise method: the pooled R0 and
     the evaluations' standard errors), params and timings. Raises InputError
@@ -196,6 +200,8 @@ def run_analysis(evals: pd.DataFrame, *, metric: str = "avg@4", method: str = DE
     out["n_star_fit"] = laws
     out["n_star_fit_fixed_batch"] = laws_q2
     out["n_star_fit_joint"] = laws_q3
+    out["recommendations"] = recommendation_table(out, extrapolate=extrapolate, ci=ci,
+                                                  max_extrapolation=max_extrapolation)
 
     out["optima"] = metric_optima(evals, optima_metrics, method=method, fit_grid=fit_grid, min_compute=min_compute)
     out["sensitivity"] = sensitivity(evals, metric, method=method, fits=fits if method == "noise" else None)
@@ -217,6 +223,7 @@ def run_analysis(evals: pd.DataFrame, *, metric: str = "avg@4", method: str = DE
                   extrapolate_fraction=extrapolate_fraction, window=window, ci=ci, split=split,
                   hist_bins=hist_bins, bootstrap_studies=list(bootstrap_studies), extrapolate=extrapolate,
                   record_z=record_z, se_window=se_window, bootstrap_unit=bootstrap_unit,
+                  max_extrapolation=max_extrapolation,
                   **{f"fit_{k}": v for k, v in vars(fit_grid).items()})
     out["params"] = pd.DataFrame({"name": list(params), "value": [json.dumps(v) for v in params.values()]})
     out["timings"] = clock.table()

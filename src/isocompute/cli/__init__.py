@@ -16,7 +16,7 @@ import sys
 
 from isocompute.errors import ConfigError, InputError
 
-SUBCOMMAND_MODULES = ["data", "train", "evaluate", "analysis", "cluster"]
+SUBCOMMAND_MODULES = ["data", "train", "evaluate", "analysis", "cluster", "recommend"]
 
 
 def build_parser() -> argparse.ArgumentParser:
