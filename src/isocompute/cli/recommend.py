@@ -196,14 +196,15 @@ def advice_text(a, context: dict) -> str:
     for c in a.candidates:
         gap = ("" if c["best"] or c["gap_lo"] != c["gap_lo"] else
                f"; best - this [{c['gap_lo']:+.3f}, {c['gap_hi']:+.3f}]")
-        mark = "best" if c["best"] else ("within the noise" if c["within"] else "below the best")
+        mark = ("best" if c["best"] else "not the best; no bootstrap to tell the noise" if c["gap_lo"] != c["gap_lo"]
+                else "within the noise" if c["within"] else "below the best")
         lines.append(f"      B_p {c['B_p']:>6}: frontier {_band(c['reward'], c['reward_lo'], c['reward_hi'])}{gap}"
                      f" ({mark})")
     cell = ("" if a.cell_reward != a.cell_reward else
             f"; the fitted curve of (B_p {a.B_p}, n {a.n}) at C: {a.cell_reward:.3f}")
     lines += [
-        f"  n*(C) = {_band(a.n_star, a.n_star_lo, a.n_star_hi, '{:.3g}')}  the fitted n* law of B_p = {a.B_p} at C "
-        f"(interval: its bootstrap replicates' laws at C)",
+        f"  n*(C) = {_band(a.n_star, a.n_star_lo, a.n_star_hi, '{:.3g}')}  the fitted n* law of B_p = {a.B_p} at C"
+        + ("" if a.n_star_lo != a.n_star_lo else " (interval: its bootstrap replicates' laws at C)"),
         f"  n = {a.n:<11}  n* snapped to the nearest n studied at B_p = {a.B_p} "
         f"({', '.join(map(str, a.n_grid))}), in log2",
         f"  M = {r(a.M):<11}  C / (B_p n) = {r(a.budget)} / {r(a.B_p * a.n)}, rounded to whole steps "
