@@ -1,6 +1,7 @@
 # Analysis: a split's scored runs -> study tables -> record points, sigmoid fits,
 # frontiers (fixed B_p, fixed B, joint), the n*(C) law, optima, sensitivity,
-# interference and the extrapolation check (isocompute analyze).
+# interference, the extrapolation check and the allocation advisor's table
+# (isocompute analyze).
 
 
 rule collect:
@@ -24,7 +25,15 @@ rule analyze:
         evals=LAYOUT.analysis_evals("{split}"),
         train=LAYOUT.analysis_train("{split}"),
     output:
-        directory(LAYOUT.analysis_tables("{split}")),
+        # Of the tables, the allocation advisor's table goes into the report
+        # (the constrained wildcard picks that one file).
+        report(
+            directory(LAYOUT.analysis_tables("{split}")),
+            patterns=["{table,recommendations}.csv"],
+            caption="../workflow/report/recommendations.rst",
+            category="Analysis",
+            subcategory="{split}",
+        ),
     log:
         LAYOUT.log("analysis/{split}/analyze"),
     benchmark:

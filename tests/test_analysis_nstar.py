@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from isocompute.analysis.bootstrap import bootstrap_fits, bootstrap_law_intervals
+from isocompute.analysis.bootstrap import bootstrap_fits, bootstrap_law_intervals, bootstrap_laws
 from isocompute.analysis.fits import fit_curves
 from isocompute.analysis.frontier import frontier_fixed_bp
 from isocompute.analysis.nstar import fit_n_star_law, fit_n_star_laws, n_star_laws, n_star_sigmoid, running_average
@@ -82,6 +82,20 @@ def test_bootstrap_intervals_bracket_the_estimate_and_are_reproducible(noisy):
     assert again.equals(out)
     other = bootstrap_law_intervals(bootstrap_fits(evals, n_boot=40, seed=8), fits, laws)
     assert not other.equals(out)
+
+
+def test_bootstrap_laws_keep_the_draws_behind_the_intervals(noisy):
+    evals, fits, laws = noisy
+    boot = bootstrap_fits(evals, n_boot=40, seed=7)
+    out, bands, draws = bootstrap_laws(boot, fits, laws)
+    assert bands is None and out.equals(bootstrap_law_intervals(boot, fits, laws))
+    assert draws.columns.tolist() == ["B_p", "replicate", "L", "U", "k", "c0", "status"]
+    assert draws["replicate"].tolist() == list(range(40)) and (draws["B_p"] == 32).all()
+    good = draws[draws["status"].isin(["ok", "constant"])]
+    row = out.iloc[0]
+    assert len(good) == row["n_boot"]
+    for p in ("L", "U", "k", "c0"):
+        assert (np.percentile(good[p], 2.5), np.percentile(good[p], 97.5)) == pytest.approx((row[f"{p}_lo"], row[f"{p}_hi"]))
 
 
 def test_law_fit_of_an_empty_frontier_is_a_status_not_an_error():

@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 RESULTS_ROOT = "results"
+# The folder of a split's analysis tables, under results/{experiment}/analysis/{split}/.
+ANALYSIS_TABLES = "tables"
 SPLIT_PARTS = ("train", "val")
 
 
@@ -246,7 +248,7 @@ class StudyLayout:
         return f"{self.analysis_dir(split)}/train_pass_rates.parquet"
 
     def analysis_tables(self, split) -> str:
-        return f"{self.analysis_dir(split)}/tables"
+        return f"{self.analysis_dir(split)}/{ANALYSIS_TABLES}"
 
     def analysis_figures(self, split) -> str:
         return f"{self.analysis_dir(split)}/figures"

@@ -22,6 +22,7 @@ from isocompute.analysis.frontier import envelope, study_grid
 from isocompute.analysis.nstar import LAW_PARAMS, LawGrid, fit_n_star_laws, running_average
 
 BOOT_COLUMNS = ["replicate", "B_p", "n", "R0", "A", "B", "C_mid", "status", "compute_min", "compute_max"]
+DRAW_COLUMNS = ["replicate", *LAW_PARAMS, "status"]
 BAND_COLUMNS = ["reward_lo", "reward_hi", "n_star_lo", "n_star_hi", "log2_n_star_avg_lo", "log2_n_star_avg_hi"]
 
 
@@ -149,19 +150,34 @@ def _groups(boot, fits, table, by):
 
 
 def bootstrap_intervals(boot: pd.DataFrame, fits: pd.DataFrame, laws: pd.DataFrame,
-                        frontier: pd.DataFrame | None = None, *, by: str | None = "B_p",
-                        scale_by_batch: bool = False, grid_points: int = 100, window: int = 5, ci: float = 0.95,
-                        extrapolate: bool = True, law_grid: LawGrid = LawGrid()):
+                        frontier: pd.DataFrame | None = None, **kw):
     """Percentile intervals of the law (and of the frontier) from replicate fits.
 
     `fits`/`laws`/`frontier` are the point estimates (`fits` fixes each
-    group's grid, the grid `frontier` was computed on). `by`: 'B_p' (Q1),
-    'B' (Q2, x = steps M with `scale_by_batch`), or None (Q3). Returns
-    (laws plus <param>_lo, <param>_hi and n_boot, the replicates whose law fit
-    succeeded; frontier plus reward_lo/hi, n_star_lo/hi and
-    log2_n_star_avg_lo/hi per grid point, or None without `frontier`).
+    group's grid, the grid `frontier` was computed on). Keywords as
+    `bootstrap_laws`: `by` 'B_p' (Q1), 'B' (Q2, x = steps M with
+    `scale_by_batch`), or None (Q3). Returns (laws plus <param>_lo,
+    <param>_hi and n_boot, the replicates whose law fit succeeded; frontier
+    plus reward_lo/hi, n_star_lo/hi and log2_n_star_avg_lo/hi per grid
+    point, or None without `frontier`).
+    """
+    laws, bands, _ = bootstrap_laws(boot, fits, laws, frontier, **kw)
+    return laws, bands
+
+
+def bootstrap_laws(boot: pd.DataFrame, fits: pd.DataFrame, laws: pd.DataFrame,
+                   frontier: pd.DataFrame | None = None, *, by: str | None = "B_p",
+                   scale_by_batch: bool = False, grid_points: int = 100, window: int = 5, ci: float = 0.95,
+                   extrapolate: bool = True, law_grid: LawGrid = LawGrid()):
+    """`bootstrap_intervals`, plus the law fitted to every replicate: (laws,
+    bands, draws), draws one row per (group, replicate) with columns `by`
+    (absent when None), replicate, L, U, k, c0, status. The intervals are
+    percentiles over the draws with status 'ok' or 'constant'; keeping the
+    draws lets a prediction of the law at any compute (`recommend`) carry
+    their correlation, which the per-parameter intervals lose.
     """
     lo_q, hi_q = 50 * (1 - ci), 50 * (1 + ci)
+    draws = []
     out = laws.copy()
     for name in LAW_PARAMS:
         out[f"{name}_lo"] = np.nan
@@ -183,6 +199,9 @@ def bootstrap_intervals(boot: pd.DataFrame, fits: pd.DataFrame, laws: pd.DataFra
         log2_avg = running_average(np.log2(n_star), window)
         res = fit_n_star_laws(np.log10(grid), log2_avg, grid=law_grid)
         good = np.isin(res["status"], ("ok", "constant"))
+        draws.append(pd.DataFrame({**({} if by is None else {by: key}),
+                                   "replicate": np.sort(g_boot["replicate"].unique()),
+                                   **{name: res[name] for name in LAW_PARAMS}, "status": res["status"]}))
         if bands is not None:
             in_group = np.ones(len(bands), dtype=bool) if by is None else (bands[by] == key).to_numpy()
             if in_group.sum() == grid.size:
@@ -194,7 +213,9 @@ def bootstrap_intervals(boot: pd.DataFrame, fits: pd.DataFrame, laws: pd.DataFra
             out.loc[out.index[i], f"{name}_lo"] = np.percentile(res[name][good], lo_q)
             out.loc[out.index[i], f"{name}_hi"] = np.percentile(res[name][good], hi_q)
         out.loc[out.index[i], "n_boot"] = int(good.sum())
-    return out, bands
+    columns = ([] if by is None else [by]) + DRAW_COLUMNS
+    draws = pd.concat(draws, ignore_index=True)[columns] if draws else pd.DataFrame(columns=columns)
+    return out, bands, draws
 
 
 def _fill_bands(bands, rows, reward, n_star, log2_avg, lo_q, hi_q) -> None:

@@ -16,12 +16,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from isocompute.analysis.bootstrap import bootstrap_fits, bootstrap_intervals
+from isocompute.analysis.bootstrap import bootstrap_fits, bootstrap_intervals, bootstrap_laws
 from isocompute.analysis.fits import FitGrid, check_method, fit_curves
 from isocompute.analysis.fits_noise import (add_standard_errors, noise_fit_grid, pooled_base, residual_se,
                                             run_groups)
 from isocompute.analysis.frontier import default_extrapolate, frontier_fixed_batch, frontier_fixed_bp, frontier_joint
 from isocompute.analysis.nstar import law_points, n_star_laws
+from isocompute.analysis.recommend import recommendation_table
 from isocompute.analysis.records import record_points_by_run
 from isocompute.analysis.studies import (extrapolation_check, interference_histograms, metric_fits, metric_frontiers,
                                          metric_optima, sensitivity)
@@ -38,6 +39,9 @@ TABLE_FILES = {
     "fits": "fits.csv",
     "frontier": "frontier.csv",
     "n_star_fit": "n_star_fit.csv",
+    "n_star_fit_draws": "n_star_fit_draws.csv",
+    "bootstrap_fits": "bootstrap_fits.csv",
+    "recommendations": "recommendations.csv",
     "extrapolation": "extrapolation.csv",
     "frontier_fixed_batch": "frontier_fixed_batch.csv",
     "n_star_fit_fixed_batch": "n_star_fit_fixed_batch.csv",
@@ -103,7 +107,8 @@ def run_analysis(evals: pd.DataFrame, *, metric: str = "avg@4", method: str = DE
                  se_window: int = DEFAULTS["se_window"],
                  bootstrap_unit: str | None = None, pool: str = DEFAULTS["pool"],
                  pool_degree: int = DEFAULTS["pool_degree"],
-                 pool_alpha: float = DEFAULTS["pool_alpha"]) -> dict[str, pd.DataFrame]:
+                 pool_alpha: float = DEFAULTS["pool_alpha"],
+                 max_extrapolation: float = DEFAULTS["max_extrapolation"]) -> dict[str, pd.DataFrame]:
     """Every table of the analysis from one evaluation table.
 
     Returns a dict of DataFrames: evals (checked), records, fits, frontier
@@ -111,7 +116,10 @@ def run_analysis(evals: pd.DataFrame, *, metric: str = "avg@4", method: str = DE
     bootstrap intervals), frontier_fixed_batch / n_star_fit_fixed_batch (Q2,
     x = steps M), frontier_joint / n_star_fit_joint (Q3), optima,
     frontier_metrics (the frontier of each optima metric, per B_p),
-    sensitivity, extrapolation, interference (with `train`), fits_tokens /
+    sensitivity, extrapolation, interference (with `train`), bootstrap_fits and
+    n_star_fit_draws (with `n_boot`: every replicate's cell fits and Q1 law),
+    recommendations (module `recommend` at a few budgets over the studied
+    range and one `max_extrapolation` times above it), fits_tokens /
     frontier_tokens / n_star_fit_tokens (with a `tokens` column; runs missing a tokens value are
     left out of these, with a warning), base (noise method: the pooled R0 and
     the evaluations' standard errors), params and timings. Raises InputError
@@ -182,8 +190,10 @@ def run_analysis(evals: pd.DataFrame, *, metric: str = "avg@4", method: str = DE
                               **fit_kw)
         clock.lap("bootstrap fits")
         common = dict(grid_points=grid_points, window=window, ci=ci, extrapolate=extrapolate)
+        # The replicate fits and Q1's replicate laws are kept: `recommend` predicts from them at any C.
+        out["bootstrap_fits"] = boot.astype({c: np.float64 for c in boot.select_dtypes("float32")})
         if "fixed_B_p" in bootstrap_studies:
-            laws, q1 = bootstrap_intervals(boot, fits, laws, q1, by="B_p", **common)
+            laws, q1, out["n_star_fit_draws"] = bootstrap_laws(boot, fits, laws, q1, by="B_p", **common)
         if "fixed_batch" in bootstrap_studies:
             laws_q2, q2 = bootstrap_intervals(boot, fits, laws_q2, q2, by="B", scale_by_batch=True, **common)
         if "joint" in bootstrap_studies:
@@ -195,6 +205,8 @@ def run_analysis(evals: pd.DataFrame, *, metric: str = "avg@4", method: str = DE
     out["n_star_fit"] = laws
     out["n_star_fit_fixed_batch"] = laws_q2
     out["n_star_fit_joint"] = laws_q3
+    out["recommendations"] = recommendation_table(out, extrapolate=extrapolate, ci=ci,
+                                                  max_extrapolation=max_extrapolation)
 
     # best@4 and worst@4 by the same method: their optima (Fig. 8) and frontiers (Fig. 20).
     by_metric = metric_fits(evals, optima_metrics, method=method, fit_grid=fit_grid, min_compute=min_compute,
@@ -223,6 +235,7 @@ def run_analysis(evals: pd.DataFrame, *, metric: str = "avg@4", method: str = DE
                   extrapolate_fraction=extrapolate_fraction, window=window, ci=ci, split=split,
                   hist_bins=hist_bins, bootstrap_studies=list(bootstrap_studies), extrapolate=extrapolate,
                   record_z=record_z, se_window=se_window, bootstrap_unit=bootstrap_unit,
+                  max_extrapolation=max_extrapolation,
                   **{f"fit_{k}": v for k, v in vars(fit_grid).items()})
     out["params"] = pd.DataFrame({"name": list(params), "value": [json.dumps(v) for v in params.values()]})
     out["timings"] = clock.table()

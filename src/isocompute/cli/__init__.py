@@ -1,7 +1,9 @@
 """The `isocompute` command: one subcommand per Snakemake rule, plus tools that
-work outside Snakemake (`analyze`, `plan`, `verl-command`, `verl-merge`).
+work outside Snakemake (`analyze`, `recommend`, `plan`, `verl-command`,
+`verl-merge`).
 
-The modules mirror the rule files: data, train, evaluate, sweep, analysis, compare, cluster.
+The modules mirror the rule files: data, train, evaluate, sweep, analysis, compare, cluster;
+recommend is a tool on a finished analysis.
 Each exposes `register(subparsers)`. Stage subcommands take the config sections
 they read as `--params JSON` and their files as named options; tools take a
 config or table path. User-caused errors (ConfigError, InputError) exit with
@@ -16,7 +18,7 @@ import sys
 
 from isocompute.errors import ConfigError, InputError
 
-SUBCOMMAND_MODULES = ["data", "train", "evaluate", "sweep", "analysis", "compare", "cluster"]
+SUBCOMMAND_MODULES = ["data", "train", "evaluate", "sweep", "analysis", "compare", "cluster", "recommend"]
 
 
 def build_parser() -> argparse.ArgumentParser:

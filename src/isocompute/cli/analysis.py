@@ -43,7 +43,10 @@ U, k, c0 with _lo/_hi intervals), extrapolation.csv, frontier_fixed_batch.csv
 and n_star_fit_fixed_batch.csv (Q2, x = steps M), frontier_joint.csv and
 n_star_fit_joint.csv (Q3), optima.csv, sensitivity.csv, interference.csv
 (with --train-table), fits_tokens.csv and frontier_tokens.csv (with a tokens
-column), params.json, timings.csv, and figures/ (PNG + PDF).
+column), with a bootstrap bootstrap_fits.csv (every replicate's fit of every
+cell) and n_star_fit_draws.csv (every replicate's law per B_p),
+recommendations.csv (`isocompute recommend` at a few budgets), params.json,
+timings.csv, and figures/ (PNG + PDF).
 
 Malformed input (missing column, NaN, negative compute, duplicate
 (B_p, n, step), unreadable file) stops with one line and exit status 2,
@@ -215,7 +218,8 @@ def cmd_analyze(args: argparse.Namespace) -> int:
                            n_boot=a["bootstrap"], seed=seed, extrapolate_fraction=a["extrapolate_fraction"],
                            window=a["window"], ci=a["ci"], train=train, split=args.split, extrapolate=extrapolate,
                            record_z=a["record_z"], se_window=a["se_window"], pool=a["pool"],
-                           pool_degree=a["pool_degree"], pool_alpha=a["pool_alpha"])
+                           pool_degree=a["pool_degree"], pool_alpha=a["pool_alpha"],
+                           max_extrapolation=a["max_extrapolation"])
     results["timings"] = pd.concat([pd.DataFrame({"phase": ["read"], "seconds": [read_s]}), results["timings"]],
                                    ignore_index=True)
     written = write_analysis(results, args.out, figures=not args.no_figures)
