@@ -78,3 +78,50 @@ def test_default_config_has_no_sets_and_identity_is_unchanged(tmp_path):
                         (("a", tmp_path / "t.parquet"),))
     assert "eval_sets" in training_identity(cfg, Cell("easy", 2, 2, 4, 16), with_set)
     json.dumps(training_identity(cfg, Cell("easy", 2, 2, 4, 16), with_set), default=str)
+
+
+# --- verl: data.val_files as a list, one data_source per set, dumps split by it ----------
+
+def test_verl_validates_on_a_list_of_files_one_data_source_per_set(tmp_path):
+    from conftest import overrides_dict, verl_cfg
+    from isocompute.layout import RunPaths
+    from isocompute.train.backends.verl.eval_sets import set_copy, split_dumps, write_set_copies
+    from isocompute.train.backends.verl.files import VerlRunFiles
+    from isocompute.train.backends.verl.overrides import verl_command
+
+    own = verl_frame(2).assign(data_source="embedded", extra_info=[{"problem_id": "e0"}, {"problem_id": "e1"}])
+    own.to_parquet(tmp_path / "val.parquet")
+    verl_frame(3).to_parquet(tmp_path / "aime.parquet")
+    base = (tmp_path / "run", tmp_path / "train.parquet", tmp_path / "val.parquet", "Qwen/Qwen2.5-7B-Instruct")
+    cell = Cell("easy", 32, 8, 640, 163840)
+    plain = overrides_dict(verl_command(verl_cfg(), cell, RunPaths(*base), python="python").argv[3:])
+    assert plain["data.val_files"] == str((tmp_path / "val.parquet").resolve())  # unchanged without sets
+    paths = RunPaths(*base, (("aime24", tmp_path / "aime.parquet"),))
+    files = VerlRunFiles((tmp_path / "run").resolve())
+    o = overrides_dict(verl_command(verl_cfg(), cell, paths, python="python").argv[3:])
+    assert o["data.val_files"] == f"[{(tmp_path / 'val.parquet').resolve()},{set_copy(files, 'aime24')}]"
+    assert write_set_copies(paths, files) == {"aime24": 3}
+    copy = pd.read_parquet(set_copy(files, "aime24"))
+    assert set(copy["data_source"]) == {"aime24"} and copy["extra_info"].iloc[2]["problem_id"] == "aime24-2"
+    clash = RunPaths(*base, (("embedded", tmp_path / "aime.parquet"),))
+    with pytest.raises(Exception, match="evaluation set 'embedded': the name is a data_source"):
+        write_set_copies(clash, files)
+    # verl's dump of a step holds both; the reward function's data_source splits it.
+    gen = tmp_path / "generations"
+    gen.mkdir()
+    rows = [{"input": "q", "output": "1", "gts": "1", "score": 1.0, "step": 2, "problem_id": pid, "data_source": ds}
+            for pid, ds in [("e0", "embedded"), ("aime24-0", "aime24"), ("e1", "embedded")]]
+    (gen / "2.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert split_dumps(gen, ["aime24"]) == 1 and split_dumps(gen, ["aime24"]) == 0
+    assert [json.loads(x)["problem_id"] for x in (gen / "2.jsonl").read_text().splitlines()] == ["e0", "e1"]
+    assert [json.loads(x)["problem_id"] for x in (gen / "aime24" / "2.jsonl").read_text().splitlines()] == ["aime24-0"]
+
+
+def test_verl_capacity_counts_the_extra_sets(tmp_path):
+    from conftest import verl_cfg
+    from isocompute.train.backends.verl.limits import extra_set_problems
+
+    verl_frame(5).to_parquet(tmp_path / "aime.parquet")
+    cfg = verl_cfg(splits={"val_size": 7}, eval={"extra_sets": [{"name": "h", "split": "hard"},
+                                                                {"name": "a", "path": str(tmp_path / "aime.parquet")}]})
+    assert extra_set_problems(cfg) == 12
