@@ -263,8 +263,12 @@ def run_markers():
     return [str(LAYOUT.cell_files(c).marker) for c in CELLS]
 
 
+def own_eval_tables():
+    return [str(LAYOUT.cell_files(c).evals) for c in CELLS]
+
+
 def eval_tables():
-    return [str(LAYOUT.cell_files(c).evals) for c in CELLS] + set_eval_tables()
+    return own_eval_tables() + set_eval_tables()
 
 
 def set_eval_tables(cells=None):
@@ -438,7 +442,26 @@ def analysis_targets():
         path
         for s in analysis_splits()
         for path in (LAYOUT.analysis_tables(s), LAYOUT.analysis_figures(s))
-    ]
+    ] + cross_eval_targets()
+
+
+def cross_eval_targets():
+    """Fig. 14 and the out-of-domain curves, when the study lists extra evaluation sets
+    (not in an adaptive sweep, whose stopped runs are not scored on them)."""
+    if not config["eval"]["extra_sets"] or ADAPTIVE or not set_eval_tables():
+        return []
+    return [LAYOUT.cross_eval_figures]
+
+
+def cross_eval_params_json():
+    """What `isocompute cross-eval` reads: eval.k (its metric) and the sets."""
+    return json.dumps(
+        {
+            "seed": config["seed"],
+            "eval": {k: config["eval"][k] for k in ("k", "extra_sets")},
+        },
+        sort_keys=True,
+    )
 
 
 # --- adaptive sweep (sweep.mode: adaptive, rules/sweep.smk) --------------------------

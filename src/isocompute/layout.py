@@ -16,6 +16,7 @@
       variants/{variant}/runs/{split}/bp{B_p}_n{n}/       one run of a recipe variant (RunFiles below)
       variants/grid_check.json, curves.parquet, figures/  the variants' cells checked, their curves, Figs. 3, 4, ...
       compare/{name}.{png,pdf}                            studies side by side (config `compare`: Figs. 12, 13)
+      cross_eval/evals.parquet, cross_eval/figures/       every run on every evaluation set (eval.extra_sets: Fig. 14)
       logs/..., benchmarks/...                            one per rule and job
 
 rules/common.smk, the CLI and both backends build paths only through this
@@ -273,6 +274,17 @@ class StudyLayout:
 
     def analysis_figures(self, split) -> str:
         return f"{self.analysis_dir(split)}/figures"
+
+    # --- cross-evaluation: every run on every evaluation set (config eval.extra_sets) ---
+    @property
+    def cross_eval_table(self) -> str:
+        """Every grid run's evaluations on its own split and on each extra evaluation set."""
+        return f"{self.results}/cross_eval/evals.parquet"
+
+    @property
+    def cross_eval_figures(self) -> str:
+        """Fig. 14 (fig14_cross_eval) and the out-of-domain curves (appendix_out_of_domain)."""
+        return f"{self.results}/cross_eval/figures"
 
     # --- studies side by side (config `compare`) -----------------------------------
     def compare_stem(self, name) -> str:
