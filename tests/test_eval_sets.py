@@ -119,9 +119,11 @@ def test_verl_validates_on_a_list_of_files_one_data_source_per_set(tmp_path):
 
 def test_verl_capacity_counts_the_extra_sets(tmp_path):
     from conftest import verl_cfg
-    from isocompute.train.backends.verl.limits import extra_set_problems
+    from isocompute.data.eval_sets import extra_set_problems
 
     verl_frame(5).to_parquet(tmp_path / "aime.parquet")
     cfg = verl_cfg(splits={"val_size": 7}, eval={"extra_sets": [{"name": "h", "split": "hard"},
                                                                 {"name": "a", "path": str(tmp_path / "aime.parquet")}]})
-    assert extra_set_problems(cfg) == 12
+    assert extra_set_problems(cfg) == 12 and extra_set_problems(cfg, "hard") == 5
+    cfg["eval"]["extra_sets"].append({"name": "b", "path": "not/yet.parquet", "problems": 30})
+    assert extra_set_problems(cfg, "easy", 300) == 335

@@ -32,6 +32,24 @@ def extra_sets(cfg: dict) -> list[EvalSet]:
     return [EvalSet(s["name"], s.get("split"), s.get("path")) for s in cfg["eval"].get("extra_sets", [])]
 
 
+def extra_set_problems(cfg: dict, split: str | None = None, val_size: int | None = None) -> int:
+    """Problems a run validates on besides its own split's: `val_size` (default splits.val_size)
+    per split set other than `split`, and each path set's `problems`, else its file's rows
+    (0 while the file is not there yet: `isocompute plan` may run before data is fetched)."""
+    import pyarrow.parquet as pq
+
+    val_size = cfg["splits"]["val_size"] if val_size is None else int(val_size)
+    total = 0
+    for spec in cfg["eval"].get("extra_sets", []):
+        if "split" in spec:
+            total += val_size if spec["split"] != split else 0
+        elif spec.get("problems"):
+            total += int(spec["problems"])
+        elif Path(spec["path"]).is_file():
+            total += pq.ParquetFile(spec["path"]).metadata.num_rows
+    return total
+
+
 def missing_columns(df: pd.DataFrame) -> list[str]:
     """REQUIRED_COLUMNS absent from `df` (a dotted name is a key of a struct column)."""
     missing = []

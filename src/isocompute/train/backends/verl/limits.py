@@ -82,6 +82,8 @@ def check_batch_capacity(cfg: dict, cells, val_problems: int | None = None) -> N
     """Every cell's batch fits verl's transfer queue; `val_problems` defaults to splits.val_size,
     plus the problems of every extra evaluation set (verl validates them in the same batch)."""
     capacity = transfer_queue_capacity(cfg)
+    from isocompute.data.eval_sets import extra_set_problems
+
     val = cfg["splits"]["val_size"] + extra_set_problems(cfg) if val_problems is None else int(val_problems)
     for cell in cells:
         held = samples_held(cell.B_p, cell.n, val, cfg["eval"]["samples"])
@@ -91,20 +93,6 @@ def check_batch_capacity(cfg: dict, cells, val_problems: int | None = None) -> N
                 f"verl 0.9.1's transfer queue at once (B_p x (n + 1), or B_p x n + {val} validation problems x "
                 f"(eval.samples + 1)), more than it holds ({capacity:,}); lower grid.{cell.split}.B_max or raise "
                 f"{TRANSFER_QUEUE_SIZE_KEY} in cluster.verl.extra_overrides")
-
-
-def extra_set_problems(cfg: dict) -> int:
-    """Problems of eval.extra_sets: splits.val_size per split set, the rows of each path set's file
-    (checked to exist before this runs; an unreadable one counts nothing here)."""
-    import pyarrow.parquet as pq
-
-    total = 0
-    for spec in cfg["eval"].get("extra_sets", []):
-        if "split" in spec:
-            total += cfg["splits"]["val_size"]
-        elif Path(spec["path"]).is_file():
-            total += pq.ParquetFile(spec["path"]).metadata.num_rows
-    return total
 
 
 def check_study_cells(cfg: dict, cells) -> None:
