@@ -235,7 +235,11 @@ def train_params_json(cfg=None):
     if config["eval"]["extra_sets"] and cfg is config:
         # Grid runs only (variants validate on their own split). Absent when empty: a
         # study without extra sets keeps its runs' params.
-        sections["eval"]["extra_sets"] = config["eval"]["extra_sets"]
+        # A path set's `problems` is isocompute plan's, not the run's.
+        sections["eval"]["extra_sets"] = [
+            {k: v for k, v in spec.items() if k != "problems"}
+            for spec in config["eval"]["extra_sets"]
+        ]
     if config["train"]["backend"] == "verl":
         # verl's GPUs and engine settings shape its runs (and their checkpoints) too;
         # time limits, memory, CPUs and checkpoint retention do not (train_options_json).
