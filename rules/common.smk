@@ -32,9 +32,17 @@ wildcard_constraints:
 
 
 def params_json(*sections):
-    """The config sections a stage reads, as JSON for its --params."""
+    """The config sections a stage reads, as JSON for its --params. eval.extra_sets is
+    training's (train_params_json): scoring takes a set by its wildcard, so adding a set
+    re-scores nothing that was scored."""
     keys = ("seed",) + sections
-    return json.dumps({k: config[k] for k in keys}, sort_keys=True)
+    return json.dumps({k: params_section(k) for k in keys}, sort_keys=True)
+
+
+def params_section(key):
+    if key == "eval":
+        return {k: v for k, v in config["eval"].items() if k != "extra_sets"}
+    return config[key]
 
 
 def base_model_input():
@@ -118,6 +126,14 @@ def run_dir(split, B_p, n, rep=""):
 RUN_MARKER = str(LAYOUT.run_files("{split}", "{B_p}", "{n}", "{rep}").marker)
 RUN_EVALS = str(LAYOUT.run_files("{split}", "{B_p}", "{n}", "{rep}").evals)
 CELL_NAME = "{split}/bp{B_p}_n{n}{rep}"
+RUN_SET_EVALS = str(
+    LAYOUT.run_files("{split}", "{B_p}", "{n}", "{rep}").set_evals("{eval_set}")
+)
+EVAL_SETS = [s["name"] for s in config["eval"]["extra_sets"]]
+
+
+wildcard_constraints:
+    eval_set="|".join(EVAL_SETS) or "none",
 
 
 def cell_of(wildcards):
@@ -168,6 +184,9 @@ def cell_train_inputs(wildcards):
         "model": base_model_input(),
         # Ancient too: rewritten when a time limit or retention changes, re-running nothing.
         "options": ancient(LAYOUT.train_options) if uses_train_options() else [],
+        "eval_sets": [
+            path for _, path in LAYOUT.eval_set_files(config, wildcards.split)
+        ],
     }
 
 
@@ -176,8 +195,19 @@ def uses_train_options():
 
 
 def train_options_arg(wildcards, input):
-    """`--options FILE` of the train rule when it has one."""
+    """`--options FILE` of a train rule when it has one."""
     return f"--options {input.options}" if input.options else ""
+
+
+def grid_train_args(wildcards, input):
+    """train_options_arg, and `--eval-set NAME=FILE` for each extra evaluation set of a grid
+    run (here, so that a study without any keeps its train jobs' command lines)."""
+    args = [train_options_arg(wildcards, input)] if input.options else []
+    args += [
+        f"--eval-set {name}={path}"
+        for name, path in LAYOUT.eval_set_files(config, wildcards.split)
+    ]
+    return " ".join(args)
 
 
 def grid_split_train_files():
@@ -202,6 +232,14 @@ def train_params_json(cfg=None):
     sections = {k: cfg[k] for k in ("seed", "train")}
     sections["sampling"] = {k: config["sampling"][k] for k in TRAIN_SAMPLING_KEYS}
     sections["eval"] = {"samples": config["eval"]["samples"]}
+    if config["eval"]["extra_sets"] and cfg is config:
+        # Grid runs only (variants validate on their own split). Absent when empty: a
+        # study without extra sets keeps its runs' params.
+        # A path set's `problems` is isocompute plan's, not the run's.
+        sections["eval"]["extra_sets"] = [
+            {k: v for k, v in spec.items() if k != "problems"}
+            for spec in config["eval"]["extra_sets"]
+        ]
     if config["train"]["backend"] == "verl":
         # verl's GPUs and engine settings shape its runs (and their checkpoints) too;
         # time limits, memory, CPUs and checkpoint retention do not (train_options_json).
@@ -229,8 +267,21 @@ def run_markers():
     return [str(LAYOUT.cell_files(c).marker) for c in CELLS]
 
 
-def eval_tables():
+def own_eval_tables():
     return [str(LAYOUT.cell_files(c).evals) for c in CELLS]
+
+
+def eval_tables():
+    return own_eval_tables() + set_eval_tables()
+
+
+def set_eval_tables(cells=None):
+    """Each run's table of each of its extra evaluation sets (none by default)."""
+    return [
+        str(LAYOUT.cell_files(c).set_evals(name))
+        for c in (CELLS if cells is None else cells)
+        for name, _ in LAYOUT.eval_set_files(config, c.split)
+    ]
 
 
 def train_targets():
@@ -395,7 +446,26 @@ def analysis_targets():
         path
         for s in analysis_splits()
         for path in (LAYOUT.analysis_tables(s), LAYOUT.analysis_figures(s))
-    ]
+    ] + cross_eval_targets()
+
+
+def cross_eval_targets():
+    """Fig. 14 and the out-of-domain curves, when the study lists extra evaluation sets
+    (not in an adaptive sweep, whose stopped runs are not scored on them)."""
+    if not config["eval"]["extra_sets"] or ADAPTIVE or not set_eval_tables():
+        return []
+    return [LAYOUT.cross_eval_figures]
+
+
+def cross_eval_params_json():
+    """What `isocompute cross-eval` reads: eval.k (its metric) and the sets."""
+    return json.dumps(
+        {
+            "seed": config["seed"],
+            "eval": {k: config["eval"][k] for k in ("k", "extra_sets")},
+        },
+        sort_keys=True,
+    )
 
 
 # --- adaptive sweep (sweep.mode: adaptive, rules/sweep.smk) --------------------------

@@ -22,3 +22,51 @@ rule score:
     shell:
         "isocompute score --params {params.cfg:q} --split {wildcards.split} --bp {wildcards.B_p}"
         " --n {wildcards.n} --replicate {params.replicate} --run-dir {params.run_dir} --out {output} > {log} 2>&1"
+
+
+# An extra evaluation set of a run (config eval.extra_sets), scored like its own split.
+rule score_eval_set:
+    input:
+        marker=RUN_MARKER,
+    output:
+        RUN_SET_EVALS,
+    log:
+        LAYOUT.log(f"score/{CELL_NAME}.{{eval_set}}"),
+    conda:
+        ANALYSIS_ENV
+    resources:
+        **cpu_resources(),
+    params:
+        cfg=params_json("eval"),
+        grader=grader_version(),
+        run_dir=run_dir_of,
+        replicate=replicate_index,
+    shell:
+        "isocompute score --params {params.cfg:q} --split {wildcards.split} --bp {wildcards.B_p}"
+        " --n {wildcards.n} --replicate {params.replicate} --run-dir {params.run_dir}"
+        " --eval-set {wildcards.eval_set} --out {output} > {log} 2>&1"
+
+
+# Every grid run on every evaluation set: one table, Fig. 14 (training split x evaluation
+# set, small vs large n) and the out-of-domain curves of the sets given by path.
+rule cross_eval:
+    input:
+        own=own_eval_tables(),
+        sets=set_eval_tables(),
+    output:
+        table=LAYOUT.cross_eval_table,
+        figures=report(
+            directory(LAYOUT.cross_eval_figures),
+            patterns=["{name}.png"],
+            caption="../workflow/report/figures.rst",
+            category="Cross-evaluation",
+        ),
+    log:
+        LAYOUT.log("cross_eval"),
+    conda:
+        ANALYSIS_ENV
+    params:
+        cfg=cross_eval_params_json(),
+    shell:
+        "isocompute cross-eval --params {params.cfg:q} --own {input.own} --sets {input.sets}"
+        " --out-table {output.table} --figures {output.figures} > {log} 2>&1"

@@ -27,7 +27,7 @@ rule train_rung:
         max_steps=max_steps_of,
         stop=rung_stop_step,
         replicate=replicate_index,
-        options=train_options_arg,
+        options=grid_train_args,
     shell:
         "isocompute train --params {params.cfg:q} {params.options} --split {wildcards.split} --bp {wildcards.B_p}"
         " --n {wildcards.n} --max-steps {params.max_steps} --rung {wildcards.rung} --stop-at-step {params.stop}"

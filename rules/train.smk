@@ -55,7 +55,7 @@ rule train:
         run_dir=run_dir_of,
         max_steps=max_steps_of,
         replicate=replicate_index,
-        options=train_options_arg,
+        options=grid_train_args,
     shell:
         "isocompute train --params {params.cfg:q} {params.options} --split {wildcards.split} --bp {wildcards.B_p}"
         " --n {wildcards.n} --max-steps {params.max_steps} --train-file {input.train} --val-file {input.val}"

@@ -184,3 +184,30 @@ def test_regularisation_only_on_regularized_splits_and_filters(tiny_model_and_sp
     data = [d for s, d in metric_rows(easy) if s > 0]
     assert all("actor/kl_loss" in d and d["actor/kl_coef"] == 1e-3 for d in data)
     assert all(np.isfinite(d["actor/grad_norm"]) for d in data)
+
+
+def test_extra_evaluation_sets_are_validated_at_the_same_steps_and_scored_apart(tiny_model_and_splits):
+    """eval.extra_sets: each set is dumped beside the own split's at every evaluation step, with the
+    same samples per problem; a set without extra_info gets problem ids; scoring reads it apart."""
+    from isocompute.scoring import score_run
+
+    root = tiny_model_and_splits
+    aime = pd.read_parquet(root / "val.parquet").iloc[:3].drop(columns=["extra_info", "ability"])
+    aime.to_parquet(root / "aime.parquet")
+    base = paths_for(root, "sets")
+    paths = RunPaths(base.run_dir, base.train_file, base.val_file, base.model,
+                     (("other", root / "train.parquet"), ("aime24", root / "aime.parquet")))
+    train_run(tiny_cfg(), Cell("easy", 2, 2, 4, 16), paths)
+    own = sorted(int(p.stem) for p in paths.generations.glob("*.jsonl"))
+    assert own == [0, 2, 4]
+    for name, problems in (("other", 24), ("aime24", 3)):
+        assert sorted(int(p.stem) for p in paths.set_generations(name).glob("*.jsonl")) == own
+        rows = pd.read_json(paths.set_generations(name) / "2.jsonl", lines=True)
+        assert len(rows) == problems * 4 and rows["problem_id"].nunique() == problems
+    assert pd.read_json(paths.set_generations("aime24") / "0.jsonl", lines=True)["problem_id"].iloc[0] == "aime24-0"
+    metrics = [json.loads(line)["data"] for line in paths.metrics.read_text().splitlines()]
+    assert all("val/aime24/score/mean" in m for m in metrics if "val/score/mean" in m)
+    table = score_run(paths.run_dir, 4, B_p=2, n=2, split="easy", eval_set="aime24")
+    assert table["step"].tolist() == own and (table["eval_set"] == "aime24").all()
+    assert table["avg@4"].between(0, 1).all()
+    assert "eval_set" not in score_run(paths.run_dir, 4, B_p=2, n=2, split="easy").columns

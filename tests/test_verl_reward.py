@@ -21,11 +21,11 @@ def test_reward_function_grades_verl_style_calls():
                             "rollout_reward_scores": {}})
     right = reward.compute_score(solution_str="so the answer is $\\boxed{\\dfrac{3}{4}}$", **call)
     wrong = reward.compute_score(solution_str="I get \\boxed{0.7}", **call)
-    assert right == {"score": 1.0, "acc": 1.0, "problem_id": "math-0000007"}
-    assert wrong == {"score": 0.0, "acc": 0.0, "problem_id": "math-0000007"}
+    assert right == {"score": 1.0, "acc": 1.0, "problem_id": "math-0000007", "data_source": "math__combined"}
+    assert wrong == {"score": 0.0, "acc": 0.0, "problem_id": "math-0000007", "data_source": "math__combined"}
     # Extra keyword arguments of other reward managers and a missing extra_info are fine.
     none = reward.compute_score("math", "", "4", None, reward_router_address=None)
-    assert none == {"score": 0.0, "acc": 0.0, "problem_id": ""}
+    assert none == {"score": 0.0, "acc": 0.0, "problem_id": "", "data_source": "math"}
 
 
 def test_verl_loads_the_reward_function_by_path_and_its_metrics_skip_the_id():
@@ -40,7 +40,7 @@ def test_verl_loads_the_reward_function_by_path_and_its_metrics_skip_the_id():
     infos = {"reward": [r["score"] for r in results], **{k: [r[k] for r in results] for k in results[0]}}
     metrics = process_validation_metrics(["math"] * 4, ["u1", "u1", "u2", "u2"], infos)
     assert metrics["math"]["acc"]["mean@2"] == pytest.approx(0.75)
-    assert "problem_id" not in metrics["math"]
+    assert "problem_id" not in metrics["math"] and "data_source" not in metrics["math"]
 
 
 def test_the_reward_file_loads_stand_alone():

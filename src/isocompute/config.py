@@ -141,6 +141,7 @@ def _check_semantics(config: dict) -> None:
     if model["hidden_size"] % model["num_heads"]:
         raise ConfigError("config key 'base_model.num_heads': must divide base_model.hidden_size")
     _check_variants(config)
+    _check_eval_sets(config)
     if "families" in pool:
         names = [f["name"] for f in pool["families"]]
         if len(set(names)) != len(names):
@@ -168,6 +169,21 @@ def _check_variants(config: dict) -> None:
                 raise ConfigError(f"config key '{key}': variant '{name}' names cell {cell['split']}/bp{cell['B_p']}"
                                   f"_n{cell['n']} twice")
             seen.add(where)
+
+
+def _check_eval_sets(config: dict) -> None:
+    """Extra evaluation sets have unique names, and a split set names a built split (a path
+    set's file is checked with the other files, by `check_study`)."""
+    splits = list(config["splits"]["names"])
+    seen = set()
+    for i, spec in enumerate(config["eval"].get("extra_sets", [])):
+        key = f"eval.extra_sets[{i}]"
+        if "split" in spec and spec["split"] not in splits:
+            raise ConfigError(f"config key '{key}.split': split {spec['split']!r} is not built "
+                              f"(splits.names is {splits})")
+        if spec["name"] in seen:
+            raise ConfigError(f"config key '{key}.name': evaluation set {spec['name']!r} is named twice")
+        seen.add(spec["name"])
 
 
 # --- reading config files: duplicate keys and syntax errors named by line ----------

@@ -16,6 +16,7 @@
       variants/{variant}/runs/{split}/bp{B_p}_n{n}/       one run of a recipe variant (RunFiles below)
       variants/grid_check.json, curves.parquet, figures/  the variants' cells checked, their curves, Figs. 3, 4, ...
       compare/{name}.{png,pdf}                            studies side by side (config `compare`: Figs. 12, 13)
+      cross_eval/evals.parquet, cross_eval/figures/       every run on every evaluation set (eval.extra_sets: Fig. 14)
       logs/..., benchmarks/...                            one per rule and job
 
 rules/common.smk, the CLI and both backends build paths only through this
@@ -42,15 +43,25 @@ class RunFiles:
                                  (input, output, gts, score, step) + problem_id, sample, n_tokens
       metrics.jsonl              per step, verl's file-logger envelope {"step": N, "data": {...}}
       train_pass_rates.jsonl     per step and training problem: {"step", "problem_id", "pass_rate"}
+      generations/{set}/{step}.jsonl   the same, for each extra evaluation set (config eval.extra_sets)
       train_probe.jsonl          the fixed interference probe at matched compute (local backend)
       run.json                   completion marker, written last (the train rule's output)
       evals.parquet              the evaluation table (the score rule's output)
+      eval_sets/{set}.parquet    the evaluation table of an extra evaluation set (rule score_eval_set)
     """
     run_dir: Path
 
     @property
     def generations(self) -> Path:
         return Path(self.run_dir) / "generations"
+
+    def set_generations(self, eval_set: str) -> Path:
+        """The validation dumps of an extra evaluation set (a folder below `generations`, so the
+        own split's dumps, `generations/{step}.jsonl`, stay where they were)."""
+        return self.generations / eval_set
+
+    def set_evals(self, eval_set: str) -> Path:
+        return Path(self.run_dir) / "eval_sets" / f"{eval_set}.parquet"
 
     @property
     def metrics(self) -> Path:
@@ -106,10 +117,12 @@ class RungFiles:
 
 @dataclass(frozen=True)
 class RunPaths(RunFiles):
-    """A run's files and its inputs: what a training backend is handed."""
+    """A run's files and its inputs: what a training backend is handed. `eval_sets`: the extra
+    evaluation sets as (name, problem file) pairs (isocompute.data.eval_sets)."""
     train_file: Path
     val_file: Path
     model: str
+    eval_sets: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -149,6 +162,17 @@ class StudyLayout:
 
     def split_files(self, split: str) -> dict[str, str]:
         return {part: self.split_file(split, part) for part in SPLIT_PARTS}
+
+    def eval_set_file(self, spec: dict) -> str:
+        """The problem file of an extra evaluation set (an `eval.extra_sets` entry): its split's
+        val.parquet, or its path."""
+        return self.split_file(spec["split"], "val") if spec.get("split") else spec["path"]
+
+    def eval_set_files(self, cfg: dict, split: str | None = None) -> tuple:
+        """(name, problem file) of each of the config's extra evaluation sets, in order; given the
+        run's `split`, less a set of that split (the run's own validation set already)."""
+        return tuple((s["name"], self.eval_set_file(s)) for s in cfg["eval"].get("extra_sets", [])
+                     if split is None or s.get("split") != split)
 
     @property
     def splits_summary(self) -> str:
@@ -253,6 +277,17 @@ class StudyLayout:
     def analysis_figures(self, split) -> str:
         return f"{self.analysis_dir(split)}/figures"
 
+    # --- cross-evaluation: every run on every evaluation set (config eval.extra_sets) ---
+    @property
+    def cross_eval_table(self) -> str:
+        """Every grid run's evaluations on its own split and on each extra evaluation set."""
+        return f"{self.results}/cross_eval/evals.parquet"
+
+    @property
+    def cross_eval_figures(self) -> str:
+        """Fig. 14 (fig14_cross_eval) and the out-of-domain curves (appendix_out_of_domain)."""
+        return f"{self.results}/cross_eval/figures"
+
     # --- studies side by side (config `compare`) -----------------------------------
     def compare_stem(self, name) -> str:
         """The figure of comparison `name`, without its extension (.png, .pdf)."""
@@ -282,4 +317,4 @@ def run_paths(cfg: dict, cell, root: str = RESULTS_ROOT) -> RunPaths:
     layout = study_layout(cfg, root)
     files = layout.split_files(cell.split)
     return RunPaths(layout.cell_files(cell).run_dir, Path(files["train"]), Path(files["val"]),
-                    base_model_path(cfg, root))
+                    base_model_path(cfg, root), layout.eval_set_files(cfg, cell.split))

@@ -43,13 +43,14 @@ def read_generations(directory: Path, max_step: int | None = None):
 
 
 def score_run(run_dir: Path | str, k: int, *, B_p: int, n: int, split: str, replicate: int = 0,
-              max_step: int | None = None) -> pd.DataFrame:
+              max_step: int | None = None, eval_set: str | None = None) -> pd.DataFrame:
     """The evaluation table of one run (one row per evaluation step), re-graded from its dumps.
 
     `replicate` is the run's seed replicate (column `seed`: the analysis
     resamples seeds for its intervals when a cell has several). `max_step`
     keeps the evaluations up to a rung of an adaptive sweep, even once the run
-    has gone past it.
+    has gone past it. `eval_set` scores the dumps of an extra evaluation set instead of the own
+    split's (`RunFiles.set_generations`), the same way; the table gets a column `eval_set`.
 
     Grades are cached in run_dir/grades_cache.json, keyed by the grader version.
     """
@@ -59,7 +60,7 @@ def score_run(run_dir: Path | str, k: int, *, B_p: int, n: int, split: str, repl
 
     run_dir = Path(run_dir)
     files = RunFiles(run_dir)
-    gens = read_generations(files.generations, max_step)
+    gens = read_generations(files.set_generations(eval_set) if eval_set else files.generations, max_step)
     key = gens["problem_id"] if "problem_id" in gens.columns else None
     if key is None or key.isna().any():
         if "input" not in gens.columns:
@@ -79,11 +80,13 @@ def score_run(run_dir: Path | str, k: int, *, B_p: int, n: int, split: str, repl
     suffix = f"_s{replicate}" if replicate else ""
     table = eval_table(samples[keep], k, B_p=B_p, n=n, tokens=tokens, split=split, run=f"bp{B_p}_n{n}{suffix}")
     table.insert(4, "seed", int(replicate))
+    if eval_set:
+        table["eval_set"] = eval_set
     dumped = gens["score"].astype(float).to_numpy() if "score" in gens.columns else None
     if dumped is not None and len(dumped) and (dumped > 0.5).astype(int).tolist() != [int(c) for c in correct]:
         log.info("score: the project grader disagrees with %d dumped scores (re-graded values are used)",
                  int(sum((d > 0.5) != c for d, c in zip(dumped, correct))))
-    log.info("score %s bp%d_n%d%s: %d eval steps, %d samples (%d newly graded); avg@%d %.3f -> %.3f",
-             split, B_p, n, suffix, len(table), len(gens), len(cache) - before, k,
+    log.info("score %s%s bp%d_n%d%s: %d eval steps, %d samples (%d newly graded); avg@%d %.3f -> %.3f",
+             split, f" on {eval_set}" if eval_set else "", B_p, n, suffix, len(table), len(gens), len(cache) - before, k,
              table[f"avg@{k}"].iloc[0], table[f"avg@{k}"].iloc[-1])
     return table

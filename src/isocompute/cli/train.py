@@ -41,7 +41,8 @@ def cmd_train(args) -> int:
                          f"got {args.stop_at_step}")
     cell = Cell(args.split, args.bp, args.n, args.max_steps, args.max_steps * args.bp * args.n, args.replicate,
                 args.variant)
-    paths = RunPaths(Path(args.run_dir), Path(args.train_file), Path(args.val_file), args.model)
+    eval_sets = tuple(eval_set_arg(spec) for spec in args.eval_set)
+    paths = RunPaths(Path(args.run_dir), Path(args.train_file), Path(args.val_file), args.model, eval_sets)
     marker, rung = paths.marker, {}
     if args.rung is not None:
         marker, rung = paths.rung(args.rung).marker, {"rung": args.rung}
@@ -57,6 +58,16 @@ def cmd_train(args) -> int:
     log.info("train %s bp%d_n%d: %d steps, %.0f s", cell.split, cell.B_p, cell.n, summary.get("steps", -1),
              time.perf_counter() - start)
     return 0
+
+
+def eval_set_arg(spec: str) -> tuple[str, Path]:
+    """--eval-set NAME=FILE as (name, file), the file checked."""
+    name, sep, path = spec.partition("=")
+    if not sep or not name:
+        raise InputError(f"--eval-set: expected NAME=FILE, got {spec!r}")
+    if not Path(path).is_file():
+        raise InputError(f"--eval-set {name}: evaluation set file not found: {path}")
+    return name, Path(path)
 
 
 # Fault injection for the end-to-end tests: ISOCOMPUTE_FAULT_AT=<split>/<run>:<step> kills
@@ -139,6 +150,8 @@ def register(sub) -> None:
                    help="adaptive sweep: the rung S belongs to; writes rungs/R/rung.json, not run.json")
     p.add_argument("--train-file", required=True)
     p.add_argument("--val-file", required=True)
+    p.add_argument("--eval-set", action="append", default=[], metavar="NAME=FILE",
+                   help="an extra evaluation set, validated at the same steps (repeatable; config eval.extra_sets)")
     p.add_argument("--model", required=True, help="HF model directory or hub name of the base policy")
     p.add_argument("--run-dir", required=True)
     p.add_argument("--threads", type=int, default=1)

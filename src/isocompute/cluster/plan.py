@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from isocompute.data.eval_sets import extra_set_problems
 from isocompute.grid import grid_cells, variant_cells
 from isocompute.train.recipe import cell_config, cell_recipe, validation_steps
 
@@ -46,7 +47,9 @@ def cell_costs(cfg: dict) -> pd.DataFrame:
         B = cell.B_p * cell.n
         step_h = thr["step_overhead_s"] / 3600.0 + B / (rate * gpus)
         n_eval = len(cell_recipe(cell_config(cfg, cell), cell).eval_steps)
-        eval_rollouts = n_eval * val_problems * cfg["eval"]["samples"]
+        # A variant's runs validate on their own split only; a grid run on the extra sets too.
+        extra = 0 if cell.variant else extra_set_problems(cfg, cell.split, val_problems)
+        eval_rollouts = n_eval * (val_problems + extra) * cfg["eval"]["samples"]
         wall_h = cell.M_max * step_h + eval_rollouts / (rate * gpus)
         rows.append({
             "split": cell.split, "B_p": cell.B_p, "n": cell.n, "M_max": cell.M_max,
@@ -177,7 +180,9 @@ def format_plan(cfg: dict, adaptive: dict | None = None) -> str:
             else f"at {t['eval_points_per_octave']} compute points per doubling")
     lines = [f"experiment {cfg['experiment']}: {len(costs)} training runs "
              f"(backend {t['backend']}, {job['gpus']} GPUs per run, validated {when} "
-             f"on {thr['val_problems'] or cfg['splits']['val_size']} problems x {cfg['eval']['samples']} samples)"]
+             f"on {thr['val_problems'] or cfg['splits']['val_size']} problems x {cfg['eval']['samples']} samples"
+             + (f", and on the extra evaluation sets {', '.join(s['name'] for s in cfg['eval']['extra_sets'])}"
+                if cfg["eval"]["extra_sets"] else "") + ")"]
     if costs.empty and cfg.get("compare"):
         names = ", ".join(sorted(cfg["compare"]))
         lines.append(f"compare only ({names}): draws finished experiments' analyses, trains nothing: "

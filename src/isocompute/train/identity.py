@@ -56,6 +56,9 @@ def training_identity(cfg: dict, cell, paths, **backend_keys) -> dict:
         "eval_samples": cfg["eval"]["samples"],
         "model": model_fingerprint(paths.model),
         "train_file": file_digest(Path(paths.train_file)), "val_file": file_digest(Path(paths.val_file)),
+        # Only when there are any: a run without extra evaluation sets keeps its identity.
+        **({"eval_sets": {name: file_digest(Path(f)) for name, f in paths.eval_sets}}
+           if getattr(paths, "eval_sets", ()) else {}),
         **backend_keys,
     }
 

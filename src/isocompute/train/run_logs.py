@@ -78,9 +78,11 @@ def reset_logs(files: RunFiles, last_step: int | None) -> None:
         for p in (files.metrics, files.pass_rates, files.probe):
             p.unlink(missing_ok=True)
         return
-    for step in generation_steps(files.generations):
-        if step > last_step:
-            (files.generations / f"{step}.jsonl").unlink()
+    folders = [files.generations, *(p for p in Path(files.generations).glob("*") if p.is_dir())]
+    for folder in folders:  # the own split's dumps, and each extra evaluation set's
+        for step in generation_steps(folder):
+            if step > last_step:
+                (folder / f"{step}.jsonl").unlink()
     dropped = sum(truncate_jsonl(p, last_step) for p in (files.metrics, files.pass_rates, files.probe))
     if dropped:
         log.info("resume: dropped %d log records beyond step %d", dropped, last_step)

@@ -57,10 +57,12 @@ def check_study(cfg: dict) -> list:
     and for each recipe variant (with its recipe). Returns the grid's cells; raises
     ConfigError naming the key."""
     from isocompute.config import check_paths
+    from isocompute.data.eval_sets import check_eval_sets
     from isocompute.grid import grid_cells, variant_cells
     from isocompute.train.recipe import check_schedules, check_variant_recipes, variant_config
 
     check_paths(cfg)
+    check_eval_sets(cfg)
     cells = grid_cells(cfg)
     check_schedules(cfg, cells)
     check_backend = _backend_check(cfg["train"]["backend"])

@@ -34,10 +34,12 @@ log = logging.getLogger(__name__)
 class LocalGRPO:
     """State of one local GRPO run: policy, frozen base (when regularised), optimiser, RNGs."""
 
-    def __init__(self, cfg: dict, cell, model, tokenizer, train: Problems, val: Problems):
+    def __init__(self, cfg: dict, cell, model, tokenizer, train: Problems, val: Problems,
+                 extra_sets: dict[str, Problems] | None = None):
         t = cfg["train"]
         self.cfg, self.cell, self.tokenizer = cfg, cell, tokenizer
         self.train_set, self.val_set = train, val
+        self.extra_sets = extra_sets or {}  # name -> problems (config eval.extra_sets)
         self.model = model
         self.device = next(model.parameters()).device
         self.params = SamplingParams.from_config(cfg)
@@ -147,9 +149,11 @@ class LocalGRPO:
         metrics.update({"actor/loss": loss.item(), "actor/grad_norm": float(grad_norm), "actor/skipped": 0})
         return metrics
 
-    def evaluate(self, step: int) -> list[dict]:
-        return evaluate(self.model, self.tokenizer, self.val_set, self.cfg["eval"]["samples"], self.params,
-                        self.seed, step, self.batch_size)
+    def evaluate(self, step: int, problems: Problems | None = None) -> list[dict]:
+        """Dump records of the validation set (or of `problems`, an extra evaluation set: the
+        same samples per problem, the same sampling seed)."""
+        return evaluate(self.model, self.tokenizer, self.val_set if problems is None else problems,
+                        self.cfg["eval"]["samples"], self.params, self.seed, step, self.batch_size)
 
     def probe(self, step: int) -> list[dict]:
         """The interference probe (Fig. 11): train.probe_samples completions for each of a fixed
@@ -210,6 +214,7 @@ def train_local(cfg: dict, cell, paths, stop_at_step: int | None = None, on_step
     pass-rate records, checkpoint (if due). `on_step_end(step)` runs after the records
     and before the checkpoint (tests use it to kill a run at its worst moment).
     """
+    from isocompute.data.eval_sets import read_eval_set
     from isocompute.data.schema import read_problems
     from isocompute.errors import InputError
     from isocompute.model.io import load_policy, pick_device
@@ -226,7 +231,8 @@ def train_local(cfg: dict, cell, paths, stop_at_step: int | None = None, on_step
     model, tokenizer = load_policy(paths.model, device=device)
     train = Problems.from_frame(read_problems(paths.train_file), tokenizer)
     val = Problems.from_frame(read_problems(paths.val_file), tokenizer)
-    trainer = LocalGRPO(cfg, cell, model, tokenizer, train, val)
+    extra = {name: Problems.from_frame(read_eval_set(path, name), tokenizer) for name, path in paths.eval_sets}
+    trainer = LocalGRPO(cfg, cell, model, tokenizer, train, val, extra)
     if cell.B_p > len(train):
         raise InputError(f"{paths.train_file}: {len(train)} training problems, fewer than B_p = {cell.B_p}")
     log.info("cell %s bp%d_n%d: B = %d, M_max = %d, stop at %d, %d evaluations, lr = %.3g, regularised = %s, "
@@ -258,8 +264,12 @@ def train_local(cfg: dict, cell, paths, stop_at_step: int | None = None, on_step
         t = time.perf_counter()
         records = trainer.evaluate(at)
         files.write_generations(paths.generations, at, records)
-        scores = np.array([r["score"] for r in records])
-        return {"val/score/mean": float(scores.mean()), "timing_s/eval": time.perf_counter() - t}
+        out = {"val/score/mean": float(np.mean([r["score"] for r in records]))}
+        for name, problems in trainer.extra_sets.items():
+            records = trainer.evaluate(at, problems)
+            files.write_generations(paths.set_generations(name), at, records)
+            out[f"val/{name}/score/mean"] = float(np.mean([r["score"] for r in records]))
+        return {**out, "timing_s/eval": time.perf_counter() - t}
 
     if state is None:
         # Step 0: the base model's evaluation point.

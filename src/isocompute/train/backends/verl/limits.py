@@ -79,9 +79,12 @@ def samples_held(B_p: int, n: int, val_problems: int, val_samples: int) -> int:
 
 
 def check_batch_capacity(cfg: dict, cells, val_problems: int | None = None) -> None:
-    """Every cell's batch fits verl's transfer queue; `val_problems` defaults to splits.val_size."""
+    """Every cell's batch fits verl's transfer queue; `val_problems` defaults to splits.val_size,
+    plus the problems of every extra evaluation set (verl validates them in the same batch)."""
     capacity = transfer_queue_capacity(cfg)
-    val = cfg["splits"]["val_size"] if val_problems is None else int(val_problems)
+    from isocompute.data.eval_sets import extra_set_problems
+
+    val = cfg["splits"]["val_size"] + extra_set_problems(cfg) if val_problems is None else int(val_problems)
     for cell in cells:
         held = samples_held(cell.B_p, cell.n, val, cfg["eval"]["samples"])
         if held > capacity:

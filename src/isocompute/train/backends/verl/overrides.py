@@ -17,6 +17,7 @@ from isocompute.config import is_hub_id
 from isocompute.errors import ConfigError
 from isocompute.train.backends.verl.files import VerlRunFiles
 from isocompute.train.backends.verl import scheduled
+from isocompute.train.backends.verl.eval_sets import val_files
 from isocompute.train.backends.verl.limits import check_recipe
 from isocompute.train.backends.verl.resume import resume_state
 from isocompute.train.recipe import cell_recipe
@@ -240,7 +241,7 @@ def io_overrides(cfg: dict, cell, paths, files: VerlRunFiles, *, validate_first:
     record_pass_rates = cfg["cluster"]["verl"]["train_pass_rates"]
     return {
         "data.train_files": str(Path(paths.train_file).resolve()),
-        "data.val_files": str(Path(paths.val_file).resolve()),
+        "data.val_files": val_files(paths, files),
         "actor_rollout_ref.model.path": model_arg(paths.model),
         "reward.custom_reward_function.path": str(reward_function_path()),
         "reward.custom_reward_function.name": REWARD_FUNCTION_NAME,

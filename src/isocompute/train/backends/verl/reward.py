@@ -23,10 +23,12 @@ GRADE_TIMEOUT_S = 2.0
 
 def compute_score(data_source: str, solution_str: str, ground_truth: Any, extra_info: dict | None = None,
                   **kwargs) -> dict:
-    """{'score': 1.0 or 0.0, 'acc': the same, 'problem_id': extra_info's id (or '')}.
+    """{'score': 1.0 or 0.0, 'acc': the same, 'problem_id': extra_info's id (or ''),
+    'data_source': the sample's}.
 
-    The 0/1 outcome reward of METHODS section 3. `data_source` is unused: every
-    split of the study is graded the same way. `kwargs` takes whatever else a
+    The 0/1 outcome reward of METHODS section 3: every split and evaluation set is
+    graded the same way. `data_source` is echoed so that the validation dumps say which
+    evaluation set a sample is of (`verl.eval_sets.split_dumps`). `kwargs` takes whatever else a
     verl reward manager passes (reward-model addresses, tokenizers).
     """
     correct = grade(solution_str or "", str(ground_truth), timeout_s=GRADE_TIMEOUT_S)
@@ -34,4 +36,4 @@ def compute_score(data_source: str, solution_str: str, ground_truth: Any, extra_
     problem_id = ""
     if isinstance(extra_info, dict) and extra_info.get("problem_id") is not None:
         problem_id = str(extra_info["problem_id"])
-    return {"score": score, "acc": score, "problem_id": problem_id}
+    return {"score": score, "acc": score, "problem_id": problem_id, "data_source": str(data_source)}

@@ -14,6 +14,7 @@ from isocompute import atomic
 from isocompute.errors import InputError
 from isocompute.train.backends import register_backend
 from isocompute.train.backends.verl.dumps import annotate_dumps
+from isocompute.train.backends.verl.eval_sets import split_dumps, write_set_copies
 from isocompute.train.backends.verl.files import VerlRunFiles, latest_checkpoint_step
 from isocompute.train.backends.verl.limits import check_batch_capacity, dropped_prompts
 from isocompute.train.backends.verl.overrides import check_supported, training_engine, verl_command
@@ -64,7 +65,10 @@ def run_verl(cfg: dict, cell, paths, stop_at_step: int | None = None, **hooks) -
     log.info("overlong prompts verl drops (> %d tokens): %s", v["max_prompt_length"],
              ", ".join(f"{part} {d['dropped']} of {d['prompts']}" for part, d in dropped.items()))
     train_rows = check_split_size(Path(paths.train_file), cell.B_p, dropped["train"]["dropped"])
-    check_batch_capacity(cfg, [cell], val_problems=dropped["val"]["prompts"] - dropped["val"]["dropped"])
+    # verl validates the own split and every extra evaluation set as one batch.
+    set_sizes = write_set_copies(paths, files)
+    check_batch_capacity(cfg, [cell], val_problems=dropped["val"]["prompts"] - dropped["val"]["dropped"]
+                         + sum(set_sizes.values()))
     keep = v["max_checkpoints"]
     target = cell.M_max if stop_at_step is None else int(stop_at_step)
     if not 0 < target <= cell.M_max:
@@ -109,6 +113,9 @@ def run_verl(cfg: dict, cell, paths, stop_at_step: int | None = None, **hooks) -
         raise RuntimeError(f"verl finished without reaching {goal} (last checkpoint {last}, "
                            f"missing validation dumps for steps {missing[:5]}); see {files.session_log}")
     prune_checkpoints(files.checkpoints, keep)  # a finished run holds only what resuming to a larger C_max needs
+    split_dumps(files.generations, [name for name, _ in paths.eval_sets])
     annotated = annotate_dumps(files.generations, paths.model)
+    for name, _ in paths.eval_sets:
+        annotated += annotate_dumps(files.set_generations(name), paths.model)
     return {"steps": target, "train_problems": train_rows, "dropped_prompts": dropped, "resumed_from": state.step,
             "verl_command": command.shell(), "dumps_annotated": annotated}
