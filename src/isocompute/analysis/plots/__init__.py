@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from isocompute.analysis.plots.frontier import plot_frontier, plot_frontiers_grid, plot_record_points
+from isocompute.analysis.plots.frontier import (plot_frontier, plot_frontiers_fixed_batch, plot_frontiers_grid,
+                                                plot_record_points)
 from isocompute.analysis.plots.laws import (plot_fixed_batch, plot_joint, plot_n_star_law, plot_n_star_law_grid,
                                             plot_n_star_laws)
 from isocompute.analysis.plots.studies import (plot_interference, plot_metric_frontiers, plot_metric_optima,
@@ -23,10 +24,9 @@ from isocompute.analysis.plots.style import FORMATS
 from isocompute.analysis.records import RECORD_Z
 from isocompute.analysis.tables import se_column
 
-__all__ = ["FORMATS", "plot_all", "plot_fixed_batch", "plot_frontier", "plot_frontiers_grid", "plot_interference",
-           "plot_joint", "plot_metric_frontiers", "plot_metric_optima", "plot_n_star_law", "plot_n_star_law_grid",
-           "plot_n_star_laws", "plot_record_points",
-           "plot_sensitivity"]
+__all__ = ["FORMATS", "plot_all", "plot_fixed_batch", "plot_frontier", "plot_frontiers_fixed_batch",
+           "plot_frontiers_grid", "plot_interference", "plot_joint", "plot_metric_frontiers", "plot_metric_optima",
+           "plot_n_star_law", "plot_n_star_law_grid", "plot_n_star_laws", "plot_record_points", "plot_sensitivity"]
 
 
 def _params(results: dict) -> dict:
@@ -82,6 +82,8 @@ def plot_all(results: dict, fig_dir, *, formats=FORMATS) -> list[Path]:
     if len(results.get("frontier_fixed_batch", [])):
         paths += plot_fixed_batch(results["frontier_fixed_batch"], results["n_star_fit_fixed_batch"],
                                   fig_dir / "fig9_fixed_batch", formats=formats)
+        paths += plot_frontiers_fixed_batch(points, fits, results["frontier_fixed_batch"],
+                                            fig_dir / "appendix_frontiers_fixed_batch", **curves)
     if len(results.get("sensitivity", [])):
         paths += plot_sensitivity(results["sensitivity"], fig_dir / "fig10_sensitivity", metric=metric,
                                   formats=formats)

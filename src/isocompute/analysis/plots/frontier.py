@@ -129,3 +129,21 @@ def plot_frontiers_grid(points: pd.DataFrame, fits: pd.DataFrame, frontier: pd.D
         ax.set_title(f"{BP} = {B_p}")
         ax.label_outer()
     return _save(fig, path_stem, formats)
+
+
+@_styled
+def plot_frontiers_fixed_batch(points: pd.DataFrame, fits: pd.DataFrame, frontier_fb: pd.DataFrame, path_stem, *,
+                               metric: str = "avg@4", extrapolate: bool = True, formats=FORMATS) -> list[Path]:
+    """Appendix: the frontier for every fixed rollout batch B = B_p * n, one panel
+    each, against compute (= B * M at that B: the steps M scaled); each cell of
+    the batch is one n, its B_p = B / n."""
+    groups = sorted(frontier_fb["B"].unique())
+    fig, axes = _panels(max(len(groups), 1), sharey=True)
+    palette = _n_palette(fits["n"])
+    batch = fits["B_p"] * fits["n"]
+    for ax, B in zip(axes, groups):
+        _draw_frontier(ax, points, fits[batch == B], frontier_fb[frontier_fb["B"] == B], metric, palette,
+                       legend=B == groups[0], extrapolate=extrapolate)
+        ax.set_title(f"B = {int(B)} (M = C / B)")
+        ax.label_outer()
+    return _save(fig, path_stem, formats)
