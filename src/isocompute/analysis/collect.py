@@ -58,21 +58,28 @@ def collect_runs(run_dirs) -> tuple[pd.DataFrame, pd.DataFrame]:
     return all_evals.reset_index(drop=True), all_rates.reset_index(drop=True)
 
 
-def load_analysis(out_dir: Path | str, evals: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    """The tables written by `write_analysis`, read back for plotting."""
+def read_analysis_tables(out_dir: Path | str, keys=None) -> tuple[dict[str, pd.DataFrame], dict | None]:
+    """The tables `write_analysis` wrote in `out_dir` (only `keys` of `pipeline.TABLE_FILES` when
+    given; absent ones left out, an empty file an empty table) and params.json (None when missing)."""
     from isocompute.analysis.pipeline import TABLE_FILES
 
     out_dir = Path(out_dir)
-    results: dict[str, pd.DataFrame] = {"evals": evals}
-    for key, name in TABLE_FILES.items():
-        path = out_dir / name
+    tables: dict[str, pd.DataFrame] = {}
+    for key in TABLE_FILES if keys is None else keys:
+        path = out_dir / TABLE_FILES[key]
         if path.is_file():
             try:
-                results[key] = pd.read_csv(path)
+                tables[key] = pd.read_csv(path)
             except pd.errors.EmptyDataError:
-                results[key] = pd.DataFrame()
+                tables[key] = pd.DataFrame()
     params = out_dir / "params.json"
-    if params.is_file():
-        p = json.loads(params.read_text())
+    return tables, (json.loads(params.read_text()) if params.is_file() else None)
+
+
+def load_analysis(out_dir: Path | str, evals: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """The tables written by `write_analysis`, read back for plotting."""
+    tables, p = read_analysis_tables(out_dir)
+    results: dict[str, pd.DataFrame] = {"evals": evals, **tables}
+    if p is not None:
         results["params"] = pd.DataFrame({"name": list(p), "value": [json.dumps(v) for v in p.values()]})
     return results

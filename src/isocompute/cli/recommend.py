@@ -136,32 +136,16 @@ def find_tables(root: Path, split: str | None) -> tuple[Path, str | None]:
     return studied[split], split
 
 
-def read_tables(tables: Path) -> tuple[dict, dict]:
-    """The tables the advice reads (absent ones left out) and params.json (empty when missing)."""
-    import pandas as pd
-
-    from isocompute.analysis.pipeline import TABLE_FILES
-
-    out = {}
-    for key in ("fits", "n_star_fit", "n_star_fit_draws", "bootstrap_fits"):
-        path = tables / TABLE_FILES[key]
-        if path.is_file():
-            try:
-                out[key] = pd.read_csv(path)
-            except pd.errors.EmptyDataError:
-                out[key] = pd.DataFrame()
-    params = tables / "params.json"
-    return out, (json.loads(params.read_text()) if params.is_file() else {})
-
-
 def cmd_recommend(args: argparse.Namespace) -> int:
+    from isocompute.analysis.collect import read_analysis_tables
     from isocompute.analysis.frontier import default_extrapolate
     from isocompute.analysis.recommend import recommend
 
     budget = parse_budget(args.budget)
     max_extrapolation = _max_extrapolation(args.max_extrapolation)
     tables_dir, split = find_tables(args.analysis_dir, args.split)
-    tables, params = read_tables(tables_dir)
+    tables, params = read_analysis_tables(tables_dir, ("fits", "n_star_fit", "n_star_fit_draws", "bootstrap_fits"))
+    params = params or {}
     d = schema_defaults("analysis")
     method = params.get("method", d["method"])
     extrapolate = params.get("extrapolate")
