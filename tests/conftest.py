@@ -40,6 +40,17 @@ def snakemake_command(workdir: Path, *args: str, env_extra: dict | None = None) 
     return cmd, env
 
 
+def job_counts(output: str) -> dict[str, int]:
+    """Rule -> job count from the 'Job stats' table of a snakemake (dry) run."""
+    counts, table = {}, output.split("Job stats:")[-1].splitlines()
+    for line in table[3:]:
+        parts = line.split()
+        if len(parts) != 2 or parts[0] == "total":
+            break
+        counts[parts[0]] = int(parts[1])
+    return counts
+
+
 def run_snakemake(workdir: Path, *args: str, check: bool = True, env_extra: dict | None = None):
     """Run snakemake on the repo's Snakefile with results under `workdir`."""
     cmd, env = snakemake_command(workdir, *args, env_extra=env_extra)

@@ -20,7 +20,7 @@ import json
 import pandas as pd
 import pytest
 
-from conftest import TINY_CONFIG, make_study_dir, run_snakemake, write_config
+from conftest import TINY_CONFIG, job_counts, make_study_dir, run_snakemake, write_config
 from isocompute.config import check_config
 from isocompute.grid import grid_cells
 from isocompute.sweep import rung_stop_steps
@@ -40,16 +40,6 @@ RUNS = {"bp2_n2": (4, 16), "bp2_n4": (2, 8), "bp2_n8": (1, 4)}  # run -> (rung-0
 STOPPED, KILLED = "bp2_n4", "bp2_n2"
 TABLES = "results/tiny/analysis/easy/tables"
 DECISIONS = "results/tiny/sweep/easy/rung0/decisions.csv"
-
-
-def job_counts(output: str) -> dict[str, int]:
-    counts, table = {}, output.split("Job stats:")[-1].splitlines()
-    for line in table[3:]:
-        parts = line.split()
-        if len(parts) != 2 or parts[0] == "total":
-            break
-        counts[parts[0]] = int(parts[1])
-    return counts
 
 
 def kill_step() -> tuple[int, int]:

@@ -11,7 +11,7 @@ import re
 import pandas as pd
 import pytest
 
-from conftest import TINY_CONFIG, make_study_dir, run_snakemake, write_config
+from conftest import TINY_CONFIG, job_counts, make_study_dir, run_snakemake, write_config
 from isocompute.config import check_config
 from isocompute.grid import Cell
 from isocompute.train.recipe import cell_recipe
@@ -75,17 +75,6 @@ def test_grid_runs_and_scores_every_cell(tiny_grid):
         assert set(probe["problem_id"]) == set(first["problem_id"])
         assert (runs / run / "grades_cache.json").is_file()
         assert (work / "results" / "tiny" / "logs" / "train" / "easy" / f"{run}.log").is_file()
-
-
-def job_counts(output: str) -> dict[str, int]:
-    """Rule -> job count from the 'Job stats' table of a snakemake (dry) run."""
-    counts, table = {}, output.split("Job stats:")[-1].splitlines()
-    for line in table[3:]:
-        parts = line.split()
-        if len(parts) != 2 or parts[0] == "total":
-            break
-        counts[parts[0]] = int(parts[1])
-    return counts
 
 
 def test_analysis_tables_figures_and_partial_rerun(tiny_grid):
