@@ -116,7 +116,7 @@ def _pool_replicates(boot: pd.DataFrame, drawn: dict, R0: float, grid: FitGrid) 
     for r, rep in boot.groupby("replicate", sort=True):
         arrays = {key: {**arr, "weights": arr["weights"] * counts[r]} for key, (arr, counts) in drawn.items()}
         parts.append(pool_fits(rep.astype({"sse": float}), arrays, R0, degree=grid.pool_degree,
-                               alpha=grid.pool_alpha)[0])
+                               alpha=grid.pool_alpha))
     return pd.concat(parts, ignore_index=True)
 
 

@@ -226,7 +226,7 @@ def fit_curves_noise(evals: pd.DataFrame, metric: str = "avg@4", *, R0: float | 
     if not known:
         fits["se"] = residual_se(fits)
     if grid.pool_degree is not None:
-        fits = pool_fits(fits, arrays, R0, degree=grid.pool_degree, alpha=grid.pool_alpha)[0]
+        fits = pool_fits(fits, arrays, R0, degree=grid.pool_degree, alpha=grid.pool_alpha)
     return fits
 
 

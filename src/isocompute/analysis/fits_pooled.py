@@ -42,13 +42,12 @@ def _curves(theta, X, R0, compute):
     return sigmoid_reward(compute, R0, X @ a, B, np.exp(X @ m))
 
 
-def fit_trend(points: list[dict], R0: float, init: pd.DataFrame, *, degree: int = 2,
-              weights: list[np.ndarray] | None = None) -> dict | None:
+def fit_trend(points: list[dict], R0: float, init: pd.DataFrame, *, degree: int = 2) -> dict | None:
     """Least-squares trend fit of the runs in `points` (one dict per run:
-    n, compute, values, weights), started from the run-by-run fits `init`
-    (columns n, A, B, C_mid). `weights` replaces each run's weights (the
-    bootstrap's drawn counts times 1/se^2). Returns theta, centre, sse
-    (weighted) and n_points, or None when the solver fails.
+    n, compute, values, weights; a bootstrap replicate's weights are its
+    drawn counts times 1/se^2), started from the run-by-run fits `init`
+    (columns n, A, B, C_mid). Returns theta, centre, sse (weighted) and
+    n_points, or None when the solver fails.
     """
     log2_n = np.log2([p["n"] for p in points]).astype(float)
     centre = float(log2_n.mean())
@@ -61,7 +60,7 @@ def fit_trend(points: list[dict], R0: float, init: pd.DataFrame, *, degree: int 
     X = np.repeat(_design(log2_n, centre, degree), sizes, axis=0)
     c = np.concatenate([p["compute"] for p in points])
     y = np.concatenate([p["values"] for p in points])
-    w = np.concatenate(weights if weights is not None else [p["weights"] for p in points])
+    w = np.concatenate([p["weights"] for p in points])
     keep = w > 0
     X, c, y, sw = X[keep], c[keep], y[keep], np.sqrt(w[keep])
     try:
@@ -90,13 +89,12 @@ def f_test(sse_trend: float, sse_runs: float, n_points: int, params_trend: int, 
 
 
 def pool_fits(fits: pd.DataFrame, arrays: dict, R0: float, *, degree: int = 2,
-              alpha: float = 0.01) -> tuple[pd.DataFrame, dict]:
+              alpha: float = 0.01) -> pd.DataFrame:
     """Replace the run-by-run fits of each B_p by the trend model where the data allow.
 
     `fits`: the noise method's run-by-run fits (columns B_p, n, A, B, C_mid,
     sse, status, ...); `arrays`: (B_p, n) -> `fits_noise.cell_arrays` of the
-    cell. Returns (fits with columns pooled and pool_p, {B_p: trend} for the
-    groups pooled). Cells without a usable fit (too few points, no base) and
+    cell. Returns the fits with columns pooled and pool_p. Cells without a usable fit (too few points, no base) and
     groups with fewer than `degree + 2` usable runs are left as they are.
     """
     out = fits.copy()
@@ -104,7 +102,6 @@ def pool_fits(fits: pd.DataFrame, arrays: dict, R0: float, *, degree: int = 2,
     pool_p = np.full(len(out), np.nan)
     A, B, C_mid = (out[c].to_numpy(dtype=float).copy() for c in ("A", "B", "C_mid"))
     status = out["status"].to_numpy(dtype=object).copy()
-    trends = {}
     if "B_p" in out.columns and np.isfinite(R0):
         bp, n_col, sse = out["B_p"].to_numpy(), out["n"].to_numpy(), out["sse"].to_numpy(dtype=float)
         for B_p in np.unique(bp):
@@ -124,11 +121,10 @@ def pool_fits(fits: pd.DataFrame, arrays: dict, R0: float, *, degree: int = 2,
             pool_p[rows] = p
             if np.isfinite(p) and p < alpha:
                 continue
-            trends[B_p] = trend
             values = trend_params(trend, n_col[rows], degree)
             A[rows], B[rows], C_mid[rows] = values["A"], values["B"], values["C_mid"]
             status[rows] = OK
             pooled[rows] = True
     out["A"], out["B"], out["C_mid"], out["status"] = A, B, C_mid, status
     out[POOLED_COLUMN], out["pool_p"] = pooled, pool_p
-    return out, trends
+    return out
