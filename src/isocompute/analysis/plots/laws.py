@@ -17,9 +17,12 @@ from isocompute.analysis.plots.style import (BP, FORMATS, PAPER_BATCH_SIZES, _ba
                                              _save, _styled, _subplots)
 
 
-def _draw_law(ax, pts, law, x_name):
+def _draw_law(ax, frontier, law, x_name):
     """The running average of log2 n* (colour: frontier reward), its bootstrap
     band where present, and the fitted law."""
+    pts = frontier.assign(log10_x=np.log10(frontier[x_name].to_numpy(dtype=float)))
+    if "log2_n_star_avg" not in pts.columns:
+        pts = law_points(frontier, x=x_name)
     _band(ax, pts, x_name, "log2_n_star_avg", color="tab:red")
     sc = ax.scatter(pts[x_name], pts["log2_n_star_avg"], c=pts["reward"], cmap="viridis", s=10,
                     linewidths=0, zorder=2)
@@ -46,10 +49,7 @@ def plot_n_star_law(frontier: pd.DataFrame, laws: pd.DataFrame, path_stem, *, by
         frontier, laws = frontier[frontier[by] == key], laws[laws[by] == key]
     fig, ax = _subplots(panel=(4.6, 3.2), right=0.1)
     ax = ax[0, 0]
-    pts = frontier.assign(log10_x=np.log10(frontier[x].to_numpy(dtype=float)))
-    if "log2_n_star_avg" not in pts.columns:
-        pts = law_points(frontier, x=x)
-    sc = _draw_law(ax, pts, laws.iloc[0].to_dict() if len(laws) else None, x)
+    sc = _draw_law(ax, frontier, laws.iloc[0].to_dict() if len(laws) else None, x)
     fig.colorbar(sc, ax=ax, label="frontier reward")
     ax.set_title("Compute-optimal n, all cells" if by is None else
                  f"Compute-optimal n, {BP if by == 'B_p' else by} = {key}")
@@ -66,10 +66,7 @@ def plot_n_star_law_grid(frontier: pd.DataFrame, laws: pd.DataFrame, path_stem, 
     sc = None
     for ax, key in zip(axes[0], keys):
         f, law = frontier[frontier[by] == key], laws[laws[by] == key]
-        pts = f.assign(log10_x=np.log10(f[x].to_numpy(dtype=float)))
-        if "log2_n_star_avg" not in pts.columns:
-            pts = law_points(f, x=x)
-        sc = _draw_law(ax, pts, law.iloc[0].to_dict() if len(law) else None, x)
+        sc = _draw_law(ax, f, law.iloc[0].to_dict() if len(law) else None, x)
         ax.set_title(f"{BP if by == 'B_p' else by} = {key}")
     if sc is not None:
         fig.colorbar(sc, ax=list(axes[0]), label="frontier reward", fraction=0.03, pad=0.01)
@@ -160,7 +157,6 @@ def plot_joint(frontier_joint: pd.DataFrame, laws_joint: pd.DataFrame, path_stem
     _log2_x(ax_r)
     ax_r.set_ylabel("frontier reward")
     ax_r.set_title(f"Joint frontier over all ({BP}, n)")
-    pts = frontier_joint.assign(log10_x=np.log10(frontier_joint["compute"].to_numpy(dtype=float)))
-    _draw_law(ax_n, pts, laws_joint.iloc[0].to_dict() if len(laws_joint) else None, "compute")
+    _draw_law(ax_n, frontier_joint, laws_joint.iloc[0].to_dict() if len(laws_joint) else None, "compute")
     ax_n.set_title("n*(C), all cells")
     return _save(fig, path_stem, formats)
