@@ -22,9 +22,9 @@ import pandas as pd
 from scipy.special import expit
 
 from isocompute.analysis.fits import USABLE, sigmoid_reward
-from isocompute.analysis.fits_noise import NOISE_FIT_GRID
+from isocompute.analysis.fits_noise import NOISE_FIT_GRID, cell_arrays
 from isocompute.analysis.schedule import rung_budgets  # noqa: F401 (light home; re-exported)
-from isocompute.analysis.tables import check_evals, se_column
+from isocompute.analysis.tables import check_evals
 from isocompute.config import schema_defaults
 
 # The sweep section of the config schema is the one home of the rule's defaults.
@@ -55,14 +55,6 @@ def rule_params(params: dict | None = None) -> dict:
     if out["frontier"] not in ("fixed_B_p", "joint"):
         raise ValueError(f"frontier must be 'fixed_B_p' or 'joint', got {out['frontier']!r}")
     return out
-
-
-def _points(cell: pd.DataFrame, metric: str) -> dict:
-    """One run's evaluations at positive compute (seeds pooled) and their weights 1/se^2."""
-    pos = cell[cell["compute"] > 0]
-    se = pos[se_column(metric)].to_numpy(dtype=float)
-    return {"compute": pos["compute"].to_numpy(dtype=float), "values": pos[metric].to_numpy(dtype=float),
-            "weights": 1.0 / np.square(se)}
 
 
 def _sums(log_c, dy, w, log_cmid, log_b):
@@ -144,7 +136,7 @@ def prediction_bands(evals: pd.DataFrame, fits: pd.DataFrame, *, c_max: float, c
         if fitted:
             reward = (np.full(grid.size, row.R0) if row.status != "ok"
                       else sigmoid_reward(grid, row.R0, row.A, row.B, row.C_mid))
-            arr = _points(cell, metric)
+            arr = cell_arrays(cell, metric)
             a_max = max(NOISE_FIT_GRID.a_max - row.R0, 0.0)
             lo, hi = _cell_band(arr, row.R0, grid, z=z, a_max=a_max, c_hi=c_max)
         parts.append(pd.DataFrame({"B_p": row.B_p, "n": row.n, "compute": grid, "reward": reward,
