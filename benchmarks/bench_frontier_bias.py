@@ -154,6 +154,9 @@ def run(seeds: int, sigmas, noise: str, K: int, matched_points: int, n_probes: i
                     "evals": n_evals, "bias": bias.mean(), "bias_sd": bias.std(ddof=1) if seeds > 1 else np.nan,
                     "bias_lo": bias.mean() - half, "bias_hi": bias.mean() + half,
                     "right_n_star": right.mean(), "right_min": right.min(),
+                    # 95% interval of the mean share over replications (normal approximation)
+                    "right_lo": right.mean() - (1.96 * right.std(ddof=1) / np.sqrt(seeds) if seeds > 1 else np.nan),
+                    "right_hi": right.mean() + (1.96 * right.std(ddof=1) / np.sqrt(seeds) if seeds > 1 else np.nan),
                     "regret": (true_best - got).mean(),
                     **{p: np.mean([r[p] for r in results]) for p in ("L", "U", "c0")},
                     **{f"{p}_sd": np.std([r[p] for r in results]) for p in ("L", "U", "c0")},
@@ -165,13 +168,14 @@ def run(seeds: int, sigmas, noise: str, K: int, matched_points: int, n_probes: i
 
 def print_table(table: pd.DataFrame) -> None:
     head = (f"{'method':<8}{'schedule':<18}{'sigma':>6}{'evals':>6}  {'bias at C_max (sd) [95% CI]':<33}"
-            f"{'right n*':>9}{'regret':>8}   {'law L / U / c0 (truth)':<34}")
+            f"{'right n* [95% CI]':>22}{'regret':>8}   {'law L / U / c0 (truth)':<34}")
     print(head)
     print("-" * len(head))
     for r in table.itertuples():
         bias = f"{r.bias:+.4f} ({r.bias_sd:.4f}) [{r.bias_lo:+.4f}, {r.bias_hi:+.4f}]"
         law = f"{r.L:.2f} / {r.U:.2f} / {r.c0:.2f} ({r.true_L:.2f} / {r.true_U:.2f} / {r.true_c0:.2f})"
-        print(f"{r.method:<8}{r.schedule:<18}{r.sigma:>6.3f}{r.evals:>6}  {bias:<33}{r.right_n_star:>9.1%}"
+        right = f"{r.right_n_star:.1%} [{r.right_lo:.1%}, {r.right_hi:.1%}]"
+        print(f"{r.method:<8}{r.schedule:<18}{r.sigma:>6.3f}{r.evals:>6}  {bias:<33}{right:>22}"
               f"{r.regret:>8.4f}   {law:<34}")
 
 
