@@ -16,6 +16,8 @@ if not workflow.overwrite_configfiles:
 
 # Validates the config against the schema (filling defaults) before any job.
 include: "rules/common.smk"
+include: "rules/common_train.smk"
+include: "rules/common_sweep.smk"
 include: "rules/common_variants.smk"
 include: "rules/common_compare.smk"
 

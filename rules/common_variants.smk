@@ -4,7 +4,6 @@
 # params: a changed variant re-runs only its own runs.
 
 from isocompute.grid import variant_cells
-from isocompute.train.recipe import variant_config
 
 VARIANT_CELLS = variant_cells(config)  # checked with the grid (check_study, common.smk)
 VARIANT_SPLITS = sorted({c.split for c in VARIANT_CELLS})
@@ -15,7 +14,7 @@ wildcard_constraints:
 
 
 VARIANT_FILES = LAYOUT.variant_run_files("{variant}", "{split}", "{B_p}", "{n}")
-VARIANT_RUN = "variants/{variant}/{split}/bp{B_p}_n{n}"
+VARIANT_RUN = f"variants/{{variant}}/{{split}}/{LAYOUT.run_name('{B_p}', '{n}')}"
 
 
 # Cheap, like their grid counterparts: where Snakemake runs, not cluster jobs.
@@ -48,11 +47,15 @@ def variant_train_inputs(wildcards):
 
 def variant_train_params(wildcards):
     """The train rule's params with the variant's recipe: the variant's rerun contract."""
-    return train_params_json(variant_config(config, wildcards.variant))
+    return jobs.as_json(jobs.train_params(config, variant_cell_of(wildcards)))
 
 
-def variant_max_steps(wildcards):
-    return variant_cell_of(wildcards).M_max
+def variant_train_args(wildcards, input):
+    return jobs.train_args(variant_cell_of(wildcards), options=input.options or None)
+
+
+def variant_score_args(wildcards):
+    return jobs.score_args(variant_cell_of(wildcards))
 
 
 def variant_run_dir(wildcards):
@@ -74,11 +77,7 @@ def variant_split_file_args(wildcards, input):
 def variant_check_params():
     """What the variants' size check reads: their cells (C_max may come from the grid), not
     their recipes or labels."""
-    params = json.loads(params_json("grid", "splits"))
-    params["variants"] = {
-        k: {"cells": v["cells"]} for k, v in config["variants"].items()
-    }
-    return json.dumps(params, sort_keys=True)
+    return jobs.as_json(jobs.variant_check_params(config))
 
 
 def variant_eval_tables():
@@ -91,7 +90,7 @@ def variant_run_dirs():
 
 def variant_figure_params():
     """What the figures read: which variant each figure draws, their labels, eval.k."""
-    return params_json("grid", "splits", "variants", "eval")
+    return jobs.as_json(jobs.variant_figure_params(config))
 
 
 def variant_targets():

@@ -15,13 +15,12 @@ rule score:
     resources:
         **cpu_resources(),
     params:
-        cfg=params_json("eval"),
+        cfg=score_params_json(),
         grader=grader_version(),
+        args=score_args_of,
         run_dir=run_dir_of,
-        replicate=replicate_index,
     shell:
-        "isocompute score --params {params.cfg:q} --split {wildcards.split} --bp {wildcards.B_p}"
-        " --n {wildcards.n} --replicate {params.replicate} --run-dir {params.run_dir} --out {output} > {log} 2>&1"
+        jobs.SCORE_SHELL
 
 
 # An extra evaluation set of a run (config eval.extra_sets), scored like its own split.
@@ -37,14 +36,12 @@ rule score_eval_set:
     resources:
         **cpu_resources(),
     params:
-        cfg=params_json("eval"),
+        cfg=score_params_json(),
         grader=grader_version(),
+        args=score_set_args_of,
         run_dir=run_dir_of,
-        replicate=replicate_index,
     shell:
-        "isocompute score --params {params.cfg:q} --split {wildcards.split} --bp {wildcards.B_p}"
-        " --n {wildcards.n} --replicate {params.replicate} --run-dir {params.run_dir}"
-        " --eval-set {wildcards.eval_set} --out {output} > {log} 2>&1"
+        jobs.SCORE_SHELL
 
 
 # Every grid run on every evaluation set: one table, Fig. 14 (training split x evaluation

@@ -21,18 +21,12 @@ rule train_rung:
     resources:
         **train_resources(),
     params:
-        cfg=train_params_json(),
+        cfg=train_params_of,
+        args=rung_train_args_of,
         model=model_arg,
         run_dir=run_dir_of,
-        max_steps=max_steps_of,
-        stop=rung_stop_step,
-        replicate=replicate_index,
-        options=grid_train_args,
     shell:
-        "isocompute train --params {params.cfg:q} {params.options} --split {wildcards.split} --bp {wildcards.B_p}"
-        " --n {wildcards.n} --max-steps {params.max_steps} --rung {wildcards.rung} --stop-at-step {params.stop}"
-        " --train-file {input.train} --val-file {input.val} --replicate {params.replicate} --model {params.model}"
-        " --run-dir {params.run_dir} --threads {threads} > {log} 2>&1"
+        jobs.TRAIN_SHELL
 
 
 rule score_rung:
@@ -47,15 +41,12 @@ rule score_rung:
     resources:
         **cpu_resources(),
     params:
-        cfg=params_json("eval"),
+        cfg=score_params_json(),
         grader=grader_version(),
+        args=rung_score_args_of,
         run_dir=run_dir_of,
-        replicate=replicate_index,
-        stop=rung_stop_step,
     shell:
-        "isocompute score --params {params.cfg:q} --split {wildcards.split} --bp {wildcards.B_p}"
-        " --n {wildcards.n} --replicate {params.replicate} --run-dir {params.run_dir} --max-step {params.stop}"
-        " --out {output} > {log} 2>&1"
+        jobs.SCORE_SHELL
 
 
 checkpoint adaptive_rung:

@@ -13,7 +13,7 @@ rule check_grid:
     conda:
         ANALYSIS_ENV
     params:
-        cfg=params_json("grid", "splits"),
+        cfg=grid_check_params_json(),
         files=split_file_args,
     shell:
         "isocompute check-grid --params {params.cfg:q} --train-files {params.files} --out {output} > {log} 2>&1"
@@ -50,17 +50,12 @@ rule train:
     resources:
         **train_resources(),
     params:
-        cfg=train_params_json(),
+        cfg=train_params_of,
+        args=train_args_of,
         model=model_arg,
         run_dir=run_dir_of,
-        max_steps=max_steps_of,
-        replicate=replicate_index,
-        options=grid_train_args,
     shell:
-        "isocompute train --params {params.cfg:q} {params.options} --split {wildcards.split} --bp {wildcards.B_p}"
-        " --n {wildcards.n} --max-steps {params.max_steps} --train-file {input.train} --val-file {input.val}"
-        " --replicate {params.replicate} --model {params.model} --run-dir {params.run_dir} --threads {threads}"
-        " > {log} 2>&1"
+        jobs.TRAIN_SHELL
 
 
 # A finished verl run's last checkpoint as a Hugging Face model, on request (not in
@@ -71,7 +66,7 @@ if config["train"]["backend"] == "verl":
         input:
             marker=RUN_MARKER,
         output:
-            directory(merged_model_dir("{split}", "{B_p}", "{n}", "{rep}")),
+            directory(LAYOUT.merged_model("{split}", "{B_p}", "{n}", "{rep}")),
         log:
             LAYOUT.log(f"merge_checkpoint/{CELL_NAME}"),
         conda:

@@ -36,15 +36,11 @@ rule train_variant:
         **train_resources(),
     params:
         cfg=variant_train_params,
+        args=variant_train_args,
         model=model_arg,
         run_dir=variant_run_dir,
-        max_steps=variant_max_steps,
-        options=train_options_arg,
     shell:
-        "isocompute train --params {params.cfg:q} {params.options} --variant {wildcards.variant}"
-        " --split {wildcards.split} --bp {wildcards.B_p} --n {wildcards.n} --max-steps {params.max_steps}"
-        " --train-file {input.train} --val-file {input.val} --replicate 0 --model {params.model}"
-        " --run-dir {params.run_dir} --threads {threads} > {log} 2>&1"
+        jobs.TRAIN_SHELL
 
 
 rule score_variant:
@@ -59,12 +55,12 @@ rule score_variant:
     resources:
         **cpu_resources(),
     params:
-        cfg=params_json("eval"),
+        cfg=score_params_json(),
         grader=grader_version(),
+        args=variant_score_args,
         run_dir=variant_run_dir,
     shell:
-        "isocompute score --params {params.cfg:q} --split {wildcards.split} --bp {wildcards.B_p}"
-        " --n {wildcards.n} --replicate 0 --run-dir {params.run_dir} --out {output} > {log} 2>&1"
+        jobs.SCORE_SHELL
 
 
 rule collect_variants:

@@ -16,6 +16,7 @@ from isocompute.analysis.synthetic import synthetic_study
 from isocompute.cli import main
 from isocompute.config import check_config
 from isocompute.grid import Cell
+from isocompute.jobs import as_json, decide_params
 from isocompute.sweep import continuing_runs, rung_computes, rung_stop_steps, stop_step
 
 C_MAX = 2.0 ** 22
@@ -51,7 +52,7 @@ def test_adaptive_decide_writes_which_runs_go_on(tmp_path):
     stopped = study[(study["n"] == 8) & (study["compute"] <= rung / 4)].assign(split="easy", run="bp32_n8", seed=0)
     stopped.to_parquet(tmp_path / "stopped.parquet")
     out = tmp_path / "decisions.csv"
-    params = json.dumps({"sweep": {"mode": "adaptive", "eta": 4, "rungs": 3}, "eval": {"k": 4}})
+    params = as_json(decide_params(check_config({"sweep": {"mode": "adaptive", "eta": 4, "rungs": 3}})))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         assert main(["adaptive-decide", "--params", params, "--trained",
@@ -70,7 +71,7 @@ def test_adaptive_decide_writes_which_runs_go_on(tmp_path):
 
 
 def test_adaptive_decide_needs_runs_trained_to_the_rung(tmp_path, capsys):
-    params = json.dumps({"sweep": {"mode": "adaptive"}})
+    params = as_json(decide_params(check_config({"sweep": {"mode": "adaptive"}})))
     code = main(["adaptive-decide", "--params", params, "--trained", str(tmp_path / "none.parquet"), "--rung", "0",
                  "--rung-compute", "1", "--c-max", "4", "--out", str(tmp_path / "d.csv"),
                  "--out-evals", str(tmp_path / "e.parquet")])
@@ -100,9 +101,32 @@ def test_a_cells_seed_replicates_share_its_decision(tmp_path):
     out = tmp_path / "decisions.csv"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        assert main(["adaptive-decide", "--params", json.dumps({"sweep": {"mode": "adaptive"}}), "--trained", *files,
+        params = as_json(decide_params(check_config({"sweep": {"mode": "adaptive"}})))
+        assert main(["adaptive-decide", "--params", params, "--trained", *files,
                      "--rung", "3", "--rung-compute", str(C_MAX / 4), "--c-max", str(C_MAX), "--out", str(out),
                      "--out-evals", str(tmp_path / "seen.parquet")]) == 0
     decisions = pd.read_csv(out)
     assert len(decisions) == 6 and (decisions.groupby("n")["continue"].nunique() == 1).all()
     assert continuing_runs(out) == {"bp32_n64", "bp32_n64_s1", "bp32_n512", "bp32_n512_s1"}
+
+
+def test_the_sweeps_dag_follows_each_decision():
+    """Rung by rung (isocompute.sweep, pure over what each decision let go on)."""
+    from isocompute.sweep import cells_at_rung, stopped_at, where_runs_ended
+
+    cfg = check_config({"sweep": {"mode": "adaptive", "rungs": 3}})
+    cells = [Cell("easy", 2, n, 64 // (2 * n), 64) for n in (2, 4, 8)] + [Cell("hard", 2, 2, 16, 64)]
+    going = {("easy", 0): {"bp2_n4", "bp2_n8"}, ("easy", 1): {"bp2_n8"}}
+    asked = []
+
+    def go(split, rung):
+        asked.append((split, rung))
+        return going[(split, rung)]
+
+    assert [c.name for c in cells_at_rung(cells, "easy", 0, go)] == ["bp2_n2", "bp2_n4", "bp2_n8"]
+    assert asked == []  # rung 0 waits for no decision
+    assert [c.name for c in cells_at_rung(cells, "easy", 2, go)] == ["bp2_n8"]
+    assert [c.name for c in stopped_at(cells, "easy", 0, go)] == ["bp2_n2"]
+    assert [c.name for c in stopped_at(cells, "easy", 1, go)] == ["bp2_n4"]
+    ended = where_runs_ended(cfg, cells, "easy", go)
+    assert [(c.name, r) for c, r in ended] == [("bp2_n2", 0), ("bp2_n4", 1), ("bp2_n8", None)]

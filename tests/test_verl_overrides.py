@@ -183,16 +183,15 @@ def test_verl_topology_is_the_train_jobs(run_paths):
 def test_the_train_jobs_options_reach_verl_but_not_its_identity(run_paths):
     """CPUs and checkpoint retention come to the job outside its params (--options) and reach
     verl's command; they are not part of the run identity, the GPUs and engine settings are."""
-    import json
 
     from isocompute.cli.common import config_from_params
-    from isocompute.train.backends.verl.overrides import run_options, training_engine
     from isocompute.train.backends.verl.run import run_identity
 
+    from isocompute import jobs
+
     full = verl_cfg(cluster={"train": {"cpus_per_gpu": 4, "runtime": 60}, "verl": {"max_checkpoints": 2}})
-    params = json.dumps({"seed": 0, "train": full["train"], "cluster": training_engine(full)})
-    cfg = config_from_params(params, json.dumps({"cluster": run_options(full)}))
     cell = Cell("easy", 32, 8, 10, 2560)
+    cfg = config_from_params(jobs.as_json(jobs.train_params(full, cell)), jobs.as_json(jobs.train_options(full)))
     o = overrides_dict(verl_overrides(cfg, cell, run_paths))
     assert o["trainer.max_actor_ckpt_to_keep"] == "2" and o["ray_kwargs.ray_init.num_cpus"] == "32"
     for f in (run_paths.train_file, run_paths.val_file):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import math
 import re
 from importlib import resources
 from pathlib import Path
@@ -19,6 +20,7 @@ import jsonschema
 import yaml
 
 from isocompute.errors import ConfigError
+from isocompute.layout import run_name
 
 SCHEMA_RESOURCE = "schema.yaml"
 
@@ -69,7 +71,7 @@ def _describe(error: jsonschema.ValidationError, schema: dict | None = None) -> 
         return f"config key '{key}': unknown key (expected one of: {', '.join(allowed)})"
     if v == "type":
         return (f"config key '{where}': expected {error.validator_value}, "
-                f"got {type(error.instance).__name__} {error.instance!r}")
+                f"got {type(error.instance).__name__} {error.instance!r}{_type_hint(error)}")
     if v == "enum":
         return f"config key '{where}': expected one of {error.validator_value}, got {error.instance!r}"
     if v in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
@@ -77,6 +79,23 @@ def _describe(error: jsonschema.ValidationError, schema: dict | None = None) -> 
                "exclusiveMaximum": "<"}[v]
         return f"config key '{where}': expected a value {sym} {error.validator_value}, got {error.instance!r}"
     return f"config key '{where}': {error.message}"
+
+
+def _type_hint(error: jsonschema.ValidationError) -> str:
+    """Why a value that looks right is refused."""
+    value, expected = error.instance, error.validator_value
+    if isinstance(value, float) and not math.isfinite(value):
+        return " (numbers must be finite)"
+    if isinstance(value, float) and value.is_integer() and "integer" in str(expected):
+        return f" (write {int(value)})"
+    if isinstance(value, str) and "number" in str(expected):
+        try:
+            float(value)
+        except ValueError:
+            return ""
+        return (f" (YAML reads {value} as a string; write it with a decimal point, e.g. "
+                f"{float(value):.1e})")
+    return ""
 
 
 def _filling_defaults(validator_class):
@@ -95,7 +114,22 @@ def _filling_defaults(validator_class):
     return jsonschema.validators.extend(validator_class, {"properties": properties})
 
 
-_Validator = _filling_defaults(jsonschema.Draft202012Validator)
+def _is_integer(checker, instance) -> bool:
+    """An integer is an int, not an integral float (`C_max: 24.0` would reach a job as --max-steps 6.0)."""
+    return isinstance(instance, int) and not isinstance(instance, bool)
+
+
+def _is_number(checker, instance) -> bool:
+    """A number is finite: NaN clears every bound (its comparisons are all false) and .inf any minimum."""
+    return isinstance(instance, (int, float)) and not isinstance(instance, bool) and math.isfinite(instance)
+
+
+# The draft's validator with those two types: closed to NaN, infinities and integral floats.
+_Strict = jsonschema.validators.extend(
+    jsonschema.Draft202012Validator,
+    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine_many(
+        {"integer": _is_integer, "number": _is_number}))
+_Validator = _filling_defaults(_Strict)
 
 
 def check_config(config: dict, schema: dict | None = None) -> dict:
@@ -166,8 +200,8 @@ def _check_variants(config: dict) -> None:
                                   f"(there is no grid.{cell['split']}.C_max to take it from)")
             where = (cell["split"], cell["B_p"], cell["n"])
             if where in seen:
-                raise ConfigError(f"config key '{key}': variant '{name}' names cell {cell['split']}/bp{cell['B_p']}"
-                                  f"_n{cell['n']} twice")
+                raise ConfigError(f"config key '{key}': variant '{name}' names cell {cell['split']}/"
+                                  f"{run_name(cell['B_p'], cell['n'])} twice")
             seen.add(where)
 
 
@@ -270,8 +304,75 @@ def check_paths(config: dict) -> None:
 def deep_update(base: dict, update: dict) -> dict:
     out = copy.deepcopy(base)
     for k, v in update.items():
-        if isinstance(v, dict) and isinstance(out.get(k), dict):
+        if isinstance(v, dict) and k in out and isinstance(out[k], dict):
             out[k] = deep_update(out[k], v)
         else:
             out[k] = copy.deepcopy(v)
     return out
+
+
+# --- a job's config: exactly the sections its rule passed ----------------------------
+
+# Facts a job is given that are not config keys a user writes: derived by the param
+# builders (isocompute.jobs) from the full config, checked here by shape.
+JOB_FACTS = {
+    # The compute range of the split's shared evaluation schedule (train/recipe.py).
+    "schedule": {"type": "object", "additionalProperties": False, "required": ["min_compute", "C_max"],
+                 "properties": {"min_compute": {"type": "number", "exclusiveMinimum": 0},
+                                "C_max": {"type": "number", "exclusiveMinimum": 0}}},
+}
+
+
+class NotGiven(ConfigError):
+    """A job read a config key its rule did not pass (not a KeyError: `.get` must not hide it)."""
+
+
+class JobConfig(dict):
+    """The config a job was given, and nothing else: reading a section or key its rule did
+    not pass raises NotGiven naming it, where a filled-in config would silently answer with
+    the schema's default. Nested mappings are JobConfigs too; values in lists stay plain."""
+
+    def __init__(self, data: dict, where: str = ""):
+        super().__init__({k: JobConfig(v, _join(where, k)) if isinstance(v, dict) else v
+                          for k, v in data.items()})
+        self.where = where
+
+    def __getitem__(self, key):
+        if not dict.__contains__(self, key):
+            given = f"only {sorted(self)} of '{self.where}'" if self.where else f"only the sections {sorted(self)}"
+            raise NotGiven(f"config key '{_join(self.where, key)}' was not given to this job: its rule passed "
+                           f"{given}; pass it in the rule's params (isocompute.jobs) instead of reading a default")
+        return dict.__getitem__(self, key)
+
+    def get(self, key, default=None):
+        return self[key]
+
+    def __deepcopy__(self, memo):
+        return JobConfig(copy.deepcopy(dict(self), memo), self.where)
+
+    def plain(self) -> dict:
+        """A plain dict copy (e.g. to build a derived config)."""
+        return {k: v.plain() if isinstance(v, JobConfig) else copy.deepcopy(v) for k, v in self.items()}
+
+
+def _join(where: str, key) -> str:
+    return f"{where}.{key}" if where else str(key)
+
+
+def job_config(sections: dict, schema: dict | None = None) -> JobConfig:
+    """The config of a job from the sections its rule passed, each checked against its part of
+    the schema (types, enums, bounds, closed objects) but filled with nothing; JOB_FACTS are
+    checked by shape. Raises ConfigError naming the first bad key."""
+    schema = schema or _packaged_schema()
+    if not isinstance(sections, dict):
+        raise ConfigError(f"job params: expected a mapping of config sections, got {type(sections).__name__}")
+    props = {**schema["properties"], **JOB_FACTS}
+    unknown = sorted(set(sections) - set(props))
+    if unknown:
+        raise ConfigError(f"config key '{unknown[0]}': unknown key (expected one of: {', '.join(sorted(props))})")
+    sub = {"type": "object", "properties": {k: props[k] for k in sections}, "$defs": schema.get("$defs", {})}
+    errors = sorted(_Strict(sub).iter_errors(sections),
+                    key=lambda e: (len(e.absolute_path), str(e.absolute_path)))
+    if errors:
+        raise ConfigError(_describe(errors[0], schema))
+    return JobConfig(copy.deepcopy(sections))

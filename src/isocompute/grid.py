@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from isocompute.errors import ConfigError
+from isocompute.layout import replicate_suffix, run_name
 
 
 @dataclass(frozen=True, order=True)
@@ -25,7 +26,7 @@ class Cell:
     @property
     def replicate_suffix(self) -> str:
         """'' for the first replicate, '_s<r>' for the others (run directory names)."""
-        return f"_s{self.replicate}" if self.replicate else ""
+        return replicate_suffix(self.replicate)
 
     @property
     def rollouts_per_step(self) -> int:
@@ -33,7 +34,7 @@ class Cell:
 
     @property
     def name(self) -> str:
-        return f"bp{self.B_p}_n{self.n}{self.replicate_suffix}"
+        return run_name(self.B_p, self.n, self.replicate_suffix)
 
 
 def grid_cells(config: dict) -> list[Cell]:
@@ -93,10 +94,10 @@ def find_cell(cells: list[Cell], split: str, B_p: int, n: int, replicate: int = 
         if (cell.split, cell.B_p, cell.n, cell.replicate, cell.variant) == \
                 (split, int(B_p), int(n), int(replicate), variant):
             return cell
-    suffix = f"_s{replicate}" if int(replicate) else ""
+    suffix = replicate_suffix(int(replicate))
     if variant:
-        raise ConfigError(f"no cell {split}/bp{B_p}_n{n} in variant {variant!r} of the config")
-    raise ConfigError(f"no grid cell {split}/bp{B_p}_n{n}{suffix} in the config's grid")
+        raise ConfigError(f"no cell {split}/{run_name(B_p, n)} in variant {variant!r} of the config")
+    raise ConfigError(f"no grid cell {split}/{run_name(B_p, n, suffix)} in the config's grid")
 
 
 def replicate_of(suffix: str) -> int:

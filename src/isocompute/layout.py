@@ -29,6 +29,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+
+def run_name(B_p, n, replicate_suffix="") -> str:
+    """bp{B_p}_n{n}[_s{r}]: a run's name (its folder, the `run` column, logs); seed
+    replicates after the first carry their index. Placeholders work too ('{B_p}')."""
+    return f"bp{B_p}_n{n}{replicate_suffix}"
+
+
+def replicate_suffix(replicate: int) -> str:
+    """'' for the first seed replicate, '_s<r>' for the others."""
+    return f"_s{replicate}" if replicate else ""
+
 RESULTS_ROOT = "results"
 # The folder of a split's analysis tables, under results/{experiment}/analysis/{split}/.
 ANALYSIS_TABLES = "tables"
@@ -193,10 +204,12 @@ class StudyLayout:
         return f"{self.results}/figure_index.html"
 
     # --- training and scoring --------------------------------------------------
+    run_name = staticmethod(run_name)
+
     def run_dir(self, split, B_p, n, replicate_suffix="") -> str:
         """results/{experiment}/runs/{split}/bp{B_p}_n{n}[_s{r}]: one training run's directory
         (seed replicates after the first carry their index)."""
-        return f"{self.results}/runs/{split}/bp{B_p}_n{n}{replicate_suffix}"
+        return f"{self.results}/runs/{split}/{run_name(B_p, n, replicate_suffix)}"
 
     def run_files(self, split, B_p, n, replicate_suffix="") -> RunFiles:
         return RunFiles(Path(self.run_dir(split, B_p, n, replicate_suffix)))
@@ -216,7 +229,7 @@ class StudyLayout:
 
     def merged_model(self, split, B_p, n, replicate_suffix="") -> str:
         """A finished verl run's last checkpoint as a Hugging Face model directory."""
-        return f"{self.results}/models/{split}/bp{B_p}_n{n}{replicate_suffix}"
+        return f"{self.results}/models/{split}/{run_name(B_p, n, replicate_suffix)}"
 
     @property
     def train_options(self) -> str:
@@ -230,7 +243,7 @@ class StudyLayout:
 
     def variant_run_dir(self, variant, split, B_p, n) -> str:
         """results/{experiment}/variants/{variant}/runs/{split}/bp{B_p}_n{n}: one run of a variant."""
-        return f"{self.variants_dir}/{variant}/runs/{split}/bp{B_p}_n{n}"
+        return f"{self.variants_dir}/{variant}/runs/{split}/{run_name(B_p, n)}"
 
     def variant_run_files(self, variant, split, B_p, n) -> RunFiles:
         return RunFiles(Path(self.variant_run_dir(variant, split, B_p, n)))

@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from isocompute.errors import InputError
-from isocompute.layout import RunFiles
+from isocompute.layout import RunFiles, replicate_suffix, run_name
 
 log = logging.getLogger(__name__)
 
@@ -77,8 +77,8 @@ def score_run(run_dir: Path | str, k: int, *, B_p: int, n: int, split: str, repl
     samples = gens.assign(problem=key.astype(str), correct=correct)
     keep = [c for c in ("step", "problem", "correct", "sample", "n_tokens") if c in samples.columns]
     tokens = cumulative_tokens(read_jsonl(files.metrics), B_p * n)
-    suffix = f"_s{replicate}" if replicate else ""
-    table = eval_table(samples[keep], k, B_p=B_p, n=n, tokens=tokens, split=split, run=f"bp{B_p}_n{n}{suffix}")
+    table = eval_table(samples[keep], k, B_p=B_p, n=n, tokens=tokens, split=split,
+                       run=run_name(B_p, n, replicate_suffix(replicate)))
     table.insert(4, "seed", int(replicate))
     if eval_set:
         table["eval_set"] = eval_set

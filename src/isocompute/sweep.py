@@ -64,3 +64,30 @@ def continuing_runs(path: Path | str) -> set[str]:
     """The runs (bp{B_p}_n{n}[_s{r}]) a rung's decisions file lets go on to the next rung."""
     with open(path, newline="") as fh:
         return {row["run"] for row in csv.DictReader(fh) if row["continue"].strip().lower() == "true"}
+
+
+# --- the sweep's DAG, rung by rung (rules/common_sweep.smk) ------------------------------
+# `going(split, rung)` is the set of runs the decision at `rung` let go on (in Snakemake:
+# the checkpoint's decisions file, read with continuing_runs); these functions are pure
+# over it, so the DAG logic is tested without Snakemake.
+
+def cells_at_rung(cells, split: str, rung: int, going) -> list:
+    """The cells of `split` trained to `rung`: all at rung 0, then those each decision let go on."""
+    out = [c for c in cells if c.split == split]
+    for r in range(rung):
+        names = going(split, r)
+        out = [c for c in out if c.name in names]
+    return out
+
+
+def stopped_at(cells, split: str, rung: int, going) -> list:
+    """The cells of `split` that the decision at `rung` stopped."""
+    names = going(split, rung)
+    return [c for c in cells_at_rung(cells, split, rung, going) if c.name not in names]
+
+
+def where_runs_ended(cfg: dict, cells, split: str, going) -> list[tuple]:
+    """(cell, rung) of each run of `split` where the sweep ended it: the rung whose decision
+    stopped it, or None for a run that went on to M_max (the last rung is the full run)."""
+    ended = [(c, r) for r in decision_rungs(cfg) for c in stopped_at(cells, split, r, going)]
+    return ended + [(c, None) for c in cells_at_rung(cells, split, last_rung(cfg), going)]

@@ -82,17 +82,19 @@ def _cached_adaptive_estimate(cfg: dict, seeds: int | None) -> dict:
 
 
 def cmd_verl_command(args) -> int:
-    from isocompute.train.backends.verl import verl_command
-    from isocompute.config import load_config
+    """The command a cell's train job runs: built from the job's own config (its params and
+    options, isocompute.jobs), not from the full config, so the two cannot differ."""
+    from isocompute import jobs
+    from isocompute.config import deep_update, job_config, load_config
     from isocompute.grid import find_cell, grid_cells, variant_cells
     from isocompute.layout import run_paths
-    from isocompute.train.recipe import cell_config
+    from isocompute.train.backends.verl import verl_command
 
     cfg = load_config(args.config)
     cells = variant_cells(cfg) if args.variant else grid_cells(cfg)
     cell = find_cell(cells, args.split, args.bp, args.n, variant=args.variant)
-    print(verl_command(cell_config(cfg, cell), cell, run_paths(cfg, cell),
-                       stop_at_step=args.stop_at_step).shell())
+    job = job_config(deep_update(jobs.train_params(cfg, cell), jobs.train_options(cfg)))
+    print(verl_command(job, cell, run_paths(cfg, cell), stop_at_step=args.stop_at_step).shell())
     return 0
 
 

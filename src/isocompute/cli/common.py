@@ -10,7 +10,7 @@ import platform
 import sys
 import time
 
-from isocompute.config import check_config
+from isocompute.config import JobConfig, deep_update, job_config
 from isocompute.errors import InputError
 
 log = logging.getLogger("isocompute")
@@ -19,13 +19,6 @@ log = logging.getLogger("isocompute")
 def setup_logging() -> None:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-
-
-class StageConfig(dict):
-    """A full config whose `given` names the sections the rule passed; only those
-    are the run's settings (the rest are schema defaults the stage never reads)."""
-
-    given: tuple[str, ...] = ()
 
 
 def _json_sections(text: str, flag: str) -> dict:
@@ -38,18 +31,14 @@ def _json_sections(text: str, flag: str) -> dict:
     return partial
 
 
-def config_from_params(text: str, options: str | None = None) -> dict:
-    """A full config from the JSON sections a rule passed (the rest defaulted), with `options`
-    (keys a rule passes outside its params, which are its rerun contract) merged in."""
-    from isocompute.config import deep_update
-
+def config_from_params(text: str, options: str | None = None) -> JobConfig:
+    """A job's config: exactly the JSON sections its rule passed (isocompute.jobs), checked
+    against the schema and filled with nothing, with `options` (keys a rule passes outside
+    its params, which are its rerun contract) merged in. Reading anything else raises."""
     partial = _json_sections(text, "--params")
     if options:
         partial = deep_update(partial, _json_sections(options, "--options"))
-    given = tuple(sorted(partial))  # before check_config fills the defaulted sections in
-    cfg = StageConfig(check_config(partial))
-    cfg.given = given
-    return cfg
+    return job_config(partial)
 
 
 def progress(**kw):
@@ -72,9 +61,8 @@ def versions() -> dict:
 
 
 def provenance(cfg: dict, **extra) -> dict:
-    """Config (only the sections the stage was given), versions and time of a result."""
-    given = getattr(cfg, "given", ()) or tuple(cfg)
-    return {"config": {k: cfg[k] for k in given}, "versions": versions(),
+    """Config (the sections the stage was given), versions and time of a result."""
+    return {"config": dict(cfg), "versions": versions(),
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **extra}
 
 

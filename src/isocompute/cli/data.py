@@ -88,7 +88,8 @@ def cmd_difficulty(args) -> int:
             samples=cfg["difficulty"]["samples"], extra_samples_k=cfg["difficulty"]["extremely_hard_samples"],
             params=SamplingParams.from_config(cfg), seed=cfg["seed"], chunk_size=chunk_size,
             chunk_dir=out.with_name(f".{out.stem}.chunks"), chunks=chunks, progress_factory=progress,
-            k_for_all=needs_k_samples(cfg))
+            # The rule passes the mixtures exactly when one needs K samples (jobs.difficulty_params).
+            k_for_all="splits" in cfg and needs_k_samples(cfg))
     if counts is None:  # more parts than chunks: this one has none
         import pandas as pd
 

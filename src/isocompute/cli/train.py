@@ -25,12 +25,6 @@ def cmd_train(args) -> int:
     from isocompute.layout import RunPaths
     from isocompute.train.backends import train_run
 
-    options = Path(args.options).read_text() if args.options else None
-    cfg = config_from_params(args.params, options)
-    if cfg["train"]["backend"] == "local":
-        # verl's threads are its Ray CPUs (cluster.train.cpus_per_gpu); an OMP_NUM_THREADS
-        # set here would be inherited by every one of its workers.
-        set_threads(args.threads)
     for name in ("train_file", "val_file"):
         if not Path(getattr(args, name)).is_file():
             raise InputError(f"--{name.replace('_', '-')}: split file not found: {getattr(args, name)}")
@@ -39,7 +33,14 @@ def cmd_train(args) -> int:
     if args.stop_at_step is not None and not 0 < args.stop_at_step <= args.max_steps:
         raise InputError(f"--stop-at-step: expected a step in [1, --max-steps = {args.max_steps}], "
                          f"got {args.stop_at_step}")
-    cell = Cell(args.split, args.bp, args.n, args.max_steps, args.max_steps * args.bp * args.n, args.replicate,
+    options = Path(args.options).read_text() if args.options else None
+    cfg = config_from_params(args.params, options)
+    if cfg["train"]["backend"] == "local":
+        # verl's threads are its Ray CPUs (cluster.train.cpus_per_gpu); an OMP_NUM_THREADS
+        # set here would be inherited by every one of its workers.
+        set_threads(args.threads)
+    # The cell as the Snakefile planned it: its budget is the schedule's C_max its rule passed.
+    cell = Cell(args.split, args.bp, args.n, args.max_steps, int(cfg["schedule"]["C_max"]), args.replicate,
                 args.variant)
     eval_sets = tuple(eval_set_arg(spec) for spec in args.eval_set)
     paths = RunPaths(Path(args.run_dir), Path(args.train_file), Path(args.val_file), args.model, eval_sets)
@@ -104,7 +105,8 @@ def cmd_check_grid(args) -> int:
         sizes[split] = pq.ParquetFile(path).metadata.num_rows
     max_bp = max_bp_per_split(grid_cells(cfg))
     check_split_sizes(max_bp, sizes)
-    variants = variant_cells(cfg)
+    # The grid's check is given no variants (the variants' check is: rules/variants.smk).
+    variants = variant_cells(cfg) if "variants" in cfg else []
     for name in sorted({c.variant for c in variants}):
         check_split_sizes(max_bp_per_split([c for c in variants if c.variant == name]), sizes,
                           key=f"variants.{name}.cells (split {{split}})")

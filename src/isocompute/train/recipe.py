@@ -47,8 +47,11 @@ def study_compute_range(cfg: dict, cell) -> tuple[float, float]:
     train.eval_min_compute (default: the split's smallest batch) to the split's C_max.
 
     A variant's run is not one of the split's grid: its schedule spans its own batch
-    to its own C_max (the train stage, which is given no grid, computes the same)."""
-    spec = None if getattr(cell, "variant", "") else cfg.get("grid", {}).get(cell.split)
+    to its own C_max. A train job is given the range its rule derived from the full
+    config (its params' `schedule`, isocompute.jobs.train_params), not the grid."""
+    if "schedule" in cfg:
+        return float(cfg["schedule"]["min_compute"]), float(cfg["schedule"]["C_max"])
+    spec = None if getattr(cell, "variant", "") else cfg["grid"].get(cell.split)
     c_max = float(spec["C_max"]) if spec else float(cell.C_max)
     lo = cfg["train"]["eval_min_compute"]
     if lo is None:

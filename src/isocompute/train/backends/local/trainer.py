@@ -279,7 +279,7 @@ def train_local(cfg: dict, cell, paths, stop_at_step: int | None = None, on_step
         checkpoint(0)
 
     bar = (progress_factory or _null_progress)(total=stop, initial=min(step, stop), unit="step",
-                                               desc=f"{cell.split} bp{cell.B_p}_n{cell.n}")
+                                               desc=f"{cell.split} {cell.name}")
     reward_ema = None
     while step < stop:
         step += 1

@@ -99,12 +99,13 @@ def check_study_cells(cfg: dict, cells) -> None:
     """The verl backend's checks of a study before any job: options it cannot honour, and
     batches its transfer queue cannot hold. `cfg` is the config the cells train with (a
     variant's for a variant's cells, whose recipe options are then named under it)."""
-    from isocompute.train.backends.verl.overrides import check_supported
+    from isocompute.train.backends.verl.overrides import check_rung_overrides, check_supported
 
     variants = {getattr(c, "variant", "") for c in cells} - {""}
     for variant in sorted(variants):
         check_recipe(cfg["train"], f"variants.{variant}.train")
     check_supported(cfg)
+    check_rung_overrides(cfg)
     check_batch_capacity(cfg, cells)
 
 

@@ -88,18 +88,24 @@ def check_supported(cfg: dict) -> None:
         raise ConfigError(f"config key 'cluster.verl.max_token_len_per_gpu': must be at least "
                           f"cluster.verl.max_prompt_length + train.max_response_length = {need}, "
                           f"got {v['max_token_len_per_gpu']}")
-    if cfg.get("sweep", {}).get("mode") == "adaptive":
-        for override in v["extra_overrides"]:
-            key = override.lstrip("+~").partition("=")[0]
-            if key in RUNG_UNSAFE_KEYS:
-                raise ConfigError(f"config key 'cluster.verl.extra_overrides': {key} is not allowed with "
-                                  "sweep.mode: adaptive (a rung ends verl's session at trainer.total_training_steps, "
-                                  "so the learning rate or the run's length would differ from the full run's)")
     _, gpus = train_topology(cfg)
     if gpus % v["rollout_tensor_parallel"]:
         raise ConfigError(f"config key 'cluster.verl.rollout_tensor_parallel': must divide the GPUs of a run "
                           f"(cluster.train.gpus, or the count of cluster.gres) = {gpus}, "
                           f"got {v['rollout_tensor_parallel']}")
+
+
+def check_rung_overrides(cfg: dict) -> None:
+    """An adaptive sweep's rungs end verl's session early: overrides that read the run's length
+    are refused (a study check: a train job is given no sweep section)."""
+    if cfg["sweep"]["mode"] != "adaptive":
+        return
+    for override in cfg["cluster"]["verl"]["extra_overrides"]:
+        key = override.lstrip("+~").partition("=")[0]
+        if key in RUNG_UNSAFE_KEYS:
+            raise ConfigError(f"config key 'cluster.verl.extra_overrides': {key} is not allowed with "
+                              "sweep.mode: adaptive (a rung ends verl's session at trainer.total_training_steps, "
+                              "so the learning rate or the run's length would differ from the full run's)")
 
 
 # --- what of cluster.* a verl run is made of --------------------------------------------
