@@ -2,8 +2,8 @@
 on collected inputs and compare every CSV of tables/ exactly with a reference.
 
     # the embedded study: the baseline's collected inputs and tables, the analyze rule's --params
-    python benchmarks/check_analysis_tables.py study /work/baseline/results/embedded/analysis/easy \
-        --params "$(cat params.json)"
+    python benchmarks/check_analysis_tables.py study /work/baseline/results/embedded/analysis/{easy,hard} \
+        --config /work/baseline/config/config.yaml        # or --params '<the rule's JSON>'
     # small synthetic studies, the reference computed by other code (a source tree, e.g. `git archive`)
     python benchmarks/check_analysis_tables.py synthetic --reference-src /tmp/before/src --work /tmp/check
 
@@ -95,12 +95,26 @@ def synthetic_inputs(work: Path) -> dict[str, tuple[Path, Path, list[str]]]:
     return cases
 
 
+def rule_params(config: Path) -> str:
+    """The analyze rule's --params for a config file (rules/common.smk, `analysis_params_json`)."""
+    import yaml
+
+    from isocompute.config import check_config
+
+    cfg = check_config(yaml.safe_load(config.read_text()) or {})
+    return json.dumps({"seed": cfg["seed"], "analysis": cfg["analysis"], "eval": {"k": cfg["eval"]["k"]}},
+                      sort_keys=True)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="what", required=True)
     s = sub.add_parser("study", help="a split's analysis folder: evals.parquet, train_pass_rates.parquet, tables/")
     s.add_argument("split_dirs", nargs="+", type=Path)
-    s.add_argument("--params", required=True, help="the analyze rule's --params JSON")
+    given = s.add_mutually_exclusive_group(required=True)
+    given.add_argument("--params", help="the analyze rule's --params JSON")
+    given.add_argument("--config", type=Path, help="the study's config file: --params as the analyze rule builds "
+                                                   "them (seed, analysis, eval.k)")
     y = sub.add_parser("synthetic", help="small synthetic studies, reference by --reference-src")
     y.add_argument("--reference-src", type=Path, required=True)
     y.add_argument("--work", type=Path, default=None)
@@ -111,8 +125,9 @@ def main(argv=None) -> int:
     bad, total = 0, 0
     with tempfile.TemporaryDirectory() as tmp:
         if args.what == "study":
-            json.loads(args.params)
-            cases = {d.name: (d / "evals.parquet", d / "train_pass_rates.parquet", ["--params", args.params],
+            params = args.params if args.config is None else rule_params(args.config)
+            json.loads(params)
+            cases = {d.name: (d / "evals.parquet", d / "train_pass_rates.parquet", ["--params", params],
                               d / "tables") for d in args.split_dirs}
         else:
             work = args.work or Path(tmp)
