@@ -36,6 +36,9 @@ SYNTHETIC = {
     "noise_unknown_se": (["--bootstrap", "8", "--grid-points", "25", "--no-observed-range"], dict(noise=0.01)),
     "paper_ema": (["--method", "paper", "--ema", "0.5", "--bootstrap", "8", "--grid-points", "25"],
                   dict(noise=0.01)),
+    # What the analyze rule passes for a config without an analysis section (the embedded study's).
+    "rule_params_defaults": (["--params", json.dumps({"seed": 0, "analysis": {}, "eval": {"k": 4}})],
+                             dict(problems=200, seeds=1)),
 }
 
 
