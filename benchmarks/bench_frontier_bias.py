@@ -39,10 +39,11 @@ import pandas as pd
 
 from isocompute.analysis.fits import fit_curves, sigmoid_reward
 from isocompute.analysis.fits_noise import NOISE_FIT_GRID, add_standard_errors
-from isocompute.analysis.frontier import default_extrapolate, frontier, frontier_fixed_bp
+from isocompute.analysis.frontier import frontier, frontier_fixed_bp
+from isocompute.analysis.methods import fit_study, get_method
 from isocompute.analysis.nstar import fit_n_star_law, law_points, n_star_laws
-from isocompute.analysis.pipeline import fit_study
 from isocompute.analysis.schedule import compute_schedule_steps
+from isocompute.analysis.settings import AnalysisSettings
 from isocompute.analysis.synthetic import crossover_params, synthetic_params, synthetic_study
 from isocompute.analysis.tables import check_evals
 from isocompute.train.recipe import evaluation_steps
@@ -98,7 +99,7 @@ def truth(probes, grid):
 # A ceiling for fits of one run at a time, not a method: the noise method without
 # pooling, told the true R0 and the true efficiency exponent B of every curve
 # (only A and C_mid left to fit). 'per-run' is the noise method without pooling.
-PER_RUN_GRID = replace(NOISE_FIT_GRID, pool_degree=None)
+PER_RUN_GRID = replace(NOISE_FIT_GRID, pool="none")
 
 
 def oracle_grid():
@@ -111,10 +112,10 @@ def analyse(evals: pd.DataFrame, method: str, probes) -> dict:
         evals = add_standard_errors(check_evals(evals), "avg@4")[0]
         fits = fit_curves(evals, R0=PARAMS(B_P, NS[0])["R0"], grid=oracle_grid())
     elif method == "per-run":
-        _, fits, _ = fit_study(check_evals(evals), method="noise", grid=PER_RUN_GRID)
+        _, fits, _ = fit_study(check_evals(evals), AnalysisSettings(fit_grid=PER_RUN_GRID))
     else:
-        _, fits, _ = fit_study(check_evals(evals), method=method)
-    extrapolate = default_extrapolate("paper" if method == "paper" else "noise")
+        _, fits, _ = fit_study(check_evals(evals), AnalysisSettings(method=method))
+    extrapolate = not get_method("paper" if method == "paper" else "noise").observed_range
     at_probes = frontier(fits, probes, extrapolate=extrapolate)
     law = n_star_laws(frontier_fixed_bp(fits, extrapolate=extrapolate), by="B_p").iloc[0]
     return {"reward": at_probes["reward"].to_numpy(), "n_star": at_probes["n_star"].to_numpy(),

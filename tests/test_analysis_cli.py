@@ -9,6 +9,7 @@ import pytest
 
 from isocompute.analysis.io import parse_verl_jsonl
 from isocompute.analysis.pipeline import run_analysis, write_analysis
+from isocompute.analysis.settings import AnalysisSettings
 from isocompute.analysis.synthetic import synthetic_evals
 from isocompute.cli import main
 
@@ -60,7 +61,7 @@ def test_csv_end_to_end_with_figures(tmp_path, csv):
     law = pd.read_csv(out / "n_star_fit.csv")
     assert {"B_p", "L", "U", "k", "c0", "L_lo", "L_hi", "U_lo", "U_hi", "k_lo", "k_hi", "c0_lo",
             "c0_hi"} <= set(law.columns)
-    assert json.loads((out / "params.json").read_text())["n_boot"] == 8
+    assert json.loads((out / "params.json").read_text())["bootstrap"] == 8
     # The n* law with compute in tokens, fitted to the tokens frontier's running average.
     law_tok = pd.read_csv(out / "n_star_fit_tokens.csv")
     assert {"B_p", "L", "U", "k", "c0", "status"} <= set(law_tok.columns) and len(law_tok) == 2
@@ -210,9 +211,10 @@ def test_failure_leaves_an_existing_output_untouched(tmp_path, evals, csv):
 
 
 def test_library_entry_points(tmp_path, evals):
-    results = run_analysis(evals, n_boot=0, grid_points=20)
+    results = run_analysis(evals, AnalysisSettings(bootstrap=0, grid_points=20))
     assert {"records", "fits", "frontier", "n_star_fit", "extrapolation", "optima", "sensitivity"} <= set(results)
-    assert all(isinstance(v, pd.DataFrame) for v in results.values())
+    assert results["settings"] == AnalysisSettings(bootstrap=0, grid_points=20) and results["split"] is None
+    assert all(isinstance(v, pd.DataFrame) for k, v in results.items() if k not in ("settings", "split"))
     written = write_analysis(results, tmp_path / "lib", figures=False)
     assert (tmp_path / "lib" / "fits.csv") in written
     assert (tmp_path / "lib" / "fits.csv").is_file()

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from isocompute.analysis.pipeline import run_analysis
+from isocompute.analysis.settings import AnalysisSettings
 from isocompute.analysis.synthetic import synthetic_evals
 
 # run_analysis(synthetic_evals(B_ps=(32, 64), ns=(8, 16, 32, 64), points=40, noise=0.02, seed=3),
@@ -43,7 +44,7 @@ def _snapshot(res):
 
 def test_paper_method_reproduces_the_frozen_numbers():
     evals = synthetic_evals(B_ps=(32, 64), ns=(8, 16, 32, 64), points=40, noise=0.02, seed=3)
-    got = _snapshot(run_analysis(evals, method="paper", n_boot=20, grid_points=40, seed=1))
+    got = _snapshot(run_analysis(evals, AnalysisSettings(method="paper", bootstrap=20, grid_points=40, seed=1)))
     assert got.keys() == FROZEN.keys()
     for key, want in FROZEN.items():
         assert np.asarray(got[key], dtype=float) == pytest.approx(np.asarray(want, dtype=float), abs=2e-6), key

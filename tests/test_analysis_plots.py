@@ -24,6 +24,7 @@ def test_noise_method_figures_with_seed_bands_also_from_tables_on_disk(tmp_path)
     from isocompute.analysis.collect import load_analysis
     from isocompute.analysis.pipeline import run_analysis, write_analysis
     from isocompute.analysis.plots import plot_all
+    from isocompute.analysis.settings import AnalysisSettings
     from isocompute.analysis.synthetic import synthetic_study
     from isocompute.train.recipe import evaluation_steps
 
@@ -31,7 +32,7 @@ def test_noise_method_figures_with_seed_bands_also_from_tables_on_disk(tmp_path)
                             noise=0.02, seeds=2)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = run_analysis(evals, n_boot=10, grid_points=20)
+        res = run_analysis(evals, AnalysisSettings(bootstrap=10, grid_points=20))
         assert {"reward_lo", "reward_hi", "log2_n_star_avg_lo"} <= set(res["frontier"].columns)
         write_analysis(res, tmp_path / "out", figures=False)
         assert json.loads((tmp_path / "out" / "params.json").read_text())["method"] == "noise"

@@ -13,6 +13,7 @@ from isocompute.analysis.fits_noise import add_standard_errors, noise_fit_grid
 from isocompute.analysis.fits_pooled import f_test
 from isocompute.analysis.frontier import frontier
 from isocompute.analysis.pipeline import run_analysis
+from isocompute.analysis.settings import AnalysisSettings
 from isocompute.analysis.schedule import compute_schedule_steps
 from isocompute.analysis.synthetic import crossover_params, synthetic_study
 
@@ -87,11 +88,11 @@ def test_bootstrap_replicates_are_pooled_too():
 
 def test_run_analysis_pool_key():
     evals = _study(problems=60)
-    pooled = run_analysis(evals, n_boot=0, pool="trend")
-    alone = run_analysis(evals, n_boot=0, pool="none")
+    pooled = run_analysis(evals, AnalysisSettings(bootstrap=0, pool="trend"))
+    alone = run_analysis(evals, AnalysisSettings(bootstrap=0, pool="none"))
     assert pooled["fits"]["pooled"].all() and "pooled" not in alone["fits"].columns
     with pytest.raises(ValueError, match="pool"):
-        run_analysis(evals, n_boot=0, pool="smooth")
+        run_analysis(evals, AnalysisSettings(bootstrap=0, pool="smooth"))
 
 
 def test_f_test():

@@ -9,6 +9,7 @@ import pytest
 from isocompute.analysis.bootstrap import bootstrap_fits, resampling_unit
 from isocompute.analysis.fits import sigmoid_reward
 from isocompute.analysis.pipeline import run_analysis
+from isocompute.analysis.settings import AnalysisSettings
 from isocompute.analysis.synthetic import crossover_params, synthetic_study
 from isocompute.analysis.tables import check_evals
 from isocompute.errors import InputError
@@ -57,8 +58,8 @@ def test_bootstrap_over_seeds_refits_every_cell(seeded, method):
 
 
 def test_seed_intervals_on_frontier_and_law_cover_the_truth(seeded):
-    res = run_analysis(seeded, n_boot=40, grid_points=30, seed=2)
-    assert dict(zip(res["params"]["name"], res["params"]["value"]))["method"] == '"noise"'
+    res = run_analysis(seeded, AnalysisSettings(bootstrap=40, grid_points=30, seed=2))
+    assert res["settings"].method == "noise"
     front = res["frontier"]
     for name in ("reward", "log2_n_star_avg"):
         lo, hi = front[f"{name}_lo"].to_numpy(), front[f"{name}_hi"].to_numpy()
@@ -76,7 +77,7 @@ def test_a_run_without_tokens_leaves_the_rest_of_the_analysis_intact():
     evals.loc[(evals["n"] == 32) & (evals["step"] > 0), "tokens"] = np.nan
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        res = run_analysis(evals, n_boot=0, grid_points=20)
+        res = run_analysis(evals, AnalysisSettings(bootstrap=0, grid_points=20))
     assert any("tokens" in str(w.message) and "n=32" in str(w.message) for w in caught)
     assert res["fits_tokens"]["n"].tolist() == [8, 128]
     assert res["fits"]["n"].tolist() == list(NS) and (res["fits"]["status"] == "ok").all()
@@ -90,8 +91,8 @@ def test_every_bootstrapped_study_gets_bands(method):
     evals = synthetic_evals(B_ps=(32, 64), ns=(8, 16, 32), points=30, noise=0.02, seed=3)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = run_analysis(evals, method=method, n_boot=8, grid_points=15,
-                           bootstrap_studies=("fixed_B_p", "fixed_batch", "joint"))
+        res = run_analysis(evals, AnalysisSettings(method=method, bootstrap=8, grid_points=15,
+                           bootstrap_studies=("fixed_B_p", "fixed_batch", "joint")))
     for front, law in (("frontier", "n_star_fit"), ("frontier_fixed_batch", "n_star_fit_fixed_batch"),
                        ("frontier_joint", "n_star_fit_joint")):
         assert res[front][["reward_lo", "reward_hi"]].notna().all().all(), front

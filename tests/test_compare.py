@@ -12,6 +12,7 @@ import pytest
 from conftest import make_study_dir, run_snakemake, write_config
 from isocompute.analysis.compare import check_comparisons
 from isocompute.analysis.pipeline import run_analysis, write_analysis
+from isocompute.analysis.settings import AnalysisSettings
 from isocompute.analysis.synthetic import synthetic_evals
 from isocompute.cli import main
 from isocompute.config import check_config
@@ -31,7 +32,7 @@ def analyses(tmp_path_factory) -> Path:
             where.mkdir(parents=True)
             evals.to_parquet(where / "evals.parquet")
             with pytest.warns(UserWarning):   # no problems column: one standard error for all
-                write_analysis(run_analysis(evals, n_boot=0), where / "tables", figures=False)
+                write_analysis(run_analysis(evals, AnalysisSettings(bootstrap=0)), where / "tables", figures=False)
     return root
 
 

@@ -12,6 +12,7 @@ import pytest
 
 from isocompute.analysis.nstar import n_star_sigmoid
 from isocompute.analysis.pipeline import run_analysis, write_analysis
+from isocompute.analysis.settings import AnalysisSettings
 from isocompute.analysis.recommend import default_budgets, recommend, snap_n
 from isocompute.analysis.schedule import compute_schedule_steps
 from isocompute.analysis.synthetic import crossover_params, synthetic_study
@@ -30,7 +31,7 @@ def _study(params=partial(crossover_params, c_mid_ref=2e3), seed=1):
 
 
 def _analyse(path, evals, n_boot=N_BOOT):
-    results = run_analysis(evals, n_boot=n_boot, grid_points=40)
+    results = run_analysis(evals, AnalysisSettings(bootstrap=n_boot, grid_points=40))
     write_analysis(results, path, figures=False)
     return results
 
@@ -191,7 +192,7 @@ def test_a_folder_without_fits_and_a_split_not_studied(study, tmp_path, capsys):
 
 def test_without_a_bootstrap_the_advice_says_it_has_no_intervals(tmp_path, study):
     evals = _study()
-    results = run_analysis(evals, n_boot=0, grid_points=40)
+    results = run_analysis(evals, AnalysisSettings(bootstrap=0, grid_points=40))
     a = recommend(results, C_MAX, extrapolate=False, ci=0.95, max_extrapolation=4)
     assert np.isnan(a.n_star_lo) and np.isnan(a.reward_lo)
     assert a.B_p == max(a.candidates, key=lambda c: c["reward"])["B_p"] and "no bootstrap" in a.B_p_rule

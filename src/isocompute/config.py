@@ -376,3 +376,15 @@ def job_config(sections: dict, schema: dict | None = None) -> JobConfig:
     if errors:
         raise ConfigError(_describe(errors[0], schema))
     return JobConfig(copy.deepcopy(sections))
+
+
+def check_section(section: str, values: dict, schema: dict | None = None) -> dict:
+    """One top-level section validated alone, as `check_config` validates it in a whole
+    config: a copy with the schema's defaults filled; ConfigError naming `section.key`."""
+    schema = schema or _packaged_schema()
+    sub = {"type": "object", "properties": {section: schema["properties"][section]}, "$defs": schema.get("$defs", {})}
+    instance = {section: copy.deepcopy(values)}
+    errors = sorted(_Validator(sub).iter_errors(instance), key=lambda e: (len(e.absolute_path), str(e.absolute_path)))
+    if errors:
+        raise ConfigError(_describe(errors[0], schema))
+    return instance[section]

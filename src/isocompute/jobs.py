@@ -161,9 +161,9 @@ def cross_eval_params(cfg: dict) -> dict:
 
 
 def decide_params(cfg: dict) -> dict:
-    """What an adaptive decision reads: the sweep's rule keys, and the metric the analysis fits."""
-    return {"seed": cfg["seed"], "sweep": cfg["sweep"], "analysis": {"metric": cfg["analysis"]["metric"]},
-            "eval": {"k": cfg["eval"]["k"]}}
+    """What an adaptive decision reads: the sweep's rule keys, and the analysis settings its fits
+    use (the study's, as the analysis would fit them; eval.k for the default metric)."""
+    return {"seed": cfg["seed"], "sweep": cfg["sweep"], "analysis": cfg["analysis"], "eval": {"k": cfg["eval"]["k"]}}
 
 
 def variant_figure_params(cfg: dict) -> dict:

@@ -1,7 +1,7 @@
 """The adaptive sweep's pruning rule (issue 13, `sweep.mode: adaptive`).
 
 Every run trains to the first rung of its budget; at each rung the runs are
-fitted (the noise method, `pipeline.fit_study`), every run gets a predicted
+fitted (the noise method, `methods.fit_study`), every run gets a predicted
 reward band up to C_max, and a run goes on to the next rung only if its band
 could still reach the frontier, or it sits next to the predicted n*, at some
 compute it has not reached yet. `prediction_bands` turns fits into bands,
@@ -17,13 +17,17 @@ it continues; a run past its midpoint has a narrow band.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 from scipy.special import expit
 
 from isocompute.analysis.fits import USABLE, sigmoid_reward
 from isocompute.analysis.fits_noise import NOISE_FIT_GRID, cell_arrays
+from isocompute.analysis.methods import fit_study
 from isocompute.analysis.schedule import rung_budgets  # noqa: F401 (light home; re-exported)
+from isocompute.analysis.settings import AnalysisSettings
 from isocompute.analysis.tables import check_evals
 from isocompute.config import schema_defaults
 
@@ -220,12 +224,14 @@ def prune(bands: pd.DataFrame, *, neighbours: int = DEFAULTS["neighbours"], min_
 
 
 def decide(evals: pd.DataFrame, *, rung_compute: float, c_max: float, params: dict | None = None,
-           metric: str = "avg@4") -> pd.DataFrame:
+           settings: AnalysisSettings | None = None) -> pd.DataFrame:
     """The rule at one rung: which runs train on to the next.
 
     `evals`: the study's evaluation table (as `isocompute analyze` reads it);
     only rows with compute <= `rung_compute` are used. Every run is fitted by
-    the noise method (`pipeline.fit_study`: pooled R0, weights 1/se^2), gets
+    the noise method (`methods.fit_study` with `settings`, the study's analysis
+    settings, default the schema's, by the noise method whatever their method:
+    pooled R0, weights 1/se^2), gets
     its band (`prediction_bands`) on the computes from `rung_compute` to
     `c_max`, and `prune` decides. `params`: the sweep section's rule keys
     (eta, rungs, z, neighbours, min_evals, frontier, grid_points), schema defaults for
@@ -233,14 +239,14 @@ def decide(evals: pd.DataFrame, *, rung_compute: float, c_max: float, params: di
     applies it to the runs it trained to this rung (a run stopped earlier
     keeps its evaluations, and they count for the frontier).
     """
-    from isocompute.analysis.pipeline import fit_study
-
+    s = replace(settings or AnalysisSettings(), method="noise")
+    metric = s.metric
     p = rule_params(params)
     if not 0 < rung_compute <= c_max:
         raise ValueError(f"need 0 < rung_compute <= c_max, got {rung_compute!r} and {c_max!r}")
     evals = check_evals(evals, metric)
     seen = evals[evals["compute"] <= rung_compute * (1 + 1e-9)]
-    seen, fits, _ = fit_study(seen, metric)
+    seen, fits, _ = fit_study(seen, s)
     bands = prediction_bands(seen, fits, c_max=c_max, c_from=rung_compute, metric=metric, z=p["z"],
                              grid_points=p["grid_points"])
     return prune(bands, neighbours=p["neighbours"], min_evals=p["min_evals"], frontier=p["frontier"], c_max=c_max)

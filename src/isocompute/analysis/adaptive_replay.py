@@ -4,12 +4,14 @@ At each rung the rule (`adaptive.decide`) sees every surviving run's
 evaluations up to the rung's compute only; a stopped run keeps its
 evaluations up to where it stopped. The adaptive study (what the sweep would
 have recorded) and the full grid are then analysed the same way
-(`pipeline.fit_study` and the frontier, each curve used where its run has
+(`methods.fit_study` and the frontier, each curve used where its run has
 data), and compared: rollouts spent, n* at probe budgets, frontier reward at
 C_max. `isocompute replay-adaptive EVALS` is the command line.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -17,6 +19,8 @@ import pandas as pd
 from isocompute.analysis.adaptive import decide, rule_params, rung_budgets
 from isocompute.analysis.fits import USABLE
 from isocompute.analysis.frontier import frontier
+from isocompute.analysis.methods import fit_study
+from isocompute.analysis.settings import AnalysisSettings
 from isocompute.analysis.tables import check_evals
 
 RUN_COLUMNS = ["B_p", "n", "full_compute", "spent", "stopped_at", "reason"]
@@ -30,7 +34,7 @@ def _visible(evals: pd.DataFrame, limit: dict) -> pd.DataFrame:
 
 
 def replay_sweep(evals: pd.DataFrame, *, c_max: float, params: dict | None = None,
-                 metric: str = "avg@4") -> tuple[pd.DataFrame, pd.DataFrame]:
+                 settings: AnalysisSettings | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Run the rule rung by rung on a checked full-grid table.
 
     Returns (the adaptive study's evaluations, one row per run: B_p, n,
@@ -48,7 +52,7 @@ def replay_sweep(evals: pd.DataFrame, *, c_max: float, params: dict | None = Non
     for budget, nxt in zip(budgets[:-1], budgets[1:]):
         if not active:
             break
-        decision = decide(_visible(evals, limit), rung_compute=budget, c_max=c_max, params=p, metric=metric)
+        decision = decide(_visible(evals, limit), rung_compute=budget, c_max=c_max, params=p, settings=settings)
         for B_p, n, go, why in zip(decision["B_p"], decision["n"], decision["continue"], decision["reason"]):
             key = (B_p, n)
             if key not in active:
@@ -87,11 +91,13 @@ def probe_budgets(fits: pd.DataFrame, c_max: float, probes: int) -> np.ndarray:
 
 
 def replay(evals: pd.DataFrame, *, c_max: float | None = None, params: dict | None = None, probes=20,
-           metric: str = "avg@4", split: str | None = None) -> dict:
+           settings: AnalysisSettings | None = None, split: str | None = None) -> dict:
     """Replay the adaptive rule on a finished full-grid evaluation table, and score it.
 
     `c_max` defaults to the table's largest compute; `params` the sweep
-    section's rule keys (schema defaults for the rest); `probes` a number of
+    section's rule keys (schema defaults for the rest); `settings` the analysis
+    settings the runs are fitted with (by the noise method; default: the
+    schema's); `probes` a number of
     log-spaced budgets over the studied range or the budgets themselves.
     Returns a dict: share (rollouts spent by the adaptive sweep / the full
     grid's), agreement (share of (frontier, probe) pairs where both studies
@@ -100,17 +106,16 @@ def replay(evals: pd.DataFrame, *, c_max: float | None = None, params: dict | No
     budgets (the rungs), params, runs (per run, see `replay_sweep`) and
     probes (per frontier and probe: n* and reward of both).
     """
-    from isocompute.analysis.pipeline import fit_study
-
-    evals = check_evals(evals, metric, split=split)
+    s = replace(settings or AnalysisSettings(), method="noise")
+    evals = check_evals(evals, s.metric, split=split)
     c_max = float(evals["compute"].max()) if c_max is None else float(c_max)
     if not c_max > 0:
         raise ValueError(f"c_max must be > 0, got {c_max!r}")
     p = rule_params(params)
     evals = evals[evals["compute"] <= c_max * (1 + 1e-9)]
-    adaptive, runs = replay_sweep(evals, c_max=c_max, params=p, metric=metric)
-    _, fits_full, _ = fit_study(evals, metric)
-    _, fits_adaptive, _ = fit_study(adaptive, metric)
+    adaptive, runs = replay_sweep(evals, c_max=c_max, params=p, settings=s)
+    _, fits_full, _ = fit_study(evals, s)
+    _, fits_adaptive, _ = fit_study(adaptive, s)
     grid = (probe_budgets(fits_full, c_max, int(probes)) if np.ndim(probes) == 0
             else np.asarray(probes, dtype=float))
     joint = p["frontier"] == "joint"

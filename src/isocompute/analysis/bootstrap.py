@@ -15,10 +15,9 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from isocompute.analysis.fits import USABLE, FitGrid, check_method, fit_replicates, run_arrays
-from isocompute.analysis.fits_noise import NOISE_FIT_GRID, cell_arrays, fit_weighted, pooled_base
-from isocompute.analysis.fits_pooled import pool_fits
+from isocompute.analysis.fits import USABLE, FitGrid
 from isocompute.analysis.frontier import envelope, study_grid
+from isocompute.analysis.methods import get_method
 from isocompute.analysis.nstar import LAW_PARAMS, LawGrid, fit_n_star_laws, running_average
 
 BOOT_COLUMNS = ["replicate", "B_p", "n", "R0", "A", "B", "C_mid", "status", "compute_min", "compute_max"]
@@ -41,14 +40,6 @@ def _seed_draws(rng, seed_of_point, n_boot: int) -> np.ndarray:
     return per_seed[:, which]
 
 
-def _indices_from_counts(counts: np.ndarray) -> np.ndarray:
-    """Sorted index rows (R, K) with each point repeated `counts` times; short
-    rows are padded with their last index (a repeated point is never a new record)."""
-    rows = [np.repeat(np.arange(counts.shape[1]), c) for c in counts]
-    width = max(len(r) for r in rows)
-    return np.stack([np.concatenate([r, np.full(width - len(r), r[-1])]) for r in rows])
-
-
 def bootstrap_fits(evals: pd.DataFrame, metric: str = "avg@4", *, n_boot: int = 200, seed: int = 0,
                    method: str = "noise", bin_width: float = 0.01, ema_alpha: float | None = None,
                    min_compute: float | None = None, grid: FitGrid | None = None, R0: float | None = None,
@@ -64,60 +55,39 @@ def bootstrap_fits(evals: pd.DataFrame, metric: str = "avg@4", *, n_boot: int = 
     Returns one row per (replicate, cell): replicate, B_p, n, R0, A, B,
     C_mid, status, compute_min, compute_max.
     """
-    check_method(method)
+    m = get_method(method)
     unit = resampling_unit(evals) if unit is None else unit
     if unit not in ("points", "seeds"):
         raise ValueError(f"unit must be 'points' or 'seeds', got {unit!r}")
     if grid is None:
-        grid = NOISE_FIT_GRID if method == "noise" else FitGrid()
-    if method == "noise" and R0 is None:
-        R0 = pooled_base(evals, metric)["R0"]
+        grid = m.default_grid()
+    if R0 is None:
+        R0 = m.study_base(evals, metric)
     rng = np.random.default_rng(seed)
     parts, drawn = [], {}
     for (B_p, n), cell in evals.groupby(["B_p", "n"], sort=True):
-        arr = run_arrays(cell, metric, min_compute) if method == "paper" else cell_arrays(cell, metric, min_compute)
-        cell_R0 = arr["R0"] if method == "paper" else R0
+        arr = m.cell_arrays(cell, metric, min_compute)
+        cell_R0 = m.cell_base(arr, R0)
         P = arr["compute"].size
         if np.isnan(cell_R0) or arr["compute_range"] is None or n_boot < 1:
             continue
+        idx = counts = None
         if unit == "points":
             idx = np.sort(rng.integers(0, P, size=(n_boot, P)), axis=1)
-            counts = None
         else:
             counts = _seed_draws(rng, arr["seed"], n_boot)
-            idx = _indices_from_counts(counts) if method == "paper" else None
-        if method == "paper":
-            res = fit_replicates(arr["compute"], arr["values"], cell_R0, idx, bin_width=bin_width,
-                                 ema_alpha=ema_alpha, min_compute=min_compute,
-                                 compute_range=arr["compute_range"], grid=grid, dtype=np.float32)
-        else:
-            if counts is None:
-                counts = np.stack([np.bincount(row, minlength=P) for row in idx])
-            res = fit_weighted(arr["compute"], arr["values"], cell_R0, arr["weights"][:, None] * counts.T,
-                               compute_range=arr["compute_range"], grid=grid, dtype=np.float32,
-                               refine_c_mid=grid.boot_refine_c_mid)
-            drawn[(B_p, n)] = (arr, counts)
+        res, kept = m.fit_resamples(arr, cell_R0, idx, counts, grid=grid, bin_width=bin_width, ema_alpha=ema_alpha,
+                                    min_compute=min_compute)
+        if kept is not None:
+            drawn[(B_p, n)] = kept
         parts.append(pd.DataFrame({
             "replicate": np.arange(n_boot), "B_p": B_p, "n": n, "R0": cell_R0,
             "A": res["A"], "B": res["B"], "C_mid": res["C_mid"], "status": res["status"],
             "sse": res["sse"], "compute_min": arr["compute_min"], "compute_max": arr["compute_max"]}))
     if not parts:
         return pd.DataFrame(columns=BOOT_COLUMNS)
-    boot = pd.concat(parts, ignore_index=True)
-    if method == "noise" and grid.pool_degree is not None:
-        boot = _pool_replicates(boot, drawn, R0, grid)
+    boot = m.pool_replicates(pd.concat(parts, ignore_index=True), drawn, R0, grid)
     return boot[BOOT_COLUMNS]
-
-
-def _pool_replicates(boot: pd.DataFrame, drawn: dict, R0: float, grid: FitGrid) -> pd.DataFrame:
-    """Each replicate pooled as the point estimate is (`fits_pooled.pool_fits`,
-    the F-test included), on that replicate's drawn points."""
-    parts = []
-    for r, rep in boot.groupby("replicate", sort=True):
-        arrays = {key: {**arr, "weights": arr["weights"] * counts[r]} for key, (arr, counts) in drawn.items()}
-        parts.append(pool_fits(rep.astype({"sse": float}), arrays, R0, degree=grid.pool_degree,
-                               alpha=grid.pool_alpha))
-    return pd.concat(parts, ignore_index=True)
 
 
 def replicate_frontiers(boot: pd.DataFrame, grid, *, extrapolate: bool = True):

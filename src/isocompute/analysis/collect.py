@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from isocompute.analysis.settings import AnalysisSettings
 from isocompute.errors import InputError
 from isocompute.layout import RunFiles, RungFiles
 
@@ -76,10 +77,9 @@ def read_analysis_tables(out_dir: Path | str, keys=None) -> tuple[dict[str, pd.D
     return tables, (json.loads(params.read_text()) if params.is_file() else None)
 
 
-def load_analysis(out_dir: Path | str, evals: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    """The tables written by `write_analysis`, read back for plotting."""
+def load_analysis(out_dir: Path | str, evals: pd.DataFrame) -> dict:
+    """The tables written by `write_analysis`, read back for plotting, with the settings
+    they were computed with (params.json; without it, an analysis from before the noise method)."""
     tables, p = read_analysis_tables(out_dir)
-    results: dict[str, pd.DataFrame] = {"evals": evals, **tables}
-    if p is not None:
-        results["params"] = pd.DataFrame({"name": list(p), "value": [json.dumps(v) for v in p.values()]})
-    return results
+    return {"evals": evals, **tables, "settings": AnalysisSettings.from_json(p or {}),
+            "split": (p or {}).get("split")}

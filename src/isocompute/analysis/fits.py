@@ -68,7 +68,8 @@ class FitGrid:
     boot_refine_c_mid: int = 4     # the same for bootstrap replicates (speed)
     min_points: int = 3            # fewer record points (C > 0) than this: status 'too_few_points'
     c_mid_margin: float = 0.0      # decades the C_mid grid reaches beyond the observed compute range
-    pool_degree: int | None = None  # noise method: pool each B_p's runs by a trend in log2 n of this degree
+    pool: str = "none"             # noise method: how runs are pooled (fits_pooled.POOLS: 'none', 'trend')
+    pool_degree: int = 2           # pool 'trend': the trend's degree in log2 n ...
     pool_alpha: float = 0.01       # ... unless an F-test rejects the trend at this level (fits_pooled)
 
 

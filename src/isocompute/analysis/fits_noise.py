@@ -20,7 +20,7 @@ import pandas as pd
 
 from isocompute.analysis.fits import (FIT_COLUMNS, FLAT, NO_BASE, NO_POSITIVE, OK, TOO_FEW, USABLE, FitGrid,
                                       _a_max, _cmid_grid, _grid_fit)
-from isocompute.analysis.fits_pooled import pool_fits
+from isocompute.analysis.fits_pooled import get_pool
 from isocompute.analysis.nstar import running_average
 from isocompute.analysis.tables import se_column
 from isocompute.config import schema_defaults
@@ -32,9 +32,8 @@ from isocompute.config import schema_defaults
 # The runs of one B_p are pooled by a trend in log2 n unless the data reject it
 # (`fits_pooled`; analysis.pool, pool_degree, pool_alpha).
 _DEFAULTS = schema_defaults("analysis")
-NOISE_FIT_GRID = FitGrid(a_step=0.001, c_mid_points=120, c_mid_margin=0.5,
-                         pool_degree=_DEFAULTS["pool_degree"] if _DEFAULTS["pool"] == "trend" else None,
-                         pool_alpha=_DEFAULTS["pool_alpha"])
+NOISE_FIT_GRID = FitGrid(a_step=0.001, c_mid_points=120, c_mid_margin=0.5, pool=_DEFAULTS["pool"],
+                         pool_degree=_DEFAULTS["pool_degree"], pool_alpha=_DEFAULTS["pool_alpha"])
 # Evaluations averaged for the success rate behind each standard error (analysis.se_window).
 SE_SMOOTH_WINDOW = _DEFAULTS["se_window"]
 
@@ -42,9 +41,7 @@ SE_SMOOTH_WINDOW = _DEFAULTS["se_window"]
 def noise_fit_grid(pool: str = _DEFAULTS["pool"], degree: int = _DEFAULTS["pool_degree"],
                    alpha: float = _DEFAULTS["pool_alpha"]) -> FitGrid:
     """The noise method's fit settings with the analysis section's pooling keys."""
-    if pool not in ("trend", "none"):
-        raise ValueError(f"pool must be 'trend' or 'none', got {pool!r}")
-    return replace(NOISE_FIT_GRID, pool_degree=degree if pool == "trend" else None, pool_alpha=alpha)
+    return replace(NOISE_FIT_GRID, pool=get_pool(pool).name, pool_degree=degree, pool_alpha=alpha)
 NOISE_COLUMNS = FIT_COLUMNS + ["se", "n_evals"]
 
 _AVG_AT_K = re.compile(r"^avg@(\d+)$")
@@ -225,9 +222,7 @@ def fit_curves_noise(evals: pd.DataFrame, metric: str = "avg@4", *, R0: float | 
     fits["n_points"] = fits["n_points"].astype(int)
     if not known:
         fits["se"] = residual_se(fits)
-    if grid.pool_degree is not None:
-        fits = pool_fits(fits, arrays, R0, degree=grid.pool_degree, alpha=grid.pool_alpha)
-    return fits
+    return get_pool(grid.pool).pool(fits, arrays, R0, grid)
 
 
 def residual_se(fits: pd.DataFrame, n_params: int = 3) -> float:

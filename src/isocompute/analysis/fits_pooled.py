@@ -128,3 +128,64 @@ def pool_fits(fits: pd.DataFrame, arrays: dict, R0: float, *, degree: int = 2,
     out["A"], out["B"], out["C_mid"], out["status"] = A, B, C_mid, status
     out[POOLED_COLUMN], out["pool_p"] = pooled, pool_p
     return out
+
+
+# ------------------------------------------------------------------ pooling strategies (analysis.pool)
+
+class Pool:
+    """How the noise method's run-by-run fits are pooled: one strategy per value of `analysis.pool`."""
+
+    name = ""
+
+    def pool(self, fits: pd.DataFrame, arrays: dict, R0: float, grid) -> pd.DataFrame:
+        """The point estimate's fits; `arrays` (B_p, n) -> the cell's `fits_noise.cell_arrays`."""
+        raise NotImplementedError
+
+    def pool_replicates(self, boot: pd.DataFrame, drawn: dict, R0: float, grid) -> pd.DataFrame:
+        """The bootstrap replicates' fits; `drawn` (B_p, n) -> (cell arrays, counts (R, P) of each replicate)."""
+        raise NotImplementedError
+
+
+POOLS: dict[str, Pool] = {}
+
+
+def register_pool(name: str):
+    """Class decorator: register a pooling strategy under `analysis.pool`'s value `name`."""
+    def wrap(cls):
+        cls.name = name
+        POOLS[name] = cls()
+        return cls
+    return wrap
+
+
+def get_pool(name: str) -> Pool:
+    if name not in POOLS:
+        raise ValueError(f"pool must be one of {', '.join(POOLS)}; got {name!r}")
+    return POOLS[name]
+
+
+@register_pool("none")
+class NoPool(Pool):
+    """Each run fitted alone."""
+
+    def pool(self, fits, arrays, R0, grid):
+        return fits
+
+    def pool_replicates(self, boot, drawn, R0, grid):
+        return boot
+
+
+@register_pool("trend")
+class TrendPool(Pool):
+    """The runs of each B_p at once, with a trend of degree `grid.pool_degree` in log2 n (`pool_fits`)."""
+
+    def pool(self, fits, arrays, R0, grid):
+        return pool_fits(fits, arrays, R0, degree=grid.pool_degree, alpha=grid.pool_alpha)
+
+    def pool_replicates(self, boot, drawn, R0, grid):
+        """Each replicate pooled as the point estimate is (the F-test included), on its drawn points."""
+        parts = []
+        for r, rep in boot.groupby("replicate", sort=True):
+            arrays = {key: {**arr, "weights": arr["weights"] * counts[r]} for key, (arr, counts) in drawn.items()}
+            parts.append(self.pool(rep.astype({"sse": float}), arrays, R0, grid))
+        return pd.concat(parts, ignore_index=True)

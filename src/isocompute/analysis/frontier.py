@@ -19,12 +19,6 @@ import pandas as pd
 from isocompute.analysis.fits import USABLE, sigmoid_reward
 
 
-def default_extrapolate(method: str) -> bool:
-    """Whether a method's frontier extrapolates fitted curves: the paper's does,
-    the noise method uses each curve only where its run has data."""
-    return method == "paper"
-
-
 def compute_grid(compute, points: int = 100, lo: float | None = None, hi: float | None = None) -> np.ndarray:
     """`points` log-spaced values over the positive range of `compute` (or [lo, hi])."""
     c = np.asarray(compute, dtype=float)

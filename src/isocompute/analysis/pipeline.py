@@ -17,21 +17,19 @@ import numpy as np
 import pandas as pd
 
 from isocompute.analysis.bootstrap import bootstrap_fits, bootstrap_intervals, bootstrap_laws
-from isocompute.analysis.fits import FitGrid, check_method, fit_curves
-from isocompute.analysis.fits_noise import (add_standard_errors, noise_fit_grid, pooled_base, residual_se,
-                                            run_groups)
-from isocompute.analysis.frontier import default_extrapolate, frontier_fixed_batch, frontier_fixed_bp, frontier_joint
+from isocompute.analysis.fits_noise import run_groups
+from isocompute.analysis.frontier import frontier_fixed_batch, frontier_fixed_bp, frontier_joint
+from isocompute.analysis.methods import fit_study, pooled_records
 from isocompute.analysis.nstar import law_points, n_star_laws
 from isocompute.analysis.recommend import recommendation_table
 from isocompute.analysis.records import record_points_by_run
+from isocompute.analysis.settings import AnalysisSettings
 from isocompute.analysis.studies import (extrapolation_check, interference_histograms, metric_fits, metric_frontiers,
                                          metric_optima, sensitivity)
 from isocompute.analysis.tables import check_evals, check_train, se_column
 from isocompute.atomic import atomic_dir
-from isocompute.config import schema_defaults
 
-# The analysis section of the config schema is the one home of these defaults.
-DEFAULTS = schema_defaults("analysis")
+__all__ = ["TABLE_FILES", "fit_study", "run_analysis", "write_analysis"]
 
 # results key -> file name; keys absent from the results are skipped.
 TABLE_FILES = {
@@ -56,7 +54,10 @@ TABLE_FILES = {
     "n_star_fit_tokens": "n_star_fit_tokens.csv",
     "timings": "timings.csv",
     "base": "base.csv",
+    "record_points_pooled": "record_points_pooled.csv",
+    "record_fit_pooled": "record_fit_pooled.csv",
 }
+PARAMS_FILE = "params.json"
 
 
 def _with_law_points(frontier: pd.DataFrame, by, x: str, window: int) -> pd.DataFrame:
@@ -71,111 +72,70 @@ def _with_law_points(frontier: pd.DataFrame, by, x: str, window: int) -> pd.Data
     return pd.concat(parts, ignore_index=True)
 
 
-def fit_study(evals: pd.DataFrame, metric: str = "avg@4", *, method: str = DEFAULTS["method"],
-              bin_width: float = DEFAULTS["bin_width"], ema_alpha: float | None = DEFAULTS["ema_alpha"],
-              min_compute: float | None = DEFAULTS["min_compute"], grid: FitGrid | None = None,
-              se_window: int = DEFAULTS["se_window"]):
-    """The fitting stage of `run_analysis` on a checked evaluation table.
+def run_analysis(evals: pd.DataFrame, settings: AnalysisSettings | None = None, *,
+                 train: pd.DataFrame | None = None, split: str | None = None) -> dict:
+    """Every table of the analysis from one evaluation table, by `settings`
+    (`AnalysisSettings`; default: the schema's `analysis` section).
 
-    Returns (evals, fits, base). Noise method: `evals` gains the column
-    `<metric>_se` (from problems and samples, or the residuals' estimate
-    when the table has neither), every fit shares the pooled R0, and `base`
-    is a one-row table (metric, R0, R0_se, n_base, se_source, se_median).
-    Paper method: evals unchanged, fits to records, base None.
+    Returns a dict of DataFrames: evals (checked; the noise method adds
+    `<metric>_se`), records, fits, frontier (Q1, per B_p, with bootstrap
+    bands), n_star_fit (law per B_p with bootstrap intervals),
+    frontier_fixed_batch / n_star_fit_fixed_batch (Q2, x = steps M),
+    frontier_joint / n_star_fit_joint (Q3), optima, frontier_metrics (the
+    frontier of each optima metric, per B_p), sensitivity, extrapolation,
+    interference (with `train`), bootstrap_fits and n_star_fit_draws (with
+    `bootstrap` > 0: every replicate's cell fits and Q1 law), recommendations
+    (module `recommend` at a few budgets over the studied range and one
+    `max_extrapolation` times above it), fits_tokens / frontier_tokens /
+    n_star_fit_tokens (with a `tokens` column; runs missing a tokens value
+    are left out of these, with a warning), base (noise method: the pooled R0
+    and the evaluations' standard errors), record_points_pooled and
+    record_fit_pooled (Fig. 5: each B_p's runs pooled), timings; and
+    `settings` itself (written as params.json). Raises InputError on malformed
+    input before computing anything. What each method does: `methods`
+    (NoiseMethod, PaperMethod); what each setting means: the schema.
     """
-    fit_kw = dict(bin_width=bin_width, ema_alpha=ema_alpha, min_compute=min_compute, grid=grid, method=method)
-    if method != "noise":
-        return evals, fit_curves(evals, metric, **fit_kw), None
-    evals, se_source = add_standard_errors(evals, metric, window=se_window)
-    fits = fit_curves(evals, metric, R0=pooled_base(evals, metric)["R0"], **fit_kw)
-    if se_source == "unknown":
-        evals = evals.assign(**{se_column(metric): residual_se(fits)})
-    base = pd.DataFrame([{"metric": metric, **pooled_base(evals, metric), "se_source": se_source,
-                          "se_median": float(evals[se_column(metric)].median())}])
-    return evals, fits, base
-
-
-def run_analysis(evals: pd.DataFrame, *, metric: str = "avg@4", method: str = DEFAULTS["method"],
-                 bin_width: float = DEFAULTS["bin_width"], ema_alpha: float | None = DEFAULTS["ema_alpha"],
-                 min_compute: float | None = DEFAULTS["min_compute"], grid_points: int = DEFAULTS["grid_points"],
-                 n_boot: int = DEFAULTS["bootstrap"], seed: int = 0,
-                 extrapolate_fraction: float = DEFAULTS["extrapolate_fraction"], window: int = DEFAULTS["window"],
-                 ci: float = DEFAULTS["ci"], train: pd.DataFrame | None = None, split: str | None = None,
-                 hist_bins: int = 10, optima_metrics=("best@4", "worst@4"),
-                 bootstrap_studies=("fixed_B_p",), extrapolate: bool | None = None,
-                 fit_grid: FitGrid | None = None, record_z: float = DEFAULTS["record_z"],
-                 se_window: int = DEFAULTS["se_window"],
-                 bootstrap_unit: str | None = None, pool: str = DEFAULTS["pool"],
-                 pool_degree: int = DEFAULTS["pool_degree"],
-                 pool_alpha: float = DEFAULTS["pool_alpha"],
-                 max_extrapolation: float = DEFAULTS["max_extrapolation"]) -> dict[str, pd.DataFrame]:
-    """Every table of the analysis from one evaluation table.
-
-    Returns a dict of DataFrames: evals (checked), records, fits, frontier
-    (Q1, per B_p, with bootstrap bands), n_star_fit (law per B_p with
-    bootstrap intervals), frontier_fixed_batch / n_star_fit_fixed_batch (Q2,
-    x = steps M), frontier_joint / n_star_fit_joint (Q3), optima,
-    frontier_metrics (the frontier of each optima metric, per B_p),
-    sensitivity, extrapolation, interference (with `train`), bootstrap_fits and
-    n_star_fit_draws (with `n_boot`: every replicate's cell fits and Q1 law),
-    recommendations (module `recommend` at a few budgets over the studied
-    range and one `max_extrapolation` times above it), fits_tokens /
-    frontier_tokens / n_star_fit_tokens (with a `tokens` column; runs missing a tokens value are
-    left out of these, with a warning), base (noise method: the pooled R0 and
-    the evaluations' standard errors), params and timings. Raises InputError
-    on malformed input before computing anything.
-
-    `method` 'noise' (default; METHODS.md section 11): each evaluation's
-    standard error from its problems and samples (`se_window` evaluations
-    smooth the success rate behind it; a table without them is analysed
-    with one error for all, estimated from the residuals, and a warning);
-    one R0 pooled over all runs' step-0 evaluations; each run's sigmoid
-    fitted to all its evaluations weighted by 1/se^2, and with `pool`
-    'trend' the runs of each B_p refitted at once with one exponent B and
-    A, log C_mid polynomials of degree `pool_degree` in log2 n, unless an
-    F-test rejects the trend at `pool_alpha` (`fits_pooled`); records (shown, not
-    fitted) need a rise of `record_z` standard errors; optima and
-    sensitivity from the fitted curves. 'paper': the paper's procedure
-    exactly (records in bins of `bin_width`, optionally EMA-smoothed; each
-    run its own R0; optima and sensitivity from running maxima).
-
-    `extrapolate` (None: the method's default) takes each fitted curve over
-    the whole compute grid (paper: True); False uses each curve only from
-    its run's first evaluation at positive compute to its last (noise).
-    `fit_grid` None is the method's grid. Bootstrap intervals (`n_boot`
-    resamples, `seed`; `bootstrap_unit` 'points' or 'seeds', default seeds
-    when a cell has several) are computed for the studies named in
-    `bootstrap_studies`: 'fixed_B_p' (Q1, default), 'fixed_batch' (Q2),
-    'joint' (Q3); the others get point estimates only.
-    """
+    s = AnalysisSettings() if settings is None else settings
     clock = _Clock()
-    check_method(method)
-    evals = check_evals(evals, metric, split=split)
-    if train is not None:
-        train = check_train(train)
-    if extrapolate is None:
-        extrapolate = default_extrapolate(method)
-    if fit_grid is None:
-        fit_grid = noise_fit_grid(pool, pool_degree, pool_alpha) if method == "noise" else FitGrid()
+    evals = check_evals(evals, s.metric, split=split)
+    train = None if train is None else check_train(train)
     clock.lap("validate")
-    opts = dict(bin_width=bin_width, ema_alpha=ema_alpha)
-    fit_kw = dict(min_compute=min_compute, grid=fit_grid, method=method, **opts)
-    out: dict[str, pd.DataFrame] = {}
-
-    out["evals"], out["fits"], base = fit_study(evals, metric, se_window=se_window, **fit_kw)
-    evals, fits = out["evals"], out["fits"]
+    out: dict = {"settings": s, "split": split}
+    out["evals"], out["fits"], base = fit_study(evals, s)
     R0 = None if base is None else float(base["R0"].iloc[0])
     if base is not None:
         out["base"] = base
     clock.lap("fits")
-
-    records = record_points_by_run(evals, metric, method=method, z=record_z, **opts)
-    keep = [c for c in ("run", "split", "B_p", "n", "seed", "step", "compute", "tokens", metric,
-                        se_column(metric), "smoothed", "bin") if c in records.columns]
-    out["records"] = records[keep]
+    out["records"] = records_table(out["evals"], s)
+    out["record_points_pooled"], pooled_fit = pooled_records(out["evals"], s)
+    if len(pooled_fit):
+        out["record_fit_pooled"] = pooled_fit
     clock.lap("records")
+    out.update(frontier_tables(out["evals"], out["fits"], R0, s, clock))
+    out["recommendations"] = recommendation_table(out, extrapolate=not s.observed_range, ci=s.ci,
+                                                  max_extrapolation=s.max_extrapolation)
+    out.update(study_tables(out["evals"], out["fits"], R0, train, s))
+    clock.lap("studies")
+    out.update(token_tables(out["evals"], R0, s))
+    clock.lap("tokens")
+    out["timings"] = clock.table()
+    return out
 
-    front = dict(grid_points=grid_points, extrapolate=extrapolate)
+
+def records_table(evals: pd.DataFrame, s: AnalysisSettings) -> pd.DataFrame:
+    """Each run's record points (shown; the paper's method also fits them)."""
+    records = record_points_by_run(evals, s.metric, method=s.method, z=s.record_z, bin_width=s.bin_width,
+                                   ema_alpha=s.ema_alpha)
+    keep = [c for c in ("run", "split", "B_p", "n", "seed", "step", "compute", "tokens", s.metric,
+                        se_column(s.metric), "smoothed", "bin") if c in records.columns]
+    return records[keep]
+
+
+def frontier_tables(evals: pd.DataFrame, fits: pd.DataFrame, R0: float | None, s: AnalysisSettings,
+                    clock: "_Clock") -> dict:
+    """The frontiers and n* laws of Q1 (fixed B_p), Q2 (fixed B, x = M) and Q3 (joint), with
+    bootstrap intervals for `s.bootstrap_studies` when `s.bootstrap` > 0."""
+    front, window = s.frontier_kw(), s.window
     # A B_p with a single n (a fixed-B cell, grid.<split>.cells) has no frontier over n.
     q1 = frontier_fixed_bp(fits, min_runs=2, **front)
     laws = n_star_laws(q1, by="B_p", window=window)
@@ -184,62 +144,54 @@ def run_analysis(evals: pd.DataFrame, *, metric: str = "avg@4", method: str = DE
     q3 = frontier_joint(fits, **front)
     laws_q3 = n_star_laws(q3, by=None, window=window)
     clock.lap("frontiers + laws")
-
-    if n_boot > 0:
-        boot = bootstrap_fits(evals, metric, n_boot=n_boot, seed=seed, R0=R0, unit=bootstrap_unit,
-                              **fit_kw)
+    out = {}
+    if s.bootstrap > 0:
+        boot = bootstrap_fits(evals, s.metric, n_boot=s.bootstrap, seed=s.seed, R0=R0, unit=s.bootstrap_unit,
+                              method=s.method, **s.fit_kw())
         clock.lap("bootstrap fits")
-        common = dict(grid_points=grid_points, window=window, ci=ci, extrapolate=extrapolate)
+        common = dict(window=window, ci=s.ci, **front)
         # The replicate fits and Q1's replicate laws are kept: `recommend` predicts from them at any C.
         out["bootstrap_fits"] = boot.astype({c: np.float64 for c in boot.select_dtypes("float32")})
-        if "fixed_B_p" in bootstrap_studies:
+        if "fixed_B_p" in s.bootstrap_studies:
             laws, q1, out["n_star_fit_draws"] = bootstrap_laws(boot, fits, laws, q1, by="B_p", **common)
-        if "fixed_batch" in bootstrap_studies:
+        if "fixed_batch" in s.bootstrap_studies:
             laws_q2, q2 = bootstrap_intervals(boot, fits, laws_q2, q2, by="B", scale_by_batch=True, **common)
-        if "joint" in bootstrap_studies:
+        if "joint" in s.bootstrap_studies:
             laws_q3, q3 = bootstrap_intervals(boot, fits, laws_q3, q3, by=None, **common)
         clock.lap("bootstrap laws")
     out["frontier"] = _with_law_points(q1, "B_p", "compute", window)
     out["frontier_fixed_batch"] = _with_law_points(q2, "B", "M", window)
     out["frontier_joint"] = _with_law_points(q3, None, "compute", window)
-    out["n_star_fit"] = laws
-    out["n_star_fit_fixed_batch"] = laws_q2
-    out["n_star_fit_joint"] = laws_q3
-    out["recommendations"] = recommendation_table(out, extrapolate=extrapolate, ci=ci,
-                                                  max_extrapolation=max_extrapolation)
-
-    # best@4 and worst@4 by the same method: their optima (Fig. 8) and frontiers (Fig. 20).
-    by_metric = metric_fits(evals, optima_metrics, method=method, fit_grid=fit_grid, min_compute=min_compute,
-                            **opts)
-    out["optima"] = metric_optima(evals, optima_metrics, method=method, fits=by_metric)
-    out["frontier_metrics"] = metric_frontiers(by_metric, grid_points=grid_points, extrapolate=extrapolate)
-    out["sensitivity"] = sensitivity(evals, metric, method=method, fits=fits if method == "noise" else None)
-    out["extrapolation"] = extrapolation_check(evals, metric, fraction=extrapolate_fraction, fits=fits, R0=R0,
-                                               **fit_kw)
-    if train is not None:
-        out["interference"] = interference_histograms(train, bins=hist_bins)
-    clock.lap("studies")
-
-    by_tokens = _tokens_axis(evals)
-    if by_tokens is not None:
-        fits_tok = fit_curves(by_tokens, metric, R0=R0, **{**fit_kw, "min_compute": None})
-        out["fits_tokens"] = fits_tok
-        front_tok = frontier_fixed_bp(fits_tok, min_runs=2, **front).rename(columns={"compute": "tokens"})
-        # The n* law with compute in generated tokens (appendix: tokens vs rollouts).
-        out["n_star_fit_tokens"] = n_star_laws(front_tok, by="B_p", x="tokens", window=window)
-        out["frontier_tokens"] = _with_law_points(front_tok, "B_p", "tokens", window)
-        clock.lap("tokens")
-
-    params = dict(metric=metric, method=method, bin_width=bin_width, ema_alpha=ema_alpha, min_compute=min_compute,
-                  grid_points=grid_points, n_boot=n_boot, seed=seed,
-                  extrapolate_fraction=extrapolate_fraction, window=window, ci=ci, split=split,
-                  hist_bins=hist_bins, bootstrap_studies=list(bootstrap_studies), extrapolate=extrapolate,
-                  record_z=record_z, se_window=se_window, bootstrap_unit=bootstrap_unit,
-                  max_extrapolation=max_extrapolation,
-                  **{f"fit_{k}": v for k, v in vars(fit_grid).items()})
-    out["params"] = pd.DataFrame({"name": list(params), "value": [json.dumps(v) for v in params.values()]})
-    out["timings"] = clock.table()
+    out["n_star_fit"], out["n_star_fit_fixed_batch"], out["n_star_fit_joint"] = laws, laws_q2, laws_q3
     return out
+
+
+def study_tables(evals: pd.DataFrame, fits: pd.DataFrame, R0: float | None, train: pd.DataFrame | None,
+                 s: AnalysisSettings) -> dict:
+    """The secondary studies: optima and frontiers of the other metrics (Figs. 8, 20),
+    sensitivity (Fig. 10), the extrapolation check, interference (Fig. 11, with `train`)."""
+    by_metric = metric_fits(evals, s.optima_metrics, method=s.method, fit_grid=s.grid, min_compute=s.min_compute,
+                            bin_width=s.bin_width, ema_alpha=s.ema_alpha)
+    out = {"optima": metric_optima(evals, s.optima_metrics, method=s.method, fits=by_metric),
+           "frontier_metrics": metric_frontiers(by_metric, **s.frontier_kw()),
+           "sensitivity": sensitivity(evals, s.metric, method=s.method, fits=fits),
+           "extrapolation": extrapolation_check(evals, s.metric, fraction=s.extrapolate_fraction, fits=fits, R0=R0,
+                                                method=s.method, **s.fit_kw())}
+    if train is not None:
+        out["interference"] = interference_histograms(train, bins=s.hist_bins)
+    return out
+
+
+def token_tables(evals: pd.DataFrame, R0: float | None, s: AnalysisSettings) -> dict:
+    """The fits, frontier and n* law with compute in generated tokens (appendix: tokens vs rollouts)."""
+    by_tokens = _tokens_axis(evals)
+    if by_tokens is None:
+        return {}
+    fits_tok = s.strategy.fit_curves(by_tokens, s.metric, R0=R0, **{**s.fit_kw(), "min_compute": None})
+    front_tok = frontier_fixed_bp(fits_tok, min_runs=2, **s.frontier_kw()).rename(columns={"compute": "tokens"})
+    return {"fits_tokens": fits_tok,
+            "n_star_fit_tokens": n_star_laws(front_tok, by="B_p", x="tokens", window=s.window),
+            "frontier_tokens": _with_law_points(front_tok, "B_p", "tokens", s.window)}
 
 
 def _tokens_axis(evals: pd.DataFrame) -> pd.DataFrame | None:
@@ -263,7 +215,7 @@ def _tokens_axis(evals: pd.DataFrame) -> pd.DataFrame | None:
     return kept.assign(compute=kept["tokens"].astype(float))
 
 
-def write_analysis(results: dict[str, pd.DataFrame], out_dir: Path | str, *, figures: bool = True,
+def write_analysis(results: dict, out_dir: Path | str, *, figures: bool = True,
                    formats=("png", "pdf")) -> list[Path]:
     """Write the tables (and figures/) of `run_analysis` into `out_dir`, atomically
     (`isocompute.atomic.atomic_dir`: all or nothing; an existing `out_dir` is
@@ -276,11 +228,10 @@ def write_analysis(results: dict[str, pd.DataFrame], out_dir: Path | str, *, fig
             if key in results:
                 results[key].to_csv(tmp / name, index=False)
                 written.append(name)
-        if "params" in results:
-            p = results["params"]
-            (tmp / "params.json").write_text(json.dumps(
-                {k: json.loads(v) for k, v in zip(p["name"], p["value"])}, indent=2) + "\n")
-            written.append("params.json")
+        if "settings" in results:   # the settings by their schema names, and the split analysed
+            params = {**results["settings"].as_json(), "split": results.get("split")}
+            (tmp / PARAMS_FILE).write_text(json.dumps(params, indent=2) + "\n")
+            written.append(PARAMS_FILE)
         if figures:
             from isocompute.analysis.plots import plot_all
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from isocompute.analysis.fits import FitGrid, check_method, fit_curves, predict
-from isocompute.analysis.fits_noise import add_standard_errors
+from isocompute.analysis.fits import FitGrid, predict
 from isocompute.analysis.frontier import frontier, frontier_fixed_bp
+from isocompute.analysis.methods import get_method
 from isocompute.analysis.records import running_frontier
 
 
@@ -50,8 +50,7 @@ def fitted_values(fits: pd.DataFrame, compute: float) -> pd.Series:
 def fitted_curves(evals: pd.DataFrame, metric: str, *, grid: FitGrid | None = None,
                   min_compute: float | None = None) -> pd.DataFrame:
     """Noise-method fits of `metric` (its standard errors added first)."""
-    return fit_curves(add_standard_errors(evals, metric)[0], metric, method="noise", grid=grid,
-                      min_compute=min_compute)
+    return get_method("noise").metric_fits(evals, metric, grid=grid, min_compute=min_compute)
 
 
 def _values_at(group: pd.DataFrame, by: str, metric: str, C: float, how: str, fits: pd.DataFrame | None) -> pd.Series:
@@ -70,11 +69,8 @@ def metric_fits(evals: pd.DataFrame, metrics=("best@4", "worst@4"), *, method: s
     """Each metric's fitted curves by the analysis's method (noise: `fitted_curves`;
     paper: fits to its record points, `paper_kw` bin_width, ema_alpha). Metrics
     missing from `evals` are skipped."""
-    check_method(method)
-    if method == "noise":
-        return {m: fitted_curves(evals, m, grid=fit_grid, min_compute=min_compute)
-                for m in metrics if m in evals.columns}
-    return {m: fit_curves(evals, m, method=method, grid=fit_grid, min_compute=min_compute, **paper_kw)
+    how_fit = get_method(method)
+    return {m: how_fit.metric_fits(evals, m, grid=fit_grid, min_compute=min_compute, **paper_kw)
             for m in metrics if m in evals.columns}
 
 
@@ -99,11 +95,9 @@ def metric_optima(evals: pd.DataFrame, metrics=("best@4", "worst@4"), *, how: st
     method 'noise': the value of each run's fitted curve of that metric
     (`fits`, from `metric_fits`, fitted here when None); 'paper': the raw
     points' running maximum (`how`)."""
-    check_method(method)
-    if method != "noise":
-        fits = {}
-    elif fits is None:
-        fits = metric_fits(evals, metrics, fit_grid=fit_grid, min_compute=min_compute)
+    fits = get_method(method).study_curves(
+        lambda: metric_fits(evals, metrics, method=method, fit_grid=fit_grid, min_compute=min_compute)
+        if fits is None else fits) or {}
     rows = []
     for B_p, group in evals.groupby("B_p", sort=True):
         C = common_compute(group)
@@ -132,16 +126,16 @@ def sensitivity(evals: pd.DataFrame, metric: str = "avg@4", *, compute: float | 
     maximum (`how`). Columns: varied ('n' or 'B_p'), fixed ('B_p' or 'n'),
     fixed_value, compute, range, min, max, n_runs.
     """
-    check_method(method)
-    if method == "noise" and fits is None:
-        fits = fitted_curves(evals, metric, grid=fit_grid, min_compute=min_compute)
+    how_fit = get_method(method)
+    fits = how_fit.study_curves(lambda: how_fit.metric_fits(evals, metric, grid=fit_grid, min_compute=min_compute)
+                                if fits is None else fits)
     rows = []
     for varied, fixed in (("n", "B_p"), ("B_p", "n")):
         for value, group in evals.groupby(fixed, sort=True):
             if group[varied].nunique() < min_runs:
                 continue
             C = common_compute(group) if compute is None else float(compute)
-            vals = _values_at(group, varied, metric, C, how, fits if method == "noise" else None)
+            vals = _values_at(group, varied, metric, C, how, fits)
             if vals.size < min_runs:
                 continue
             rows.append({"varied": varied, "fixed": fixed, "fixed_value": value, "compute": C,
@@ -194,16 +188,16 @@ def extrapolation_check(evals: pd.DataFrame, metric: str = "avg@4", *, fraction:
     """
     if not 0 < fraction <= 1:
         raise ValueError(f"fraction must be in (0, 1], got {fraction!r}")
-    fit_kw = dict(bin_width=bin_width, ema_alpha=ema_alpha, min_compute=min_compute, grid=grid, method=method,
-                  R0=R0)
+    how_fit = get_method(method)
+    fit_kw = dict(bin_width=bin_width, ema_alpha=ema_alpha, min_compute=min_compute, grid=grid, R0=R0)
     if fits is None:
-        fits = fit_curves(evals, metric, **fit_kw)
+        fits = how_fit.fit_curves(evals, metric, **fit_kw)
     rows = []
     for key, group in evals.groupby(by, sort=True):
         c_max = float(group["compute"].max())
         c_fit = fraction * c_max
         small = group[group["compute"] <= c_fit * (1 + 1e-12)]
-        small_fits = fit_curves(small, metric, **fit_kw)
+        small_fits = how_fit.fit_curves(small, metric, **fit_kw)
         pred = frontier(small_fits, [c_max], extrapolate=True).iloc[0]
         full = frontier(fits[fits[by] == key], [c_max], extrapolate=True).iloc[0]
         best = group.loc[group[metric].idxmax()]

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import argparse
 import logging
+import re
 import time
 from pathlib import Path
 
 from isocompute import atomic
 from isocompute.cli.common import add_stage_parser, config_from_params, setup_logging
 from isocompute.config import check_config, schema_defaults
-from isocompute.errors import InputError
+from isocompute.errors import ConfigError, InputError
 
 log = logging.getLogger("isocompute")
 
@@ -54,38 +55,21 @@ leaving no output behind.
 """
 
 
-# analyze option -> key of the config's `analysis` section
-ANALYSIS_OPTIONS = {"method": "method", "metric": "metric", "bin_width": "bin_width", "ema": "ema_alpha", "min_compute": "min_compute",
-                    "grid_points": "grid_points", "window": "window", "bootstrap": "bootstrap", "ci": "ci",
-                    "extrapolate_fraction": "extrapolate_fraction", "observed_range": "observed_range",
-                    "record_z": "record_z", "se_window": "se_window", "pool": "pool"}
+# The analyze options of the analysis settings: schema key (the option's dest) -> its flags
+# (the first is the one an error names; the others are aliases). The one table of the names.
+SETTING_OPTIONS = {"method": ("--method",), "metric": ("--metric",), "bin_width": ("--bin-width",),
+                   "ema_alpha": ("--ema", "--ema-alpha"), "min_compute": ("--min-compute",),
+                   "grid_points": ("--grid-points",), "window": ("--window",), "bootstrap": ("--bootstrap",),
+                   "seed": ("--seed",), "ci": ("--ci",), "extrapolate_fraction": ("--extrapolate-fraction",),
+                   "observed_range": ("--observed-range",), "record_z": ("--record-z",),
+                   "se_window": ("--se-window",), "pool": ("--pool",), "pool_degree": ("--pool-degree",),
+                   "pool_alpha": ("--pool-alpha",), "max_extrapolation": ("--max-extrapolation",)}
 
 
 def _positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text}")
-    return value
-
-
-def _non_negative_int(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text}")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    value = float(text)
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text}")
-    return value
-
-
-def _fraction(text: str) -> float:
-    value = float(text)
-    if not 0 < value <= 1:
-        raise argparse.ArgumentTypeError(f"expected a number in (0, 1], got {text}")
     return value
 
 
@@ -132,42 +116,49 @@ def register_analyze(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--params", default=None, metavar="JSON",
                    help="config sections (analysis, eval, seed) as JSON, as the analyze rule passes them; "
                         "options below override them")
-    p.add_argument("--method", choices=("noise", "paper"), default=None,
-                   help="noise: standard errors from each evaluation's problems x samples, one pooled R0, "
-                        "fits to all points weighted by 1/se^2, frontiers where runs have data; paper: the "
-                        f"paper's running-maximum record points, exactly (default: {d['method']})")
-    p.add_argument("--metric", default=None, help="metric the fits and frontiers use (default: avg@k, k = eval.k)")
-    p.add_argument("--bin-width", type=_positive_float, default=None, metavar="W",
-                   help=f"record-breaking points: bin width of the metric (default: {d['bin_width']})")
-    p.add_argument("--ema", type=_fraction, default=None, metavar="ALPHA",
-                   help="smooth the metric by an EMA with this weight on the newest point before binning "
-                        "(default: off)")
-    p.add_argument("--min-compute", type=float, default=None, metavar="C",
-                   help="leave points with compute below C out of the sigmoid fits (default: none)")
-    p.add_argument("--grid-points", type=_positive_int, default=None, metavar="N",
-                   help=f"log-spaced compute grid of the frontiers (default: {d['grid_points']})")
-    p.add_argument("--window", type=_positive_int, default=None, metavar="N",
-                   help=f"running average of log2 n* over N grid points (default: {d['window']})")
-    p.add_argument("--bootstrap", type=_non_negative_int, default=None, metavar="N",
-                   help="bootstrap resamples for the intervals of the n* law per B_p (n_star_fit.csv); "
-                        f"0 turns them off (default: {d['bootstrap']})")
-    p.add_argument("--seed", type=int, default=None, help="bootstrap random seed (default: the config's seed, 0)")
-    p.add_argument("--ci", type=_fraction, default=None, help=f"interval coverage (default: {d['ci']})")
-    p.add_argument("--extrapolate-fraction", type=_fraction, default=None, metavar="F",
-                   help="extrapolation check: fit on compute <= F x the maximum, predict the maximum "
-                        f"(default: {d['extrapolate_fraction']})")
-    p.add_argument("--observed-range", action=argparse.BooleanOptionalAction, default=None,
-                   help="frontiers: use each fitted curve only over the compute range its run has data for, or "
-                        "(--no-observed-range) over the whole grid (default: the method's: noise yes, paper no)")
-    p.add_argument("--record-z", type=_positive_float, default=None, metavar="Z",
-                   help=f"noise method: a record point must beat the standing record by Z standard errors "
-                        f"(default: {d['record_z']})")
-    p.add_argument("--se-window", type=_positive_int, default=None, metavar="N",
-                   help=f"noise method: evaluations averaged for the success rate behind each standard error "
-                        f"(default: {d['se_window']})")
-    p.add_argument("--pool", choices=("trend", "none"), default=None,
-                   help=f"noise method: fit the runs of each B_p at once with a trend in log2 n (unless an "
-                        f"F-test rejects it) or each run alone (default: {d['pool']})")
+    opt = _setting_adder(p)
+    opt("method", metavar="{noise,paper}",
+        help="noise: standard errors from each evaluation's problems x samples, one pooled R0, "
+             "fits to all points weighted by 1/se^2, frontiers where runs have data; paper: the "
+             f"paper's running-maximum record points, exactly (default: {d['method']})")
+    opt("metric", help="metric the fits and frontiers use (default: avg@k, k = eval.k)")
+    opt("bin_width", type=float, metavar="W",
+        help=f"record-breaking points: bin width of the metric (default: {d['bin_width']})")
+    opt("ema_alpha", type=float, metavar="ALPHA",
+        help="smooth the metric by an EMA with this weight on the newest point before binning (default: off)")
+    opt("min_compute", type=float, metavar="C",
+        help="leave points with compute below C out of the sigmoid fits (default: none)")
+    opt("grid_points", type=int, metavar="N",
+        help=f"log-spaced compute grid of the frontiers (default: {d['grid_points']})")
+    opt("window", type=int, metavar="N",
+        help=f"running average of log2 n* over N grid points (default: {d['window']})")
+    opt("bootstrap", type=int, metavar="N",
+        help="bootstrap resamples for the intervals of the n* law per B_p (n_star_fit.csv); "
+             f"0 turns them off (default: {d['bootstrap']})")
+    opt("seed", type=int, help="bootstrap random seed (default: the config's seed, 0)")
+    opt("ci", type=float, help=f"interval coverage (default: {d['ci']})")
+    opt("extrapolate_fraction", type=float, metavar="F",
+        help="extrapolation check: fit on compute <= F x the maximum, predict the maximum "
+             f"(default: {d['extrapolate_fraction']})")
+    opt("observed_range", action=argparse.BooleanOptionalAction,
+        help="frontiers: use each fitted curve only over the compute range its run has data for, or "
+             "(--no-observed-range) over the whole grid (default: the method's: noise yes, paper no)")
+    opt("record_z", type=float, metavar="Z",
+        help=f"noise method: a record point must beat the standing record by Z standard errors "
+             f"(default: {d['record_z']})")
+    opt("se_window", type=int, metavar="N",
+        help=f"noise method: evaluations averaged for the success rate behind each standard error "
+             f"(default: {d['se_window']})")
+    opt("pool", metavar="{trend,none}",
+        help=f"noise method: fit the runs of each B_p at once with a trend in log2 n (unless an "
+             f"F-test rejects it) or each run alone (default: {d['pool']})")
+    opt("pool_degree", type=int, metavar="D",
+        help=f"noise method, pool trend: degree of the trend in log2 n (default: {d['pool_degree']})")
+    opt("pool_alpha", type=float, metavar="P",
+        help=f"noise method, pool trend: F-test level that rejects the trend (default: {d['pool_alpha']})")
+    opt("max_extrapolation", type=float, metavar="F",
+        help=f"recommendations.csv: its last budget this many times above the studied range "
+             f"(default: {d['max_extrapolation']:g})")
     p.add_argument("--train-table", type=Path, default=None, metavar="PATH",
                    help="per-step training table (B_p, n, step, compute, problem_id, pass_rate; CSV or "
                         "parquet) for the interference histograms")
@@ -187,15 +178,28 @@ def register_analyze(subparsers) -> argparse.ArgumentParser:
     return p
 
 
-def analysis_settings(args) -> tuple[dict, int]:
-    """The `analysis` section in force (schema defaults < --params < options) and the bootstrap seed."""
+def _setting_adder(parser):
+    """add_argument for a setting: its flags from SETTING_OPTIONS, dest the schema key, default None (not given)."""
+    def add(key, **kw):
+        parser.add_argument(*SETTING_OPTIONS[key], dest=key, default=None, **kw)
+    return add
+
+
+def analysis_settings(args):
+    """The `AnalysisSettings` in force: schema defaults < --params < options; a refused option
+    is an InputError naming it (the schema's check, as for the config)."""
+    from isocompute.analysis.settings import AnalysisSettings
+
     cfg = config_from_params(args.params) if args.params else check_config({})
-    settings = dict(cfg["analysis"])
-    for option, key in ANALYSIS_OPTIONS.items():
-        if getattr(args, option) is not None:
-            settings[key] = getattr(args, option)
-    settings["metric"] = settings["metric"] or f"avg@{cfg['eval']['k']}"
-    return settings, (args.seed if args.seed is not None else cfg["seed"])
+    given = {key: getattr(args, key) for key in SETTING_OPTIONS if getattr(args, key) is not None}
+    try:
+        return AnalysisSettings.from_config(cfg, **given)
+    except (ConfigError, ValueError) as exc:
+        found = re.match(r"config key 'analysis\.(\w+)': |(\w+): ", str(exc))
+        key = found and (found.group(1) or found.group(2))
+        if key not in given:
+            raise
+        raise InputError(f"{SETTING_OPTIONS[key][0]}: {str(exc)[found.end():]}") from exc
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
@@ -206,20 +210,13 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
     if (args.B_p is None) != (args.n is None):
         raise InputError("--bp and --n go together")
-    a, seed = analysis_settings(args)
+    settings = analysis_settings(args)
     start = time.perf_counter()
     evals = read_evals(args.evals, B_p=args.B_p, n=args.n, data_source=args.data_source,
                        verl_best_worst=args.verl_best_worst)
     train = read_train(args.train_table) if args.train_table is not None else None
     read_s = time.perf_counter() - start
-    extrapolate = None if a["observed_range"] is None else not a["observed_range"]
-    results = run_analysis(evals, metric=a["metric"], method=a["method"], bin_width=a["bin_width"],
-                           ema_alpha=a["ema_alpha"], min_compute=a["min_compute"], grid_points=a["grid_points"],
-                           n_boot=a["bootstrap"], seed=seed, extrapolate_fraction=a["extrapolate_fraction"],
-                           window=a["window"], ci=a["ci"], train=train, split=args.split, extrapolate=extrapolate,
-                           record_z=a["record_z"], se_window=a["se_window"], pool=a["pool"],
-                           pool_degree=a["pool_degree"], pool_alpha=a["pool_alpha"],
-                           max_extrapolation=a["max_extrapolation"])
+    results = run_analysis(evals, settings, train=train, split=args.split)
     results["timings"] = pd.concat([pd.DataFrame({"phase": ["read"], "seconds": [read_s]}), results["timings"]],
                                    ignore_index=True)
     written = write_analysis(results, args.out, figures=not args.no_figures)
@@ -331,10 +328,12 @@ def cmd_replay_adaptive(args) -> int:
 
     from isocompute.analysis.adaptive_replay import replay
     from isocompute.analysis.io import read_evals
+    from isocompute.analysis.settings import AnalysisSettings
 
     params = _replay_params(args)
     evals = read_evals(args.evals)
-    res = replay(evals, c_max=args.c_max, params=params, probes=args.probes, metric=args.metric, split=args.split)
+    res = replay(evals, c_max=args.c_max, params=params, probes=args.probes,
+                 settings=AnalysisSettings(metric=args.metric), split=args.split)
     runs = res["runs"]
     if args.json:
         print(json.dumps({"evals": str(args.evals), "share": res["share"], "agreement": res["agreement"],

@@ -138,22 +138,19 @@ def find_tables(root: Path, split: str | None) -> tuple[Path, str | None]:
 
 def cmd_recommend(args: argparse.Namespace) -> int:
     from isocompute.analysis.collect import read_analysis_tables
-    from isocompute.analysis.frontier import default_extrapolate
     from isocompute.analysis.recommend import recommend
+    from isocompute.analysis.settings import AnalysisSettings
 
     budget = parse_budget(args.budget)
     max_extrapolation = _max_extrapolation(args.max_extrapolation)
     tables_dir, split = find_tables(args.analysis_dir, args.split)
     tables, params = read_analysis_tables(tables_dir, ("fits", "n_star_fit", "n_star_fit_draws", "bootstrap_fits"))
-    params = params or {}
-    d = schema_defaults("analysis")
-    method = params.get("method", d["method"])
-    extrapolate = params.get("extrapolate")
-    advice = recommend(tables, budget, extrapolate=default_extrapolate(method) if extrapolate is None else extrapolate,
-                       ci=float(params.get("ci", d["ci"])), max_extrapolation=max_extrapolation,
+    # The settings the tables were computed with (no params.json: the schema's).
+    s = AnalysisSettings.from_json(params) if params else AnalysisSettings()
+    advice = recommend(tables, budget, extrapolate=not s.observed_range, ci=s.ci, max_extrapolation=max_extrapolation,
                        allow_extrapolation=args.allow_extrapolation)
-    context = {"split": split, "analysis_dir": str(tables_dir), "metric": params.get("metric", "avg@4"),
-               "method": method, "max_extrapolation": max_extrapolation}
+    context = {"split": split, "analysis_dir": str(tables_dir), "metric": s.metric, "method": s.method,
+               "max_extrapolation": max_extrapolation}
     if args.json:
         print(json.dumps({**context, **advice.as_dict()}, indent=2))
     else:

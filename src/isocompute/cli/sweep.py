@@ -17,17 +17,20 @@ def cmd_adaptive_decide(args) -> int:
     import pandas as pd
 
     from isocompute.analysis.adaptive import DECISION_COLUMNS, decide
+    from isocompute.analysis.settings import AnalysisSettings
     from isocompute.sweep import DECISION_KEYS, write_decisions
 
     cfg = config_from_params(args.params)
-    metric = cfg["analysis"]["metric"] or f"avg@{cfg['eval']['k']}"
+    # The analysis settings the rule fits with (the rule's own keys are the sweep section's).
+    settings = AnalysisSettings.from_config(cfg)
+    metric = settings.metric
     trained = read_tables(args.trained, "--trained")
     stopped = read_tables(args.stopped, "--stopped")
     evals = pd.concat([trained, stopped], ignore_index=True)
     if "split" in evals.columns and evals["split"].nunique() > 1:
         raise InputError(f"adaptive-decide: evaluation tables of several splits ({sorted(evals['split'].unique())})")
     # Every run seen so far counts for the frontier, those stopped at earlier rungs too.
-    rule = decide(evals, rung_compute=args.rung_compute, c_max=args.c_max, params=cfg["sweep"], metric=metric)
+    rule = decide(evals, rung_compute=args.rung_compute, c_max=args.c_max, params=cfg["sweep"], settings=settings)
     runs = (trained.groupby(["run", "B_p", "n", "seed"], as_index=False)
             .agg(split=("split", "first"), stop_step=("step", "max")))
     out = runs.merge(rule, on=["B_p", "n"], how="left", validate="many_to_one")

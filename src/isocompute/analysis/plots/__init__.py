@@ -4,12 +4,13 @@ Each function takes tables and a path stem, draws one figure, saves it as
 `<stem>.png` (Agg) and `<stem>.pdf`, and returns the paths: reward against
 compute in `frontier`, the compute-optimal n in `laws`, the secondary studies
 in `studies`, the shared look in `style`. `plot_all` draws every figure the
-results support, by the method they were computed with.
+results support, by the settings they were computed with; the figures read
+tables only (Fig. 5's pooled records and curve too: `record_points_pooled`,
+`record_fit_pooled`).
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pandas as pd
@@ -21,53 +22,31 @@ from isocompute.analysis.plots.laws import (plot_fixed_batch, plot_joint, plot_n
 from isocompute.analysis.plots.studies import (plot_interference, plot_metric_frontiers, plot_metric_optima,
                                                plot_sensitivity)
 from isocompute.analysis.plots.style import FORMATS
-from isocompute.analysis.records import RECORD_Z
-from isocompute.analysis.tables import se_column
+from isocompute.analysis.settings import AnalysisSettings
 
 __all__ = ["FORMATS", "plot_all", "plot_fixed_batch", "plot_frontier", "plot_frontiers_fixed_batch",
            "plot_frontiers_grid", "plot_interference", "plot_joint", "plot_metric_frontiers", "plot_metric_optima",
            "plot_n_star_law", "plot_n_star_law_grid", "plot_n_star_laws", "plot_record_points", "plot_sensitivity"]
 
 
-def _params(results: dict) -> dict:
-    if "params" not in results:
-        return {}
-    return {k: json.loads(v) for k, v in zip(results["params"]["name"], results["params"]["value"])}
-
-
-def _with_standard_errors(evals: pd.DataFrame, results: dict, metric: str, params: dict) -> pd.DataFrame:
-    """The noise method's records need each evaluation's standard error: the
-    analysis adds it, but a table read back from disk may lack it."""
-    if se_column(metric) in evals.columns:
-        return evals
-    from isocompute.analysis.fits_noise import SE_SMOOTH_WINDOW, add_standard_errors
-
-    evals, source = add_standard_errors(evals, metric, window=params.get("se_window", SE_SMOOTH_WINDOW))
-    if source == "unknown" and len(results.get("base", [])):
-        evals = evals.assign(**{se_column(metric): float(results["base"]["se_median"].iloc[0])})
-    return evals
-
-
 def plot_all(results: dict, fig_dir, *, formats=FORMATS) -> list[Path]:
     """Every figure the results support, into `fig_dir`."""
     fig_dir = Path(fig_dir)
     evals, fits, front = results["evals"], results["fits"], results["frontier"]
-    params = _params(results)
-    metric = params.get("metric", "avg@4")
-    method = params.get("method", "paper")     # tables from before the noise method: the paper's
-    extrapolate = params.get("extrapolate", method == "paper")
-    curves = dict(metric=metric, extrapolate=extrapolate, formats=formats)
+    # Tables without params.json come from before the noise method: the paper's.
+    s = results.get("settings") or AnalysisSettings.from_json({})
+    metric = s.metric
+    curves = dict(metric=metric, extrapolate=not s.observed_range, formats=formats)
     # The noise method fits every evaluation; the paper's records are lighter to draw behind its curves.
-    points = results.get("records", evals) if method == "paper" else evals
+    points = s.strategy.figure_points(results.get("records"), evals)
     paths: list[Path] = []
     if not front.empty:
         # The paper's main panels use its smallest B_p (32).
         B_p = int(front["B_p"].min())
-        if method == "noise":
-            evals = _with_standard_errors(evals, results, metric, params)
-        paths += plot_record_points(evals, B_p, fig_dir / "fig5_record_points", metric=metric, method=method,
-                                    bin_width=params.get("bin_width", 0.01), ema_alpha=params.get("ema_alpha"),
-                                    z=params.get("record_z", RECORD_Z), frontier=front, formats=formats)
+        paths += plot_record_points(evals, results.get("record_points_pooled", pd.DataFrame()), B_p,
+                                    fig_dir / "fig5_record_points", metric=metric,
+                                    label=s.strategy.record_label.format(z=s.record_z),
+                                    record_fit=results.get("record_fit_pooled"), frontier=front, formats=formats)
         paths += plot_frontier(evals, fits, front, B_p, fig_dir / "fig6_frontier", **curves)
         paths += plot_n_star_law(front, results["n_star_fit"], fig_dir / "fig7_n_star", key=B_p, formats=formats)
         paths += plot_n_star_laws(front, results["n_star_fit"], fig_dir / "appendix_n_star_laws", formats=formats)

@@ -6,7 +6,6 @@ overlaid). The tables come from `analysis.compare.load_comparison`.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -16,13 +15,6 @@ from isocompute.analysis.plots.frontier import _draw_frontier
 from isocompute.analysis.plots.style import BP, FORMATS, _log2_x, _n_palette, _save, _styled, _subplots
 
 LINESTYLES = ("-", "--", ":", "-.")
-
-
-def _settings(results: dict) -> dict:
-    p = results.get("params")
-    params = {} if p is None else {k: json.loads(v) for k, v in zip(p["name"], p["value"])}
-    method = params.get("method", "paper")
-    return {"metric": params.get("metric", "avg@4"), "extrapolate": params.get("extrapolate", method == "paper")}
 
 
 def _at_bp(results: dict, B_p: int | None):
@@ -57,10 +49,10 @@ def plot_comparison(loaded, path_stem, *, figure: str = "frontiers", B_p: int | 
         col = labels.index(src.label) if figure == "frontiers" else 0
         ax = axes[row, col]
         bp, front, fits = _at_bp(results, B_p)
-        s = _settings(results)
+        s = results["settings"]        # collect.load_analysis: read back from params.json
         if figure == "frontiers":
-            _draw_frontier(ax, results["evals"], fits, front, s["metric"], palette, legend=False,
-                           extrapolate=s["extrapolate"])
+            _draw_frontier(ax, results["evals"], fits, front, s.metric, palette, legend=False,
+                           extrapolate=not s.observed_range)
             ax.set_title(f"{src.label}, {src.split}" + (f" ({BP} = {bp})" if bp else ""))
         else:
             style = LINESTYLES[labels.index(src.label) % len(LINESTYLES)]
@@ -70,7 +62,7 @@ def plot_comparison(loaded, path_stem, *, figure: str = "frontiers", B_p: int | 
                        c=[palette.get(int(n), "black") for n in front.loc[good, "n_star"]],
                        edgecolors="black", linewidths=0.3)
             _log2_x(ax)
-            ax.set_ylabel(f"Validation reward ({s['metric']})")
+            ax.set_ylabel(f"Validation reward ({s.metric})")
             ax.set_title(src.split + (f" ({BP} = {bp})" if B_p is not None else ""))
         if not ax.has_data():
             ax.text(0.5, 0.5, "no frontier", transform=ax.transAxes, ha="center", va="center", color="0.5")

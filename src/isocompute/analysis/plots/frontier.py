@@ -13,8 +13,7 @@ import pandas as pd
 from matplotlib.collections import LineCollection
 from matplotlib.lines import Line2D
 
-from isocompute.analysis.fits import fit_sigmoid, predict, sigmoid_reward
-from isocompute.analysis.records import RECORD_Z, record_points
+from isocompute.analysis.fits import predict, sigmoid_reward
 from isocompute.analysis.plots.style import (BP, FORMATS, _band, _log2_x, _n_palette, _panels, _save, _styled,
                                              _subplots)
 
@@ -62,32 +61,32 @@ def _draw_frontier(ax, evals, fits, front, metric, palette, x="compute", legend=
 # ------------------------------------------------------------------ Fig 5 and 6
 
 @_styled
-def plot_record_points(evals: pd.DataFrame, B_p: int, path_stem, *, metric: str = "avg@4",
-                       bin_width: float = 0.01, ema_alpha: float | None = None, method: str = "paper",
-                       frontier: pd.DataFrame | None = None, z: float = RECORD_Z, formats=FORMATS) -> list[Path]:
-    """Fig. 5: all evaluation points of the runs at `B_p` (grey) and the pooled
-    record-breaking points (orange). Paper method: with the monotonic fit
-    through the records. Noise method: significant records (`z` standard
-    errors, column `<metric>_se`) and the frontier of the fitted curves
-    (`frontier`, the Q1 table) instead, which is what the noise method fits."""
+def plot_record_points(evals: pd.DataFrame, records: pd.DataFrame, B_p: int, path_stem, *, metric: str = "avg@4",
+                       label: str = "record-breaking points", record_fit: pd.DataFrame | None = None,
+                       frontier: pd.DataFrame | None = None, formats=FORMATS) -> list[Path]:
+    """Fig. 5: all evaluation points of the runs at `B_p` (grey) and their pooled
+    record-breaking points (orange; `records`, the analysis's
+    record_points_pooled). With `record_fit` (the paper's method:
+    record_fit_pooled), the sigmoid through the records; else the frontier of
+    the fitted curves (`frontier`, the Q1 table), which is what the noise method fits."""
     pool = evals[evals["B_p"] == B_p]
-    rec = record_points(pool, metric, bin_width=bin_width, ema_alpha=ema_alpha, method=method, z=z)
+    rec = records[records["B_p"] == B_p] if "B_p" in records.columns else records
     value = "smoothed" if "smoothed" in rec.columns else metric
     fig, ax = _subplots(panel=(4.2, 3.0))
     ax = ax[0, 0]
     pos = pool[pool["compute"] > 0]
     ax.scatter(pos["compute"], pos[metric], s=5, color="0.65", alpha=0.5, linewidths=0, rasterized=True,
                label="evaluation points")
-    r = rec[rec["compute"] > 0]
-    ax.scatter(r["compute"], r[value], s=16, color="tab:orange", edgecolors="black", linewidths=0.3,
-               zorder=3, label="record-breaking points" if method == "paper" else f"records (+{z:g} s.e.)")
-    if method == "paper":
-        R0 = (float(pool.loc[pool["step"] == 0, metric].mean()) if (pool["step"] == 0).any()
-              else float(rec[value].iloc[0]))
-        fit = fit_sigmoid(rec["compute"], rec[value], R0)
-        if fit.status == "ok" and len(pos):
+    if len(rec):
+        r = rec[rec["compute"] > 0]
+        ax.scatter(r["compute"], r[value], s=16, color="tab:orange", edgecolors="black", linewidths=0.3,
+                   zorder=3, label=label)
+    fit = None if record_fit is None or "B_p" not in record_fit.columns else record_fit[record_fit["B_p"] == B_p]
+    if fit is not None and len(fit):
+        fit = fit.iloc[0]
+        if fit["status"] == "ok" and len(pos):
             c = np.geomspace(pos["compute"].min(), pos["compute"].max(), 200)
-            ax.plot(c, sigmoid_reward(c, fit.R0, fit.A, fit.B, fit.C_mid), "--", color="black", lw=1.2,
+            ax.plot(c, sigmoid_reward(c, fit["R0"], fit["A"], fit["B"], fit["C_mid"]), "--", color="black", lw=1.2,
                     label="sigmoid fit")
     elif frontier is not None:
         f = frontier[frontier["B_p"] == B_p]

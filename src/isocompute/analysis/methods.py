@@ -1,0 +1,221 @@
+"""The analysis methods, registered by name (`analysis.method`), as verl registers its
+advantage estimators: a decorator and a registry dict. What the noise method (the
+default, METHODS.md section 11) and the paper's procedure do differently lives
+here, in one class each; the pipeline, the bootstrap, the studies and the
+figures call a method's hooks instead of testing its name.
+
+Sits above the fits (`fits`, `fits_noise`, `fits_pooled`, `records`) and below
+everything that runs a method (`bootstrap`, `studies`, `pipeline`, `adaptive`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from isocompute.analysis.fits import FitGrid, fit_curves, fit_replicates, fit_sigmoid, run_arrays
+from isocompute.analysis.fits_noise import (NOISE_FIT_GRID, add_standard_errors, cell_arrays, fit_curves_noise,
+                                            fit_weighted, noise_fit_grid, pooled_base, residual_se)
+from isocompute.analysis.fits_pooled import get_pool
+from isocompute.analysis.records import record_points
+from isocompute.analysis.tables import se_column
+
+METHODS: dict[str, "Method"] = {}
+
+
+def register_method(name: str):
+    """Class decorator: register an analysis method under `analysis.method`'s value `name`."""
+    def wrap(cls):
+        cls.name = name
+        METHODS[name] = cls()
+        return cls
+    return wrap
+
+
+def get_method(name: str) -> "Method":
+    """The registered method called `name`; ValueError naming the registered ones."""
+    if name not in METHODS:
+        raise ValueError(f"method must be one of {', '.join(METHODS)}; got {name!r}")
+    return METHODS[name]
+
+
+class Method:
+    """The hooks where the analysis methods differ. `fit_kw`: bin_width, ema_alpha, min_compute, grid."""
+
+    name = ""
+    observed_range = False      # frontiers: each curve only over its run's data (True), or the whole grid
+    record_label = ""           # Fig. 5's legend for the record points
+
+    def default_grid(self) -> FitGrid:
+        raise NotImplementedError
+
+    def fit_grid(self, pool: str, pool_degree: int, pool_alpha: float) -> FitGrid:
+        """The fit grid with the analysis section's pooling keys."""
+        return self.default_grid()
+
+    def fit_curves(self, evals, metric, *, bin_width=0.01, ema_alpha=None, min_compute=None, grid=None,
+                   R0=None) -> pd.DataFrame:
+        raise NotImplementedError
+
+    def fit_study(self, evals, metric, *, se_window, **fit_kw):
+        """(evals, fits, base): the fitting stage on a checked table (`base`: a one-row table or None)."""
+        return evals, self.fit_curves(evals, metric, **fit_kw), None
+
+    def metric_fits(self, evals, metric, **fit_kw) -> pd.DataFrame:
+        """Fits of a secondary metric (best@4, worst@4): its optima and frontier."""
+        return self.fit_curves(evals, metric, **fit_kw)
+
+    def study_curves(self, make_fits):
+        """The fits optima and sensitivity read values from (`make_fits()`), or None: the raw
+        points' running maximum."""
+        return None
+
+    # -- the bootstrap: one cell's data, its base value, its replicate fits
+    def study_base(self, evals, metric) -> float | None:
+        """The R0 every cell shares (None: each cell its own)."""
+        return None
+
+    def cell_arrays(self, cell, metric, min_compute) -> dict:
+        raise NotImplementedError
+
+    def cell_base(self, arr: dict, R0: float | None) -> float:
+        raise NotImplementedError
+
+    def fit_resamples(self, arr, R0, idx, counts, *, grid, bin_width, ema_alpha, min_compute):
+        """(fit arrays of the replicates, what pooling needs of the cell or None). `idx` (R, K)
+        drawn point indices, or `counts` (R, P) how often each point is drawn: one of them is None."""
+        raise NotImplementedError
+
+    def pool_replicates(self, boot, drawn, R0, grid) -> pd.DataFrame:
+        return boot
+
+    # -- what the figures draw
+    def figure_points(self, records, evals) -> pd.DataFrame:
+        """The marks behind the fitted curves."""
+        return evals
+
+    def pooled_record_fit(self, pool, rec, value, metric) -> dict | None:
+        """Fig. 5's curve through one B_p's pooled record points, or None."""
+        return None
+
+
+@register_method("noise")
+class NoiseMethod(Method):
+    """Standard errors from problems x samples, one pooled R0, weighted fits to every evaluation."""
+
+    observed_range = True
+    record_label = "records (+{z:g} s.e.)"
+
+    def default_grid(self):
+        return NOISE_FIT_GRID
+
+    def fit_grid(self, pool, pool_degree, pool_alpha):
+        return noise_fit_grid(pool, pool_degree, pool_alpha)
+
+    def fit_curves(self, evals, metric, *, bin_width=0.01, ema_alpha=None, min_compute=None, grid=None, R0=None):
+        return fit_curves_noise(evals, metric, R0=R0, min_compute=min_compute,
+                                grid=NOISE_FIT_GRID if grid is None else grid)
+
+    def fit_study(self, evals, metric, *, se_window, **fit_kw):
+        """`evals` gains `<metric>_se` (the residuals' estimate when the table has no problems),
+        every fit shares the pooled R0, `base` is (metric, R0, R0_se, n_base, se_source, se_median)."""
+        evals, se_source = add_standard_errors(evals, metric, window=se_window)
+        fits = self.fit_curves(evals, metric, R0=pooled_base(evals, metric)["R0"], **fit_kw)
+        if se_source == "unknown":
+            evals = evals.assign(**{se_column(metric): residual_se(fits)})
+        base = pd.DataFrame([{"metric": metric, **pooled_base(evals, metric), "se_source": se_source,
+                              "se_median": float(evals[se_column(metric)].median())}])
+        return evals, fits, base
+
+    def metric_fits(self, evals, metric, *, grid=None, min_compute=None, **_):
+        # Its standard errors with the default window (analysis.se_window applies to the main metric).
+        return self.fit_curves(add_standard_errors(evals, metric)[0], metric, grid=grid, min_compute=min_compute)
+
+    def study_curves(self, make_fits):
+        return make_fits()
+
+    def study_base(self, evals, metric):
+        return pooled_base(evals, metric)["R0"]
+
+    def cell_arrays(self, cell, metric, min_compute):
+        return cell_arrays(cell, metric, min_compute)
+
+    def cell_base(self, arr, R0):
+        return R0
+
+    def fit_resamples(self, arr, R0, idx, counts, *, grid, bin_width, ema_alpha, min_compute):
+        if counts is None:
+            counts = np.stack([np.bincount(row, minlength=arr["compute"].size) for row in idx])
+        res = fit_weighted(arr["compute"], arr["values"], R0, arr["weights"][:, None] * counts.T,
+                           compute_range=arr["compute_range"], grid=grid, dtype=np.float32,
+                           refine_c_mid=grid.boot_refine_c_mid)
+        return res, (arr, counts)
+
+    def pool_replicates(self, boot, drawn, R0, grid):
+        return get_pool(grid.pool).pool_replicates(boot, drawn, R0, grid)
+
+
+@register_method("paper")
+class PaperMethod(Method):
+    """The paper's procedure exactly: running-maximum record points in bins, one R0 per run."""
+
+    observed_range = False
+    record_label = "record-breaking points"
+
+    def default_grid(self):
+        return FitGrid()
+
+    def fit_curves(self, evals, metric, *, bin_width=0.01, ema_alpha=None, min_compute=None, grid=None, R0=None):
+        return fit_curves(evals, metric, bin_width=bin_width, ema_alpha=ema_alpha, min_compute=min_compute,
+                          grid=grid, method=self.name)
+
+    def cell_arrays(self, cell, metric, min_compute):
+        return run_arrays(cell, metric, min_compute)
+
+    def cell_base(self, arr, R0):
+        return arr["R0"]
+
+    def fit_resamples(self, arr, R0, idx, counts, *, grid, bin_width, ema_alpha, min_compute):
+        if idx is None:
+            idx = _indices_from_counts(counts)
+        res = fit_replicates(arr["compute"], arr["values"], R0, idx, bin_width=bin_width, ema_alpha=ema_alpha,
+                             min_compute=min_compute, compute_range=arr["compute_range"], grid=grid,
+                             dtype=np.float32)
+        return res, None
+
+    def figure_points(self, records, evals):
+        return evals if records is None else records
+
+    def pooled_record_fit(self, pool, rec, value, metric):
+        R0 = (float(pool.loc[pool["step"] == 0, metric].mean()) if (pool["step"] == 0).any()
+              else float(rec[value].iloc[0]))
+        return fit_sigmoid(rec["compute"], rec[value], R0).as_dict()
+
+
+def _indices_from_counts(counts: np.ndarray) -> np.ndarray:
+    """Sorted index rows (R, K) with each point repeated `counts` times; short
+    rows are padded with their last index (a repeated point is never a new record)."""
+    rows = [np.repeat(np.arange(counts.shape[1]), c) for c in counts]
+    width = max(len(r) for r in rows)
+    return np.stack([np.concatenate([r, np.full(width - len(r), r[-1])]) for r in rows])
+
+
+def fit_study(evals: pd.DataFrame, settings):
+    """The fitting stage of the analysis on a checked evaluation table, by the method of
+    `settings` (an `AnalysisSettings`): (evals, fits, base)."""
+    return settings.strategy.fit_study(evals, settings.metric, se_window=settings.se_window, **settings.fit_kw())
+
+
+def pooled_records(evals: pd.DataFrame, settings) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Fig. 5's tables: each B_p's record points over its runs pooled, and (paper) the curve through them."""
+    parts, fits = [], []
+    for B_p, pool in evals.groupby("B_p", sort=True):
+        rec = record_points(pool, settings.metric, bin_width=settings.bin_width, ema_alpha=settings.ema_alpha,
+                            method=settings.method, z=settings.record_z)
+        parts.append(rec)
+        value = "smoothed" if "smoothed" in rec.columns else settings.metric
+        fit = settings.strategy.pooled_record_fit(pool, rec, value, settings.metric) if len(rec) else None
+        if fit is not None:
+            fits.append({"B_p": B_p, **fit})
+    records = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+    return records, pd.DataFrame(fits)
