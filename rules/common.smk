@@ -230,6 +230,8 @@ def train_params_json(cfg=None):
     `cfg`: the config the runs train with (a recipe variant's; default the study's)."""
     cfg = cfg or config
     sections = {k: cfg[k] for k in ("seed", "train")}
+    # The study's name: verl names the run after it (trainer.experiment_name).
+    sections["experiment"] = config["experiment"]
     sections["sampling"] = {k: config["sampling"][k] for k in TRAIN_SAMPLING_KEYS}
     sections["eval"] = {"samples": config["eval"]["samples"]}
     if config["eval"]["extra_sets"] and cfg is config:
