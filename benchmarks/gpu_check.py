@@ -59,8 +59,11 @@ VERL_CELL = ("easy", 4, 8)                          # 5 steps of B = 32
 VERL = {
     "train": {"backend": "verl", "max_response_length": 16},
     "grid": {"easy": {"B_p": [VERL_CELL[1]], "n": [VERL_CELL[2]], "B_max": 32, "C_max": 5 * 32}},
+    # 8 Ray CPUs on 1 GPU: 3 for verl's workers, 1 for TransferQueue's controller, 3 storage
+    # units and 1 to start the rest; verl's default of 8 units would make tq.init wait forever.
     "cluster": {"train": {"gpus": 1, "cpus_per_gpu": 8},
-                "verl": {"max_prompt_length": 64, "max_token_len_per_gpu": 4096, "gpu_memory_utilization": 0.3}},
+                "verl": {"max_prompt_length": 64, "max_token_len_per_gpu": 4096, "gpu_memory_utilization": 0.3,
+                         "storage_units": 3}},
 }
 VLLM = {"sampling": {"backend": "vllm"},
         "cluster": {"vllm": {"max_model_len": 128, "gpu_memory_utilization": 0.3}}}

@@ -51,13 +51,34 @@ def job_counts(output: str) -> dict[str, int]:
     return counts
 
 
-def run_snakemake(workdir: Path, *args: str, check: bool = True, env_extra: dict | None = None):
-    """Run snakemake on the repo's Snakefile with results under `workdir`."""
+def run_snakemake(workdir: Path, *args: str, check: bool = True, env_extra: dict | None = None,
+                  timeout: float | None = None):
+    """Run snakemake on the repo's Snakefile with results under `workdir`; past `timeout`
+    seconds its whole process group (jobs, and a verl job's Ray processes) is killed."""
     cmd, env = snakemake_command(workdir, *args, env_extra=env_extra)
+    if timeout is not None:
+        return _run_bounded(cmd, env, workdir, timeout, check)
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=workdir)
     if check and proc.returncode != 0:
         raise AssertionError(f"snakemake failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-6000:]}")
     return proc
+
+
+def _run_bounded(cmd, env, workdir, timeout, check):
+    import signal
+
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=workdir,
+                          start_new_session=True) as proc:
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            out, err = proc.communicate()
+            raise AssertionError(f"snakemake killed after {timeout:.0f} s:\n{out[-4000:]}\n{err[-6000:]}") from None
+    done = subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+    if check and done.returncode != 0:
+        raise AssertionError(f"snakemake failed ({done.returncode}):\n{out[-4000:]}\n{err[-6000:]}")
+    return done
 
 
 def make_study_dir(path: Path) -> Path:

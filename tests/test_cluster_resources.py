@@ -212,15 +212,16 @@ def test_time_memory_cpus_and_retention_are_not_the_train_rules_params(tmp_path)
     settings shape the run and stay in."""
     base = train_params(tmp_path, "base")
     same = train_params(tmp_path, "resources", max_runtime=4000,
-                        train={"runtime": 600, "mem_mb": 256000, "cpus_per_gpu": 4},
-                        verl={"max_checkpoints": 2, "max_dropped_prompt_share": 0.5})
+                        train={"runtime": 600, "mem_mb": 256000, "cpus_per_gpu": 5},
+                        verl={"max_checkpoints": 2, "max_dropped_prompt_share": 0.5, "storage_units": 4})
     assert same == base
     assert base["cluster"]["train"] == {"gpus": 8}
     # They reach the jobs through the train_options rule's file, an ancient input of theirs.
-    options = train_params(tmp_path, "options", "train_options", train={"cpus_per_gpu": 4},
+    options = train_params(tmp_path, "options", "train_options", train={"cpus_per_gpu": 5},
                            verl={"max_checkpoints": 2})
-    assert options == {"cluster": {"train": {"cpus_per_gpu": 4},
-                                   "verl": {"max_checkpoints": 2, "max_dropped_prompt_share": 0.01}}}
+    assert options == {"cluster": {"train": {"cpus_per_gpu": 5},
+                                   "verl": {"max_checkpoints": 2, "max_dropped_prompt_share": 0.01,
+                                            "storage_units": 8}}}
     assert train_params(tmp_path, "gpus", train={"gpus": 4}) != base
     # The difficulty sampler's chunking is not training's either; the rollout temperature is.
     assert train_params(tmp_path, "chunks", sampling={"chunk_size": 77}) == base

@@ -16,7 +16,7 @@ from isocompute.config import check_config
 from isocompute.errors import ConfigError
 from isocompute.grid import Cell
 from isocompute.layout import RunPaths
-from isocompute.train.backends.verl.overrides import hydra_value, verl_command, verl_overrides
+from isocompute.train.backends.verl.overrides import check_supported, hydra_value, verl_command, verl_overrides
 from isocompute.train.recipe import cell_recipe
 
 PAPER_MAIN = REPO / "config" / "paper" / "qwen25_7b.yaml"
@@ -189,11 +189,11 @@ def test_the_train_jobs_options_reach_verl_but_not_its_identity(run_paths):
 
     from isocompute import jobs
 
-    full = verl_cfg(cluster={"train": {"cpus_per_gpu": 4, "runtime": 60}, "verl": {"max_checkpoints": 2}})
+    full = verl_cfg(cluster={"train": {"cpus_per_gpu": 5, "runtime": 60}, "verl": {"max_checkpoints": 2}})
     cell = Cell("easy", 32, 8, 10, 2560)
     cfg = config_from_params(jobs.as_json(jobs.train_params(full, cell)), jobs.as_json(jobs.train_options(full)))
     o = overrides_dict(verl_overrides(cfg, cell, run_paths))
-    assert o["trainer.max_actor_ckpt_to_keep"] == "2" and o["ray_kwargs.ray_init.num_cpus"] == "32"
+    assert o["trainer.max_actor_ckpt_to_keep"] == "2" and o["ray_kwargs.ray_init.num_cpus"] == "40"
     for f in (run_paths.train_file, run_paths.val_file):
         Path(f).write_text("rows")
     identity = run_identity(cfg, cell, run_paths)
@@ -211,3 +211,40 @@ def test_train_options_are_checked_and_written(tmp_path):
     assert json.loads((tmp_path / "o.json").read_text()) == options
     bad = {"cluster": {"verl": {"max_checkpoint": 2}}}
     assert main(["train-options", "--params", json.dumps(bad), "--out", str(tmp_path / "b.json")]) == 2
+
+
+def test_ray_cpus_for_verls_workers_and_transfer_queue_are_checked_by_key():
+    """verl holds 3 Ray CPUs per GPU for its workers, TransferQueue 1 for its controller and 1
+    per storage unit, and 1 must stay free to start the rest: with fewer, tq.init waits forever.
+    The cluster defaults (8 GPUs x 8 CPUs, 8 units) fit; one GPU with 8 CPUs does not."""
+    from isocompute.train.backends.verl.limits import ray_cpus_needed
+
+    assert ray_cpus_needed(verl_cfg()) == 34 and verl_cfg()["cluster"]["verl"]["storage_units"] == 8
+    assert verl_cfg()["cluster"]["train"]["cpus_per_gpu"] * 8 >= 34
+    one_gpu = {"train": {"gpus": 1}}
+    with pytest.raises(ConfigError, match=r"config key 'cluster.train.cpus_per_gpu': verl needs 13 Ray CPUs .*"
+                                          r"Set cluster.train.cpus_per_gpu to at least 13, or "
+                                          r"cluster.verl.storage_units to at most 3"):
+        check_supported(verl_cfg(cluster=one_gpu))
+    check_supported(verl_cfg(cluster={**one_gpu, "verl": {"storage_units": 3}}))
+    check_supported(verl_cfg(cluster={"train": {"gpus": 1, "cpus_per_gpu": 13}}))
+
+
+def test_cpu_runs_take_the_cpu_platform(run_paths):
+    """train.device cpu with backend verl: verl's plugin hook loads the CPU platform, one logical
+    GPU, FSDP2, the HF rollout server, TransferQueue's storage units as configured."""
+    from isocompute.train.backends.verl.cpu import PLUGIN_MODULE, ROLLOUT_NAME
+    from isocompute.train.backends.verl.overrides import verl_command
+
+    cell = Cell("easy", 2, 2, 4, 16)
+    cfg = verl_cfg(train={"device": "cpu"}, cluster={"verl": {"storage_units": 1}})
+    command = verl_command(cfg, cell, run_paths)
+    o = overrides_dict(command.argv[3:])
+    assert command.env["VERL_USE_EXTERNAL_MODULES"] == PLUGIN_MODULE and command.env["VERL_PLATFORM"] == "cpu"
+    assert (o["trainer.device"], o["trainer.n_gpus_per_node"], o["+ray_kwargs.ray_init.num_gpus"]) == ("cpu", "1", "1")
+    assert o["actor_rollout_ref.rollout.name"] == ROLLOUT_NAME and o["actor_rollout_ref.actor.strategy"] == "fsdp2"
+    assert o["+actor_rollout_ref.model.override_config.attn_implementation"] == "sdpa"
+    assert o["transfer_queue.backend.SimpleStorage.num_data_storage_units"] == "1"
+    assert o["ray_kwargs.ray_init.num_cpus"] == "8"
+    gpu = verl_command(verl_cfg(), cell, run_paths)
+    assert "VERL_PLATFORM" not in gpu.env and overrides_dict(gpu.argv[3:])["trainer.device"] == "cuda"

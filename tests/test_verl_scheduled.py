@@ -14,11 +14,18 @@ from omegaconf import OmegaConf
 from isocompute.train.backends.verl import scheduled
 
 
+def trainer_config(steps, stop=None):
+    extra = {} if stop is None else {scheduled.STOP_KEY: stop}
+    config = OmegaConf.create({"trainer": {scheduled.STEPS_KEY: steps, "v1": {"trainer_mode": scheduled.TRAINER_MODE},
+                                           **extra}})
+    OmegaConf.set_struct(config, True)  # as verl's config is
+    return config
+
+
 class FakeSyncTrainer:
-    def __init__(self, steps, stop=None):
-        extra = {} if stop is None else {scheduled.STOP_KEY: stop}
-        self.config = OmegaConf.create({"trainer": {scheduled.STEPS_KEY: steps, **extra}})
-        OmegaConf.set_struct(self.config, True)  # as verl's config is
+    def __init__(self, config):
+        self.config = config
+        self.trainer_mode = config.trainer.v1.trainer_mode  # what verl's PPOTrainer keys its buffers on
         self.global_steps = 0
         self.calls = []
 
@@ -55,7 +62,9 @@ def fake_verl_v1(monkeypatch):
 def test_scheduled_trainer_validates_and_saves_only_at_the_listed_steps(fake_verl_v1):
     scheduled.register()
     scheduled.register()  # Ray may run the hook more than once per process
-    trainer = fake_verl_v1[scheduled.TRAINER_MODE]([0, 1, 3, 7, 10])
+    trainer = fake_verl_v1[scheduled.TRAINER_MODE](trainer_config([0, 1, 3, 7, 10]))
+    # verl's base trainer sees its sync mode (its replay buffer and dataloader batching).
+    assert trainer.trainer_mode == "sync"
     for step in range(11):  # verl's loop with test_freq = save_freq = 1 asks at every step
         trainer.global_steps = step
         metrics = trainer._validate()
@@ -69,7 +78,7 @@ def test_a_rung_session_also_checkpoints_at_its_stop_step_without_validating(fak
     """An adaptive sweep's rung ends verl's loop at step 5 (trainer.total_training_steps), where
     verl validates and saves as at every last step: only the save happens."""
     scheduled.register()
-    trainer = fake_verl_v1[scheduled.TRAINER_MODE]([0, 1, 3, 7, 10], stop=5)
+    trainer = fake_verl_v1[scheduled.TRAINER_MODE](trainer_config([0, 1, 3, 7, 10], stop=5))
     for step in range(6):
         trainer.global_steps = step
         trainer._validate()

@@ -147,3 +147,49 @@ def dropped_prompts(files: dict[str, Path | str], model: str, max_prompt_length:
                 f"more than cluster.verl.max_dropped_prompt_share = {max_share:.1%} (the longest has "
                 f"{out[part]['longest']}); raise cluster.verl.max_prompt_length")
     return out
+
+
+# --- Ray CPUs: what verl's V1 trainer holds before its first step -----------------------------
+# verl 0.9.1 reserves a placement-group bundle of 3 CPUs per GPU for its workers
+# (ResourcePoolManager.max_colocate_count); TransferQueue's controller and each storage unit
+# (transfer_queue.backend.SimpleStorage.num_data_storage_units) hold 1 CPU each; the actors
+# started after them (agent loop, reward, load balancer) need 1 free CPU to be scheduled.
+# With fewer Ray CPUs, `tq.init` or a worker group waits for them forever.
+CPUS_PER_GPU_BUNDLE = 3
+TQ_CONTROLLER_CPUS = 1
+SCHEDULING_CPUS = 1
+
+
+def run_gpus(cfg: dict) -> int:
+    """The GPUs verl is told about: the train job's, or the CPU platform's one logical GPU."""
+    from isocompute.cluster.resources import train_topology
+    from isocompute.train.backends.verl.cpu.overrides import CPU_GPUS, on_cpu
+
+    return CPU_GPUS if on_cpu(cfg) else train_topology(cfg)[1]
+
+
+def ray_cpus(cfg: dict) -> int:
+    """ray_kwargs.ray_init.num_cpus of a run: every CPU the job gets (GPUs x cluster.train.cpus_per_gpu)."""
+    return run_gpus(cfg) * int(cfg["cluster"]["train"]["cpus_per_gpu"])
+
+
+def ray_cpus_needed(cfg: dict) -> int:
+    return (CPUS_PER_GPU_BUNDLE * run_gpus(cfg) + TQ_CONTROLLER_CPUS + int(cfg["cluster"]["verl"]["storage_units"])
+            + SCHEDULING_CPUS)
+
+
+def check_ray_cpus(cfg: dict) -> None:
+    """Enough Ray CPUs for verl's workers and TransferQueue, or a ConfigError with the fix."""
+    gpus, have, need = run_gpus(cfg), ray_cpus(cfg), ray_cpus_needed(cfg)
+    if have >= need:
+        return
+    units = int(cfg["cluster"]["verl"]["storage_units"])
+    per_gpu = -(-need // gpus)
+    fewer = have - (need - units)
+    raise ConfigError(
+        f"config key 'cluster.train.cpus_per_gpu': verl needs {need} Ray CPUs ({CPUS_PER_GPU_BUNDLE} per GPU x {gpus} "
+        f"for its workers, {TQ_CONTROLLER_CPUS} for TransferQueue's controller, 1 per storage unit x {units} "
+        f"(cluster.verl.storage_units), {SCHEDULING_CPUS} to start the rest), the run gets {have} "
+        f"({gpus} GPU(s) x {cfg['cluster']['train']['cpus_per_gpu']}); with fewer, TransferQueue's init waits "
+        f"forever. Set cluster.train.cpus_per_gpu to at least {per_gpu}"
+        + (f", or cluster.verl.storage_units to at most {fewer}" if fewer >= 1 else ""))

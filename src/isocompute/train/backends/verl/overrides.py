@@ -12,13 +12,14 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from isocompute.cluster.resources import gpu_job_threads, train_topology
+from isocompute.cluster.resources import train_topology
 from isocompute.config import is_hub_id
 from isocompute.errors import ConfigError
 from isocompute.train.backends.verl.files import VerlRunFiles
 from isocompute.train.backends.verl import scheduled
+from isocompute.train.backends.verl.cpu.overrides import cpu_env, cpu_overrides, on_cpu
 from isocompute.train.backends.verl.eval_sets import val_files
-from isocompute.train.backends.verl.limits import check_recipe
+from isocompute.train.backends.verl.limits import check_ray_cpus, check_recipe, ray_cpus
 from isocompute.train.backends.verl.resume import resume_state
 from isocompute.train.recipe import cell_recipe
 
@@ -88,6 +89,7 @@ def check_supported(cfg: dict) -> None:
         raise ConfigError(f"config key 'cluster.verl.max_token_len_per_gpu': must be at least "
                           f"cluster.verl.max_prompt_length + train.max_response_length = {need}, "
                           f"got {v['max_token_len_per_gpu']}")
+    check_ray_cpus(cfg)
     _, gpus = train_topology(cfg)
     if gpus % v["rollout_tensor_parallel"]:
         raise ConfigError(f"config key 'cluster.verl.rollout_tensor_parallel': must divide the GPUs of a run "
@@ -114,7 +116,8 @@ def check_rung_overrides(cfg: dict) -> None:
 # train rule's params (its rerun contract) and the run identity, so that changing them
 # neither resubmits finished runs nor restarts running ones. Runtime and memory reach
 # only SLURM.
-RUN_OPTION_KEYS = {"train": ("cpus_per_gpu",), "verl": ("max_checkpoints", "max_dropped_prompt_share")}
+RUN_OPTION_KEYS = {"train": ("cpus_per_gpu",), "verl": ("max_checkpoints", "max_dropped_prompt_share",
+                                                        "storage_units")}
 
 
 def training_engine(cfg: dict) -> dict:
@@ -238,7 +241,8 @@ def engineering_overrides(cfg: dict) -> dict:
         "trainer.nnodes": nodes,
         "trainer.device": "cuda",
         "trainer.max_actor_ckpt_to_keep": int(v["max_checkpoints"]),
-        "ray_kwargs.ray_init.num_cpus": gpu_job_threads(cfg, "train"),
+        "ray_kwargs.ray_init.num_cpus": ray_cpus(cfg),
+        "transfer_queue.backend.SimpleStorage.num_data_storage_units": int(v["storage_units"]),
     }
 
 
@@ -285,6 +289,7 @@ def verl_overrides(cfg: dict, cell, paths, *, validate_first: bool = True,
     check_supported(cfg)
     files = VerlRunFiles(Path(paths.run_dir).resolve())
     merged = {**recipe_overrides(cfg, cell, stop_at_step), **engineering_overrides(cfg),
+              **(cpu_overrides(cfg) if on_cpu(cfg) else {}),
               **io_overrides(cfg, cell, paths, files, validate_first=validate_first)}
     out = [f"{key}={hydra_value(value)}" for key, value in merged.items()]
     return out + list(cfg["cluster"]["verl"]["extra_overrides"])
@@ -309,4 +314,4 @@ def verl_command(cfg: dict, cell, paths, *, python: str | None = None,
     state = resume_state(files, cell_recipe(cfg, cell).eval_steps)
     overrides = verl_overrides(cfg, cell, paths, validate_first=state.validate_first, stop_at_step=stop_at_step)
     argv = [python or sys.executable, "-m", VERL_ENTRY, *overrides]
-    return VerlCommand(argv, {FILE_LOGGER_ENV: str(files.session_metrics)})
+    return VerlCommand(argv, {FILE_LOGGER_ENV: str(files.session_metrics), **(cpu_env() if on_cpu(cfg) else {})})

@@ -34,6 +34,7 @@ def is_checkpointed(config, step: int) -> bool:
 
 def register() -> None:
     """Register ScheduledTrainer with verl (idempotent); Ray runs this in every worker process."""
+    from omegaconf import open_dict
     from verl.trainer.ppo.v1 import PPOTrainerSync, get_trainer_cls, register_trainer
 
     try:
@@ -45,6 +46,14 @@ def register() -> None:
     class ScheduledTrainer(PPOTrainerSync):
         """verl's sync trainer, validating and checkpointing at the recipe's steps only (and
         checkpointing at a rung's stop step)."""
+
+        def __init__(self, config):
+            # verl's base trainer keys its replay buffer, dataloader batching and checkpointed
+            # queue state on the mode's name: anything but "sync" gets the async replay buffer
+            # and one-prompt dataloader batches. This mode is the sync trainer, so it says so.
+            with open_dict(config):
+                config.trainer.v1.trainer_mode = "sync"
+            super().__init__(config)
 
         def _validate(self, *args, **kwargs):
             if not is_scheduled(self.config, self.global_steps):
