@@ -16,6 +16,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterable, Iterator
 
+from isocompute.errors import InputError
+
 
 @contextmanager
 def atomic_path(path: Path | str) -> Iterator[Path]:
@@ -62,18 +64,39 @@ def write_parquet(path: Path | str, df) -> Path:
     return Path(path)
 
 
+# Every folder atomic_dir makes carries this file, so that it replaces only folders it made.
+OUTPUT_MARK = ".isocompute-output"
+
+
+def check_replaceable(path: Path | str) -> None:
+    """`path` may be replaced by a new output folder: absent, an empty folder, or one this
+    tool made. Anything else (a study, the working folder, an input file) is never deleted."""
+    path = Path(path).resolve()
+    if not path.exists():
+        return
+    if not path.is_dir():
+        raise InputError(f"{path}: exists and is not a folder; refusing to replace it with an output folder")
+    if (path / OUTPUT_MARK).is_file() or not any(path.iterdir()):
+        return
+    raise InputError(f"{path}: an existing folder this tool did not write (no {OUTPUT_MARK} in it); refusing "
+                     "to replace it: give another output folder, or remove this one yourself")
+
+
 @contextmanager
 def atomic_dir(path: Path | str) -> Iterator[Path]:
     """Yield an empty temporary folder beside `path`; on success it takes `path`'s place.
 
-    An existing `path` is moved aside only once the new folder is complete, and
-    put back if the swap fails.
+    An existing `path` is replaced only if this tool made it (check_replaceable, before
+    any work), is moved aside only once the new folder is complete, and is put back if
+    the swap fails.
     """
     path = Path(path).resolve()
+    check_replaceable(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp-", dir=path.parent))
     try:
         yield tmp
+        (tmp / OUTPUT_MARK).write_text("written by isocompute (atomic.atomic_dir)\n")
         _swap_in(tmp, path)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -211,6 +211,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     if (args.B_p is None) != (args.n is None):
         raise InputError("--bp and --n go together")
     settings = analysis_settings(args)
+    atomic.check_replaceable(args.out)  # before the work, not after it
     start = time.perf_counter()
     evals = read_evals(args.evals, B_p=args.B_p, n=args.n, data_source=args.data_source,
                        verl_best_worst=args.verl_best_worst)
