@@ -42,9 +42,9 @@ from isocompute.analysis.fits_noise import NOISE_FIT_GRID, add_standard_errors
 from isocompute.analysis.frontier import default_extrapolate, frontier, frontier_fixed_bp
 from isocompute.analysis.nstar import fit_n_star_law, law_points, n_star_laws
 from isocompute.analysis.pipeline import fit_study
-from isocompute.analysis.schedule import compute_schedule_steps
 from isocompute.analysis.synthetic import crossover_params, synthetic_params, synthetic_study
 from isocompute.analysis.tables import check_evals
+from isocompute.schedule import compute_schedule_steps
 from isocompute.train.recipe import evaluation_steps
 
 B_P = 32

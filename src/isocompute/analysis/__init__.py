@@ -4,8 +4,9 @@ the adaptive sweep's pruning rule (adaptive) with its offline replay
 (adaptive_replay).
 
 Pure functions over frames live in records, fits (fits_noise: the default,
-noise-aware method), frontier, nstar, bootstrap, studies; schedule says when
-runs are evaluated; reading files is in io, writing in
+noise-aware method), frontier, nstar, bootstrap, studies; `isocompute.schedule`
+(below the analysis, which the training recipe reads too) says when runs are
+evaluated; reading files is in io, writing in
 pipeline.write_analysis, figures in plots (the `isocompute analyze` command is
 `isocompute.cli.analysis`). Names are imported lazily so that the command line
 starts without loading pandas and scipy.
@@ -26,7 +27,8 @@ _EXPORTS = {
     "fit_n_star_law": "nstar", "fit_n_star_laws": "nstar", "n_star_laws": "nstar",
     "bootstrap_fits": "bootstrap", "bootstrap_law_intervals": "bootstrap", "bootstrap_intervals": "bootstrap",
     "fit_curves_noise": "fits_noise", "add_standard_errors": "fits_noise", "pooled_base": "fits_noise",
-    "significant_record_mask": "records", "compute_schedule_steps": "schedule", "compute_points": "schedule",
+    "significant_record_mask": "records",
+    "compute_schedule_steps": "isocompute.schedule", "compute_points": "isocompute.schedule",
     "metric_optima": "studies", "sensitivity": "studies", "interference_histograms": "studies",
     "extrapolation_check": "studies", "value_at_compute": "studies",
     "check_evals": "tables", "check_train": "tables",
@@ -34,7 +36,7 @@ _EXPORTS = {
     "run_analysis": "pipeline", "write_analysis": "pipeline", "fit_study": "pipeline",
     "synthetic_evals": "synthetic", "synthetic_params": "synthetic", "synthetic_study": "synthetic",
     "crossover_params": "synthetic",
-    "rung_budgets": "adaptive", "prediction_bands": "adaptive", "prune": "adaptive", "decide": "adaptive",
+    "rung_budgets": "isocompute.schedule", "prediction_bands": "adaptive", "prune": "adaptive", "decide": "adaptive",
     "replay": "adaptive_replay",
 }
 
@@ -43,5 +45,6 @@ __all__ = sorted(_EXPORTS)
 
 def __getattr__(name: str):
     if name in _EXPORTS:
-        return getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+        module = _EXPORTS[name]
+        return getattr(importlib.import_module(module if "." in module else f"{__name__}.{module}"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
