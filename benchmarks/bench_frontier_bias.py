@@ -37,7 +37,8 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from isocompute.analysis.fits import fit_curves, sigmoid_reward
+from isocompute.analysis.curves import fit_curves
+from isocompute.analysis.fits import sigmoid_reward
 from isocompute.analysis.fits_noise import NOISE_FIT_GRID, add_standard_errors
 from isocompute.analysis.frontier import default_extrapolate, frontier, frontier_fixed_bp
 from isocompute.analysis.nstar import fit_n_star_law, law_points, n_star_laws

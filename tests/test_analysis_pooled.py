@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from isocompute.analysis.bootstrap import bootstrap_fits
-from isocompute.analysis.fits import fit_curves, sigmoid_reward
+from isocompute.analysis.curves import fit_curves
+from isocompute.analysis.fits import sigmoid_reward
 from isocompute.analysis.fits_noise import add_standard_errors, noise_fit_grid
 from isocompute.analysis.fits_pooled import f_test
 from isocompute.analysis.frontier import frontier

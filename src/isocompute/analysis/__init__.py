@@ -3,13 +3,13 @@ frontiers and n*(C) -> the n* law with bootstrap intervals -> figures; and
 the adaptive sweep's pruning rule (adaptive) with its offline replay
 (adaptive_replay).
 
-Pure functions over frames live in records, fits (fits_noise: the default,
-noise-aware method), frontier, nstar, bootstrap, studies; `isocompute.schedule`
-(below the analysis, which the training recipe reads too) says when runs are
-evaluated; reading files is in io, writing in
-pipeline.write_analysis, figures in plots (the `isocompute analyze` command is
-`isocompute.cli.analysis`). Names are imported lazily so that the command line
-starts without loading pandas and scipy.
+Pure functions over frames live in records, curves (`fit_curves`, by the
+method: fits, the paper's, or fits_noise, the default noise-aware one), frontier,
+nstar, bootstrap, studies; `isocompute.schedule` (below the analysis: the
+training recipe reads it too) says when runs are evaluated; reading files is in
+io, writing in pipeline.write_analysis, figures in plots (the `isocompute
+analyze` command is `isocompute.cli.analysis`). Names are imported lazily so
+that the command line starts without loading pandas and scipy.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ _EXPORTS = {
     "record_points": "records", "record_points_by_run": "records", "record_mask": "records",
     "metric_bins": "records", "ema": "records", "running_frontier": "records",
     "FitGrid": "fits", "SigmoidFit": "fits", "sigmoid_reward": "fits", "fit_sigmoid": "fits",
-    "fit_curves": "fits", "predict": "fits",
+    "fit_curves": "curves", "fit_curves_paper": "fits", "predict": "fits",
     "compute_grid": "frontier", "frontier": "frontier", "frontier_fixed_bp": "frontier",
     "frontier_fixed_batch": "frontier", "frontier_joint": "frontier",
     "LawGrid": "nstar", "NStarLaw": "nstar", "running_average": "nstar", "n_star_sigmoid": "nstar",

@@ -17,7 +17,8 @@ import numpy as np
 import pandas as pd
 
 from isocompute.analysis.bootstrap import bootstrap_fits, bootstrap_intervals, bootstrap_laws
-from isocompute.analysis.fits import FitGrid, check_method, fit_curves
+from isocompute.analysis.curves import fit_curves
+from isocompute.analysis.fits import FitGrid, check_method
 from isocompute.analysis.fits_noise import (add_standard_errors, noise_fit_grid, pooled_base, residual_se,
                                             run_groups)
 from isocompute.analysis.frontier import default_extrapolate, frontier_fixed_batch, frontier_fixed_bp, frontier_joint

@@ -13,7 +13,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from isocompute.analysis.fits import FitGrid, check_method, fit_curves, predict
+from isocompute.analysis.curves import fit_curves
+from isocompute.analysis.fits import FitGrid, check_method, predict
 from isocompute.analysis.fits_noise import add_standard_errors
 from isocompute.analysis.frontier import frontier, frontier_fixed_bp
 from isocompute.analysis.records import running_frontier
