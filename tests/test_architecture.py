@@ -1,7 +1,7 @@
 """The checks that keep the house in order, run by `make test`: imports go one
 way and round no loop (import-linter contracts in pyproject.toml; an import
 inside a function closes no cycle either), the workflow passes `snakemake --lint`
-and `snakefmt --check`, and no module outgrows one reader."""
+and `snakefmt --check`, and no module or rule file outgrows one reader."""
 
 from __future__ import annotations
 
@@ -17,6 +17,11 @@ REPO = Path(__file__).resolve().parents[1]
 SRC = REPO / "src"
 BIN = Path(sys.executable).parent
 MAX_MODULE_LINES = 400
+
+# Workflow files still over MAX_MODULE_LINES, each while its split is under way. An entry is
+# an expected failure (strict: once the file is back under the limit the test fails until the
+# entry goes). Lead: remove "rules/common.smk" when its split (issue 22, another worktree) lands.
+WORKFLOW_FILES_OVER_THE_LIMIT = {"rules/common.smk"}
 
 
 def run(*cmd: str) -> subprocess.CompletedProcess:
@@ -88,3 +93,20 @@ def test_workflow_is_snakefmt_formatted():
 def test_no_module_over_the_limit(module):
     lines = len(module.read_text().splitlines())
     assert lines <= MAX_MODULE_LINES, f"{module.name}: {lines} lines; split it along its seams"
+
+
+def _workflow_file(path: Path):
+    name = str(path.relative_to(REPO))
+    if name not in WORKFLOW_FILES_OVER_THE_LIMIT:
+        return pytest.param(path, id=name)
+    return pytest.param(path, id=name, marks=pytest.mark.xfail(
+        strict=True, reason=f"{name}: known to be over {MAX_MODULE_LINES} lines (WORKFLOW_FILES_OVER_THE_LIMIT)"))
+
+
+WORKFLOW_FILES = [REPO / "Snakefile", *sorted((REPO / "rules").glob("*.smk"))]
+
+
+@pytest.mark.parametrize("workflow_file", [_workflow_file(p) for p in WORKFLOW_FILES])
+def test_no_workflow_file_over_the_limit(workflow_file):
+    lines = len(workflow_file.read_text().splitlines())
+    assert lines <= MAX_MODULE_LINES, f"{workflow_file.name}: {lines} lines; split it along its seams"
