@@ -33,8 +33,8 @@ import pandas as pd
 from bench_frontier_bias import B_P, C_MAX, NS, SPAN_DOUBLINGS
 from isocompute.analysis.adaptive import rule_params
 from isocompute.analysis.adaptive_replay import replay
-from isocompute.analysis.schedule import compute_schedule_steps
 from isocompute.analysis.synthetic import synthetic_study
+from isocompute.schedule import compute_schedule_steps
 
 SIGMA = 0.013
 MATCHED_POINTS = 641

@@ -37,15 +37,17 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from isocompute.analysis.fits import fit_curves, sigmoid_reward
+from isocompute.analysis.curves import fit_curves
+from isocompute.analysis.fits import sigmoid_reward
 from isocompute.analysis.fits_noise import NOISE_FIT_GRID, add_standard_errors
 from isocompute.analysis.frontier import frontier, frontier_fixed_bp
 from isocompute.analysis.methods import fit_study, get_method
 from isocompute.analysis.nstar import fit_n_star_law, law_points, n_star_laws
-from isocompute.analysis.schedule import compute_schedule_steps
 from isocompute.analysis.settings import AnalysisSettings
+from isocompute.schedule import compute_schedule_steps
 from isocompute.analysis.synthetic import crossover_params, synthetic_params, synthetic_study
 from isocompute.analysis.tables import check_evals
+from isocompute.schedule import compute_schedule_steps
 from isocompute.train.recipe import evaluation_steps
 
 B_P = 32

@@ -11,11 +11,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from isocompute.analysis.adaptive import decide, prune, rule_params, rung_budgets
+from isocompute.analysis.adaptive import decide, prune, rule_params
 from isocompute.analysis.adaptive_replay import replay
-from isocompute.analysis.schedule import compute_schedule_steps
 from isocompute.analysis.synthetic import crossover_params, synthetic_study
 from isocompute.cli import main
+from isocompute.schedule import compute_schedule_steps, rung_budgets
 
 C_MAX = 2.0 ** 22
 

@@ -4,7 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from isocompute.analysis.fits import fit_curves, sigmoid_reward
+from isocompute.analysis.curves import fit_curves
+from isocompute.analysis.fits import sigmoid_reward
 from isocompute.analysis.frontier import (compute_grid, frontier, frontier_fixed_batch, frontier_fixed_bp,
                                           frontier_joint)
 from isocompute.analysis.nstar import law_points, n_star_laws

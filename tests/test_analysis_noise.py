@@ -7,13 +7,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from isocompute.analysis.fits import fit_curves, sigmoid_reward
+from isocompute.analysis.curves import fit_curves
+from isocompute.analysis.fits import sigmoid_reward
 from isocompute.analysis.fits_noise import add_standard_errors, fit_weighted, pooled_base, samples_per_problem
 from isocompute.analysis.frontier import frontier
 from isocompute.analysis.records import record_points, significant_record_mask
-from isocompute.analysis.schedule import compute_schedule_steps
 from isocompute.analysis.studies import metric_optima, sensitivity
 from isocompute.analysis.synthetic import crossover_params, synthetic_study
+from isocompute.schedule import compute_schedule_steps
 from isocompute.train.recipe import evaluation_steps
 
 C_MAX = 2.0 ** 20

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from isocompute.analysis.bootstrap import bootstrap_fits, bootstrap_law_intervals, bootstrap_laws
-from isocompute.analysis.fits import fit_curves
+from isocompute.analysis.curves import fit_curves
 from isocompute.analysis.frontier import frontier_fixed_bp
 from isocompute.analysis.nstar import fit_n_star_law, fit_n_star_laws, n_star_laws, n_star_sigmoid, running_average
 from isocompute.analysis.synthetic import synthetic_evals

@@ -1,8 +1,13 @@
 """Figures that the end-to-end CLI test does not draw (it has no training table)."""
 
+from pathlib import Path
+
 import pandas as pd
+import pytest
+from matplotlib.figure import Figure
 
 from isocompute.analysis.plots import plot_interference, plot_metric_optima
+from isocompute.analysis.plots.style import _save
 
 
 def test_interference_and_optima_figures(tmp_path):
@@ -15,6 +20,25 @@ def test_interference_and_optima_figures(tmp_path):
     optima = pd.DataFrame({"B_p": [32, 32, 64, 64], "metric": ["best@4", "worst@4"] * 2,
                            "compute": 1e6, "n_opt": [16, 64, 32, 128], "value": 0.5, "n_runs": 4})
     assert all(p.is_file() for p in plot_metric_optima(optima, tmp_path / "fig8", formats=("png",)))
+
+
+def test_figures_are_saved_atomically(tmp_path):
+    fig = Figure()
+    fig.add_subplot().plot([0, 1], [0, 1])
+    paths = _save(fig, tmp_path / "fig.v1", formats=("png", "pdf"))
+    assert [p.name for p in paths] == ["fig.v1.png", "fig.v1.pdf"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fig.v1.pdf", "fig.v1.png"]  # no temporaries left
+    assert all(p.stat().st_size > 1000 for p in paths)
+
+    def half_written(fname, **kwargs):  # a save that dies midway (disk full, killed job)
+        Path(fname).write_bytes(b"half a figure")
+        raise OSError("disk full")
+
+    fig.savefig = half_written
+    with pytest.raises(OSError):
+        _save(fig, tmp_path / "fig.v1", formats=("png",))
+    assert paths[0].stat().st_size > 1000  # the old figure stays whole
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fig.v1.pdf", "fig.v1.png"]
 
 
 def test_noise_method_figures_with_seed_bands_also_from_tables_on_disk(tmp_path):

@@ -8,14 +8,15 @@ import numpy as np
 import pytest
 
 from isocompute.analysis.bootstrap import bootstrap_fits
-from isocompute.analysis.fits import fit_curves, sigmoid_reward
+from isocompute.analysis.curves import fit_curves
+from isocompute.analysis.fits import sigmoid_reward
 from isocompute.analysis.fits_noise import add_standard_errors, noise_fit_grid
 from isocompute.analysis.fits_pooled import f_test
 from isocompute.analysis.frontier import frontier
 from isocompute.analysis.pipeline import run_analysis
 from isocompute.analysis.settings import AnalysisSettings
-from isocompute.analysis.schedule import compute_schedule_steps
 from isocompute.analysis.synthetic import crossover_params, synthetic_study
+from isocompute.schedule import compute_schedule_steps
 
 NS = (8, 16, 32, 64, 128)
 C_MAX = 2.0 ** 21

@@ -1,9 +1,11 @@
 """The checks that keep the house in order, run by `make test`: imports go one
-way (import-linter contracts in pyproject.toml), the workflow passes
-`snakemake --lint` and `snakefmt --check`, and no module outgrows one reader."""
+way and round no loop (import-linter contracts in pyproject.toml; an import
+inside a function closes no cycle either), the workflow passes `snakemake --lint`
+and `snakefmt --check`, and no module or rule file outgrows one reader."""
 
 from __future__ import annotations
 
+import ast
 import os
 import subprocess
 import sys
@@ -12,8 +14,14 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+SRC = REPO / "src"
 BIN = Path(sys.executable).parent
 MAX_MODULE_LINES = 400
+
+# Workflow files still over MAX_MODULE_LINES, each while its split is under way. An entry is
+# an expected failure (strict: once the file is back under the limit the test fails until the
+# entry goes). Lead: remove "rules/common.smk" when its split (issue 22, another worktree) lands.
+WORKFLOW_FILES_OVER_THE_LIMIT = {"rules/common.smk"}
 
 
 def run(*cmd: str) -> subprocess.CompletedProcess:
@@ -25,6 +33,48 @@ def test_imports_go_one_way():
     proc = run(str(BIN / "lint-imports"), "--no-cache")
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     assert "0 broken" in proc.stdout
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(SRC).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _function_imports():
+    """(importer, imported, line) for each import of an isocompute module inside a function."""
+    for path in sorted((SRC / "isocompute").rglob("*.py")):
+        importer = _module_name(path)
+        package = importer if path.name == "__init__.py" else importer.rpartition(".")[0]
+        functions = [n for n in ast.walk(ast.parse(path.read_text()))
+                     if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        found = set()
+        for node in (inner for f in functions for inner in ast.walk(f)):
+            if isinstance(node, ast.Import):
+                found |= {(a.name, (), node.lineno) for a in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                base = package.split(".")[:len(package.split(".")) - node.level + 1] if node.level else []
+                module = ".".join(base + ([node.module] if node.module else []))
+                found.add((module, tuple(a.name for a in node.names), node.lineno))
+        for module, names, line in sorted(found):
+            if module.split(".")[0] == "isocompute":
+                yield importer, module, names, f"{path.relative_to(REPO)}:{line}"
+
+
+def test_no_import_inside_a_function_closes_a_cycle():
+    # Deferring an import to a function (for start-up time: pandas, matplotlib) is fine; using it
+    # to dodge a cycle is not: the shared fact belongs in one home both modules import from.
+    import grimp
+
+    graph = grimp.build_graph("isocompute")
+    assert graph.find_modules_directly_imported_by("isocompute.cli"), "grimp found no imports"
+    cycles = []
+    for importer, module, names, where in _function_imports():
+        targets = {f"{module}.{n}" for n in names if f"{module}.{n}" in graph.modules} or {module}
+        for target in sorted(targets):
+            chain = graph.find_shortest_chain(importer=target, imported=importer)
+            if chain:
+                cycles.append(f"{where}: {importer} -> {' -> '.join(chain)}")
+    assert not cycles, "imports inside functions that close a cycle:\n" + "\n".join(cycles)
 
 
 def test_snakemake_lint_is_clean():
@@ -43,3 +93,20 @@ def test_workflow_is_snakefmt_formatted():
 def test_no_module_over_the_limit(module):
     lines = len(module.read_text().splitlines())
     assert lines <= MAX_MODULE_LINES, f"{module.name}: {lines} lines; split it along its seams"
+
+
+def _workflow_file(path: Path):
+    name = str(path.relative_to(REPO))
+    if name not in WORKFLOW_FILES_OVER_THE_LIMIT:
+        return pytest.param(path, id=name)
+    return pytest.param(path, id=name, marks=pytest.mark.xfail(
+        strict=True, reason=f"{name}: known to be over {MAX_MODULE_LINES} lines (WORKFLOW_FILES_OVER_THE_LIMIT)"))
+
+
+WORKFLOW_FILES = [REPO / "Snakefile", *sorted((REPO / "rules").glob("*.smk"))]
+
+
+@pytest.mark.parametrize("workflow_file", [_workflow_file(p) for p in WORKFLOW_FILES])
+def test_no_workflow_file_over_the_limit(workflow_file):
+    lines = len(workflow_file.read_text().splitlines())
+    assert lines <= MAX_MODULE_LINES, f"{workflow_file.name}: {lines} lines; split it along its seams"

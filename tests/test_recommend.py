@@ -14,9 +14,9 @@ from isocompute.analysis.nstar import n_star_sigmoid
 from isocompute.analysis.pipeline import run_analysis, write_analysis
 from isocompute.analysis.settings import AnalysisSettings
 from isocompute.analysis.recommend import default_budgets, recommend, snap_n
-from isocompute.analysis.schedule import compute_schedule_steps
 from isocompute.analysis.synthetic import crossover_params, synthetic_study
 from isocompute.cli import main
+from isocompute.schedule import compute_schedule_steps
 
 C_MAX = 2.0 ** 18
 N_BOOT = 40

@@ -11,12 +11,12 @@ import warnings
 import pandas as pd
 import pytest
 
-from isocompute.analysis.schedule import compute_schedule_steps
 from isocompute.analysis.synthetic import synthetic_study
 from isocompute.cli import main
 from isocompute.config import check_config
 from isocompute.grid import Cell
 from isocompute.jobs import as_json, decide_params
+from isocompute.schedule import compute_schedule_steps
 from isocompute.sweep import continuing_runs, rung_computes, rung_stop_steps, stop_step
 
 C_MAX = 2.0 ** 22

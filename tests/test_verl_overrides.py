@@ -16,7 +16,8 @@ from isocompute.config import check_config
 from isocompute.errors import ConfigError
 from isocompute.grid import Cell
 from isocompute.layout import RunPaths
-from isocompute.train.backends.verl.overrides import check_supported, hydra_value, verl_command, verl_overrides
+from isocompute.train.backends.verl.limits import check_supported
+from isocompute.train.backends.verl.overrides import hydra_value, verl_command, verl_overrides
 from isocompute.train.recipe import cell_recipe
 
 PAPER_MAIN = REPO / "config" / "paper" / "qwen25_7b.yaml"

@@ -1,4 +1,5 @@
-"""Shared figure style and atomic PNG+PDF saving for every figure of the study."""
+"""Figure style and atomic PNG+PDF saving for the data stage's figures (`data/plots.py`);
+the analysis figures have their own in `analysis/plots/style.py`."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ file one rung's decision writes and the next rung reads.
 Pure, and light to import (rules/common.smk reads it at every parse): the
 pruning rule itself is `analysis.adaptive.decide`, run by `isocompute
 adaptive-decide` (rules/sweep.smk); `rung_budgets` comes from the light
-`analysis.schedule` (no pandas or scipy at parse time). A cell's recipe is its full run's at every rung
+`schedule` (no pandas or scipy at parse time). A cell's recipe is its full run's at every rung
 (`train.recipe`), so its rungs are prefixes of one run, resumed, never retrained.
 """
 
@@ -14,6 +14,8 @@ from __future__ import annotations
 import csv
 import math
 from pathlib import Path
+
+from isocompute.schedule import rung_budgets
 
 # The columns of a rung's decisions file, before the rule's own (analysis.adaptive.DECISION_COLUMNS).
 DECISION_KEYS = ["split", "run", "B_p", "n", "seed", "rung", "rung_compute", "stop_step"]
@@ -25,8 +27,6 @@ def is_adaptive(cfg: dict) -> bool:
 
 def rung_computes(cfg: dict, c_max: float) -> list[float]:
     """The compute of each rung, the last at `c_max` (sweep.eta, sweep.rungs)."""
-    from isocompute.analysis.schedule import rung_budgets
-
     return rung_budgets(float(c_max), cfg["sweep"]["eta"], cfg["sweep"]["rungs"])
 
 

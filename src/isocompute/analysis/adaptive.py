@@ -26,7 +26,6 @@ from scipy.special import expit
 from isocompute.analysis.fits import USABLE, sigmoid_reward
 from isocompute.analysis.fits_noise import NOISE_FIT_GRID, cell_arrays
 from isocompute.analysis.methods import fit_study
-from isocompute.analysis.schedule import rung_budgets  # noqa: F401 (light home; re-exported)
 from isocompute.analysis.settings import AnalysisSettings
 from isocompute.analysis.tables import check_evals
 from isocompute.config import schema_defaults

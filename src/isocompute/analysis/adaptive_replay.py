@@ -16,12 +16,13 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from isocompute.analysis.adaptive import decide, rule_params, rung_budgets
+from isocompute.analysis.adaptive import decide, rule_params
 from isocompute.analysis.fits import USABLE
 from isocompute.analysis.frontier import frontier
 from isocompute.analysis.methods import fit_study
 from isocompute.analysis.settings import AnalysisSettings
 from isocompute.analysis.tables import check_evals
+from isocompute.schedule import rung_budgets
 
 RUN_COLUMNS = ["B_p", "n", "full_compute", "spent", "stopped_at", "reason"]
 PROBE_COLUMNS = ["B_p", "compute", "n_star_full", "n_star_adaptive", "reward_full", "reward_adaptive"]

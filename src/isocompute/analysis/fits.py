@@ -2,8 +2,8 @@
 
 `R(C) = R0 + (A - R0) / (1 + (C_mid / C)^B)`. The paper's method fits it,
 with `R0` the run's step-0 evaluation, to the run's record-breaking points by
-ScaleRL's grid search (METHODS.md section 7); the noise method (the default,
-module `fits_noise`) fits all evaluations by weighted least squares with one
+ScaleRL's grid search (METHODS.md section 7, `fit_curves_paper`); the noise
+method (the default, module `fits_noise`) fits all evaluations by weighted least squares with one
 pooled R0, through the same search. The search is vectorised: for fixed `(C_mid, B)`
 the model is linear in `A`, so the best `A` on its 0.005 grid is the grid value
 nearest the least-squares optimum, and the minimum SSE over the grid of `A`,
@@ -310,28 +310,15 @@ def run_arrays(run: pd.DataFrame, metric: str, min_compute: float | None = None)
     }
 
 
-def fit_curves(evals: pd.DataFrame, metric: str = "avg@4", *, bin_width: float = 0.01,
-               ema_alpha: float | None = None, min_compute: float | None = None,
-               run_keys=("B_p", "n"), grid: FitGrid | None = None, method: str = "noise",
-               R0: float | None = None) -> pd.DataFrame:
-    """One sigmoid fit per run (per cell: the seeds of a cell pool into one curve).
-
-    method 'noise' (default): `fits_noise.fit_curves_noise`, all evaluations
-    weighted by 1/se^2 with one pooled `R0` (default: pooled from the table);
-    `bin_width` and `ema_alpha` do not apply. method 'paper': ScaleRL's fit
-    to the run's record-breaking points, R0 its own step-0 evaluation. The
-    C_mid grid spans the run's observed compute range (evaluations with
-    compute > 0 and >= `min_compute`; the noise grid reaches beyond it).
-    `grid` defaults to the method's. Returns one row per run: the run keys,
-    R0, A, B, C_mid, sse, n_points, status, compute_min, compute_max (the
-    observed range of compute > 0, where frontiers use the curve).
+def fit_curves_paper(evals: pd.DataFrame, metric: str = "avg@4", *, bin_width: float = 0.01,
+                     ema_alpha: float | None = None, min_compute: float | None = None,
+                     run_keys=("B_p", "n"), grid: FitGrid | None = None) -> pd.DataFrame:
+    """The paper's method, one sigmoid fit per run (per cell: the seeds of a cell pool
+    into one curve): ScaleRL's fit to the run's record-breaking points, R0 its own
+    step-0 evaluation. The C_mid grid spans the run's observed compute range
+    (evaluations with compute > 0 and >= `min_compute`). Rows and columns as
+    `curves.fit_curves`, which chooses between the methods.
     """
-    if method == "noise":
-        from isocompute.analysis.fits_noise import NOISE_FIT_GRID, fit_curves_noise
-
-        return fit_curves_noise(evals, metric, R0=R0, min_compute=min_compute, run_keys=run_keys,
-                                grid=NOISE_FIT_GRID if grid is None else grid)
-    check_method(method)
     grid = FitGrid() if grid is None else grid
     keys = [k for k in run_keys if k in evals.columns]
     rows = []

@@ -190,7 +190,7 @@ def fit_curves_noise(evals: pd.DataFrame, metric: str = "avg@4", *, R0: float | 
     from the column `<metric>_se` (see `add_standard_errors`); without it
     every evaluation is assumed to have the same error, with a warning, and
     the column `se` of the result is that error estimated from the residuals.
-    Columns as `fits.fit_curves`, plus se (median standard error of the
+    Columns as `curves.fit_curves`, plus se (median standard error of the
     cell's evaluations) and n_evals.
     """
     keys = [k for k in run_keys if k in evals.columns]

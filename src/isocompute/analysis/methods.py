@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from isocompute.analysis.fits import FitGrid, fit_curves, fit_replicates, fit_sigmoid, run_arrays
+from isocompute.analysis.fits import FitGrid, fit_curves_paper, fit_replicates, fit_sigmoid, run_arrays
 from isocompute.analysis.fits_noise import (NOISE_FIT_GRID, add_standard_errors, cell_arrays, fit_curves_noise,
                                             fit_weighted, noise_fit_grid, pooled_base, residual_se)
 from isocompute.analysis.fits_pooled import get_pool
@@ -166,8 +166,8 @@ class PaperMethod(Method):
         return FitGrid()
 
     def fit_curves(self, evals, metric, *, bin_width=0.01, ema_alpha=None, min_compute=None, grid=None, R0=None):
-        return fit_curves(evals, metric, bin_width=bin_width, ema_alpha=ema_alpha, min_compute=min_compute,
-                          grid=grid, method=self.name)
+        return fit_curves_paper(evals, metric, bin_width=bin_width, ema_alpha=ema_alpha, min_compute=min_compute,
+                                grid=grid)
 
     def cell_arrays(self, cell, metric, min_compute):
         return run_arrays(cell, metric, min_compute)

@@ -9,18 +9,16 @@ memory with `mem_mb`, and time with `runtime`, which grows with each retry
 training run resumes from its last checkpoint and needs the time it lost.
 `cpus_per_task` is never set here: the SLURM plugin gives it precedence over
 `cpus_per_gpu`. A GPU rule's `threads` must be all of its CPUs
-(`gpu_job_threads`): the plugin's job step asks srun for `--cpus-per-task=
+(`topology.gpu_job_threads`): the plugin's job step asks srun for `--cpus-per-task=
 threads` whenever SLURM_GPUS is unset, which is the case under `--gres`.
 Partition and account are the SLURM profile's business (slurm/config.yaml).
 """
 
 from __future__ import annotations
 
-import re
-
-# A GPU job runs on one node: verl is started with trainer.nnodes = 1 (no Ray
-# cluster is started across nodes) and vLLM's tensor parallelism stays in a node.
-NODES_PER_GPU_JOB = 1
+# The shape of a GPU job (one node, its GPUs and CPUs) is `isocompute.topology`'s,
+# shared with the verl backend; gpu_job_threads is read from here by rules/common.smk.
+from isocompute.topology import NODES_PER_GPU_JOB, gpu_job_threads  # noqa: F401 (gpu_job_threads: rules)
 
 
 def attempt_runtime(minutes: int, cap: int):
@@ -43,27 +41,6 @@ def gpu_request(cfg: dict, gpus: int) -> dict:
     if c["gpu_model"]:
         out["gpu_model"] = c["gpu_model"]
     return out
-
-
-def job_gpus(cfg: dict, kind: str, gpus: int | None = None) -> int:
-    """GPUs a job of `kind` gets on its node: the count of the literal `cluster.gres` when
-    there is one (it replaces every GPU job's count), else `gpus` or `cluster.<kind>.gpus`."""
-    gres = cfg["cluster"]["gres"]
-    if gres:  # the schema's pattern: gpu[:<type>][:<count>]
-        count = re.search(r":(\d+)$", gres)
-        return int(count.group(1)) if count else 1
-    return int(cfg["cluster"][kind]["gpus"] if gpus is None else gpus)
-
-
-def train_topology(cfg: dict) -> tuple[int, int]:
-    """(nodes, GPUs per node) of one training run: what the train job asks SLURM for and
-    what verl is told (trainer.nnodes, trainer.n_gpus_per_node)."""
-    return NODES_PER_GPU_JOB, job_gpus(cfg, "train")
-
-
-def gpu_job_threads(cfg: dict, kind: str, gpus: int | None = None) -> int:
-    """A GPU rule's `threads`: every CPU the job gets (GPUs x cluster.<kind>.cpus_per_gpu)."""
-    return job_gpus(cfg, kind, gpus) * int(cfg["cluster"][kind]["cpus_per_gpu"])
 
 
 def gpu_job_resources(cfg: dict, kind: str, gpus: int | None = None) -> dict:

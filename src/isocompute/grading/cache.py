@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 
 from isocompute.atomic import write_text
-from isocompute.grading.verdict import GRADER_VERSION
+from isocompute.grading.version import GRADER_VERSION
 
 logger = logging.getLogger(__name__)
 

@@ -10,24 +10,14 @@ from __future__ import annotations
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Sequence
+from typing import Sequence
 
 from isocompute.grading import sandbox
+from isocompute.grading.cache import GradeCache
 from isocompute.grading.extract import CONTROL_CHARACTER, MAX_CHARS, TOO_LONG, normalize_truth, read_answer
 from isocompute.grading.numeric import fast_verdict
 
-if TYPE_CHECKING:
-    from isocompute.grading.cache import GradeCache
-
 logger = logging.getLogger(__name__)
-
-# Bump whenever the verdict on an ordinary completion could change (extraction
-# rules, fast path, math-verify pin); saved GradeCache files from another
-# version are then ignored. The bounded-time rewrite (issue 14) keeps version 1:
-# ordinary completions grade as before (tests/grading/test_ordinary.py); only
-# malformed ones may not (control characters, Unicode digits that reach
-# math-verify, over MAX_CHARS characters).
-GRADER_VERSION = "1"
 
 # How a verdict came about, besides the reasons of `extract` and `sandbox`.
 NUMERIC = "numeric"  # decided by the fast path

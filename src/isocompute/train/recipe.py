@@ -4,7 +4,7 @@ The one place that derives a cell's learning rate, warm-up, regularisation and
 evaluation schedule from the config. Both backends (local, verl) and
 `isocompute plan` read a `Recipe`; none of them derives these values itself.
 The evaluation schedule is shared by every run of a split: by default the
-split's log-spaced compute points (analysis.schedule), so that runs of every
+split's log-spaced compute points (`schedule`), so that runs of every
 batch size are validated at the same compute. Pure: no torch, no I/O.
 """
 
@@ -13,8 +13,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from isocompute.analysis.schedule import compute_schedule_steps
 from isocompute.errors import ConfigError
+from isocompute.schedule import compute_schedule_steps
 
 LR_EXPONENTS = {"sqrt": 0.5, "linear": 1.0, "constant": 0.0}
 

@@ -1,4 +1,5 @@
-"""The house look of the figures: style, axes, palettes, layout and saving.
+"""The house look of the figures: style, axes, palettes, layout and saving (atomic:
+`_save`).
 
 Compute axes are log2-scaled as in the paper; n axes show powers of two.
 Figures are bare matplotlib Figures, so nothing here touches pyplot's global
@@ -15,6 +16,8 @@ import numpy as np
 import seaborn as sns
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
+
+from isocompute.atomic import atomic_path
 
 FORMATS = ("png", "pdf")
 PAPER_BATCH_SIZES = (4096, 8192, 16384)   # the fixed-B values of the paper's Q2
@@ -50,12 +53,15 @@ def _pow2_label(value, _pos=None) -> str:
 
 
 def _save(fig, path_stem, formats=FORMATS) -> list[Path]:
+    """`path_stem.<fmt>` for each format, each written under a temporary name and renamed
+    into place (`atomic.atomic_path`): a reader never sees half a figure."""
     stem = Path(path_stem)
     stem.parent.mkdir(parents=True, exist_ok=True)
     paths = []
     for fmt in formats:
         path = stem.with_name(f"{stem.name}.{fmt}")
-        fig.savefig(path, dpi=DPI)
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, dpi=DPI, format=fmt)
         paths.append(path)
     return paths
 

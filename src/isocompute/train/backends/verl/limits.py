@@ -1,6 +1,7 @@
 """What verl 0.9.1 cannot express, hold or silently leaves out, checked before a run:
 the recipe options it has no equivalent for (at config time, for the study and
-each recipe variant), the samples its transfer queue holds at once (a grid's
+each recipe variant), the engine settings a run cannot honour (`check_supported`:
+token budget, tensor parallelism, overrides unsafe for a rung), the samples its transfer queue holds at once (a grid's
 batch, at config time), and the prompts its overlong-prompt filter drops from a
 split (before verl starts, so the run's provenance can say how much of D it
 trained on).
@@ -11,6 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from isocompute.errors import ConfigError, InputError
+from isocompute.topology import train_topology
+from isocompute.train.backends.verl.cpu.overrides import CPU_GPUS, on_cpu
 
 # --- recipe options verl 0.9.1 has no equivalent for ------------------------------------
 # Its actor loss (verl.workers.utils.losses.ppo_loss) aggregates the policy-gradient, entropy
@@ -45,6 +48,46 @@ def check_recipe(train: dict, where: str = "train") -> None:
             shown = f"{key}.enabled" if key == "decoupled_baseline" else key
             raise ConfigError(f"config key '{where}.{shown}': {values[key]!r} is not supported by the verl "
                               f"backend: {reason}. Use train.backend local for this ablation")
+
+
+# verl keys through which the learning rate, or the run's length, would depend on
+# trainer.total_training_steps, which a rung of an adaptive sweep shortens: a
+# cosine schedule decays over it, and without lr_warmup_steps the warm-up is a
+# ratio of it. The recipe's constant schedule with fixed warm-up reads none of it.
+RUNG_UNSAFE_KEYS = tuple(f"actor_rollout_ref.actor.optim.{k}" for k in (
+    "lr_scheduler_type", "warmup_style", "lr_warmup_steps", "lr_warmup_steps_ratio", "total_training_steps",
+    "min_lr_ratio", "num_cycles")) + ("trainer.total_training_steps", "trainer.total_epochs")
+
+
+def check_supported(cfg: dict) -> None:
+    """Recipe options the verl backend cannot honour stop here, naming the key."""
+    train = cfg["train"]
+    check_recipe(train)
+    v = cfg["cluster"]["verl"]
+    need = v["max_prompt_length"] + train["max_response_length"]
+    if v["max_token_len_per_gpu"] < need:
+        raise ConfigError(f"config key 'cluster.verl.max_token_len_per_gpu': must be at least "
+                          f"cluster.verl.max_prompt_length + train.max_response_length = {need}, "
+                          f"got {v['max_token_len_per_gpu']}")
+    check_ray_cpus(cfg)
+    _, gpus = train_topology(cfg)
+    if gpus % v["rollout_tensor_parallel"]:
+        raise ConfigError(f"config key 'cluster.verl.rollout_tensor_parallel': must divide the GPUs of a run "
+                          f"(cluster.train.gpus, or the count of cluster.gres) = {gpus}, "
+                          f"got {v['rollout_tensor_parallel']}")
+
+
+def check_rung_overrides(cfg: dict) -> None:
+    """An adaptive sweep's rungs end verl's session early: overrides that read the run's length
+    are refused (a study check: a train job is given no sweep section)."""
+    if cfg["sweep"]["mode"] != "adaptive":
+        return
+    for override in cfg["cluster"]["verl"]["extra_overrides"]:
+        key = override.lstrip("+~").partition("=")[0]
+        if key in RUNG_UNSAFE_KEYS:
+            raise ConfigError(f"config key 'cluster.verl.extra_overrides': {key} is not allowed with "
+                              "sweep.mode: adaptive (a rung ends verl's session at trainer.total_training_steps, "
+                              "so the learning rate or the run's length would differ from the full run's)")
 
 
 # verl 0.9.1's V1 trainer passes every sample through TransferQueue, whose
@@ -99,8 +142,6 @@ def check_study_cells(cfg: dict, cells) -> None:
     """The verl backend's checks of a study before any job: options it cannot honour, and
     batches its transfer queue cannot hold. `cfg` is the config the cells train with (a
     variant's for a variant's cells, whose recipe options are then named under it)."""
-    from isocompute.train.backends.verl.overrides import check_rung_overrides, check_supported
-
     variants = {getattr(c, "variant", "") for c in cells} - {""}
     for variant in sorted(variants):
         check_recipe(cfg["train"], f"variants.{variant}.train")
@@ -162,9 +203,6 @@ SCHEDULING_CPUS = 1
 
 def run_gpus(cfg: dict) -> int:
     """The GPUs verl is told about: the train job's, or the CPU platform's one logical GPU."""
-    from isocompute.cluster.resources import train_topology
-    from isocompute.train.backends.verl.cpu.overrides import CPU_GPUS, on_cpu
-
     return CPU_GPUS if on_cpu(cfg) else train_topology(cfg)[1]
 
 

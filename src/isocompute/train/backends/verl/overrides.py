@@ -12,14 +12,13 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from isocompute.cluster.resources import train_topology
 from isocompute.config import is_hub_id
-from isocompute.errors import ConfigError
+from isocompute.topology import gpu_job_threads, train_topology
 from isocompute.train.backends.verl.files import VerlRunFiles
 from isocompute.train.backends.verl import scheduled
 from isocompute.train.backends.verl.cpu.overrides import cpu_env, cpu_overrides, on_cpu
 from isocompute.train.backends.verl.eval_sets import val_files
-from isocompute.train.backends.verl.limits import check_ray_cpus, check_recipe, ray_cpus
+from isocompute.train.backends.verl.limits import check_supported, ray_cpus
 from isocompute.train.backends.verl.resume import resume_state
 from isocompute.train.recipe import cell_recipe
 
@@ -29,14 +28,6 @@ from isocompute.train.recipe import cell_recipe
 VERL_ENTRY = "verl.trainer.main_ppo"
 FILE_LOGGER_ENV = "VERL_FILE_LOGGER_PATH"
 REWARD_FUNCTION_NAME = "compute_score"
-
-# verl keys through which the learning rate, or the run's length, would depend on
-# trainer.total_training_steps, which a rung of an adaptive sweep shortens: a
-# cosine schedule decays over it, and without lr_warmup_steps the warm-up is a
-# ratio of it. The recipe's constant schedule with fixed warm-up reads none of it.
-RUNG_UNSAFE_KEYS = tuple(f"actor_rollout_ref.actor.optim.{k}" for k in (
-    "lr_scheduler_type", "warmup_style", "lr_warmup_steps", "lr_warmup_steps_ratio", "total_training_steps",
-    "min_lr_ratio", "num_cycles")) + ("trainer.total_training_steps", "trainer.total_epochs")
 
 
 def reward_function_path() -> Path:
@@ -77,37 +68,6 @@ def _looks_numeric(text: str) -> bool:
     except ValueError:
         return False
     return True
-
-
-def check_supported(cfg: dict) -> None:
-    """Recipe options the verl backend cannot honour stop here, naming the key."""
-    train = cfg["train"]
-    check_recipe(train)
-    v = cfg["cluster"]["verl"]
-    need = v["max_prompt_length"] + train["max_response_length"]
-    if v["max_token_len_per_gpu"] < need:
-        raise ConfigError(f"config key 'cluster.verl.max_token_len_per_gpu': must be at least "
-                          f"cluster.verl.max_prompt_length + train.max_response_length = {need}, "
-                          f"got {v['max_token_len_per_gpu']}")
-    check_ray_cpus(cfg)
-    _, gpus = train_topology(cfg)
-    if gpus % v["rollout_tensor_parallel"]:
-        raise ConfigError(f"config key 'cluster.verl.rollout_tensor_parallel': must divide the GPUs of a run "
-                          f"(cluster.train.gpus, or the count of cluster.gres) = {gpus}, "
-                          f"got {v['rollout_tensor_parallel']}")
-
-
-def check_rung_overrides(cfg: dict) -> None:
-    """An adaptive sweep's rungs end verl's session early: overrides that read the run's length
-    are refused (a study check: a train job is given no sweep section)."""
-    if cfg["sweep"]["mode"] != "adaptive":
-        return
-    for override in cfg["cluster"]["verl"]["extra_overrides"]:
-        key = override.lstrip("+~").partition("=")[0]
-        if key in RUNG_UNSAFE_KEYS:
-            raise ConfigError(f"config key 'cluster.verl.extra_overrides': {key} is not allowed with "
-                              "sweep.mode: adaptive (a rung ends verl's session at trainer.total_training_steps, "
-                              "so the learning rate or the run's length would differ from the full run's)")
 
 
 # --- what of cluster.* a verl run is made of --------------------------------------------

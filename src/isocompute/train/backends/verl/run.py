@@ -16,8 +16,8 @@ from isocompute.train.backends import register_backend
 from isocompute.train.backends.verl.dumps import annotate_dumps
 from isocompute.train.backends.verl.eval_sets import split_dumps, write_set_copies
 from isocompute.train.backends.verl.files import VerlRunFiles, latest_checkpoint_step
-from isocompute.train.backends.verl.limits import check_batch_capacity, dropped_prompts
-from isocompute.train.backends.verl.overrides import check_supported, training_engine, verl_command
+from isocompute.train.backends.verl.limits import check_batch_capacity, check_supported, dropped_prompts
+from isocompute.train.backends.verl.overrides import training_engine, verl_command
 from isocompute.train.backends.verl.pass_rates import PassRateRecorder, problem_lookup
 from isocompute.train.backends.verl.resume import dump_is_complete, merge_metrics, prepare_run_dir, prune_checkpoints
 from isocompute.train.identity import training_identity

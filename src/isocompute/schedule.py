@@ -4,8 +4,9 @@ Validating every K steps gives a run with B = B_p * n rollouts per step
 C_max / (B K) evaluations, so small n is evaluated far more often and its
 running maxima are lifted more by noise (METHODS.md section 11). Evaluating
 every run of a study at the same log-spaced compute points removes that
-imbalance. Pure Python with no analysis imports, so that the training recipe
-can import it.
+imbalance. `rung_budgets` is the compute of an adaptive sweep's rungs. Pure
+Python (math only): the recipe (`train.recipe`), the sweep (`sweep`) and the
+analysis all read it from here.
 """
 
 from __future__ import annotations
