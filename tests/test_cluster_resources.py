@@ -113,7 +113,7 @@ def test_dry_run_with_the_slurm_profile_builds_the_full_dag(path, tmp_path):
         assert int(r["runtime"]) == cfg["cluster"]["train"]["runtime"] and int(r["mem_mb"]) == 512000
         assert "cpus_per_task" not in r
         # verl's own settings travel with the rule's params.
-        assert '"cluster": {"train":' in job["shell"] and '"backend": "verl"' in job["shell"]
+        assert '"cluster": {"gres": ' in job["shell"] and '"backend": "verl"' in job["shell"]
     # avg@16 in cluster.sample.jobs parallel GPU jobs of whole chunks, merged by a CPU job.
     chunks = [j for j in jobs if j["rule"] == "difficulty_chunk"]
     assert len(chunks) == cfg["cluster"]["sample"]["jobs"] == 16

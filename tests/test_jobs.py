@@ -11,7 +11,8 @@ import json
 import pytest
 
 from isocompute import jobs
-from isocompute.config import ConfigError, NotGiven, check_config, job_config
+from isocompute.config import ConfigError, check_config
+from isocompute.job_config import NotGiven, job_config
 from isocompute.grid import Cell, grid_cells, variant_cells
 from isocompute.layout import RunPaths
 from isocompute.train.identity import training_identity

@@ -16,7 +16,7 @@ from isocompute.config import check_config
 from isocompute.errors import ConfigError
 from isocompute.grid import Cell
 from isocompute.layout import RunPaths
-from isocompute.train.backends.verl.limits import check_supported
+from isocompute.train.backends.verl.limits import check_study_cells, check_supported
 from isocompute.train.backends.verl.overrides import hydra_value, verl_command, verl_overrides
 from isocompute.train.recipe import cell_recipe
 
@@ -100,11 +100,12 @@ def test_a_rung_stops_verl_early_and_keeps_the_full_runs_recipe(run_paths):
         assert not train or changed & scheduled_keys  # the periodic schedule switches to the scheduled mode
         # The last rung is the full run's command.
         assert overrides_dict(verl_overrides(cfg, cell, run_paths, stop_at_step=640)) == full
-    # An extra override that makes the learning rate read the session's length is refused.
+    # An extra override that makes the learning rate read the session's length is refused, before
+    # any job (a study check: train jobs are given no sweep section).
     cosine = verl_cfg(sweep={"mode": "adaptive"},
                       cluster={"verl": {"extra_overrides": ["actor_rollout_ref.actor.optim.lr_scheduler_type=cosine"]}})
     with pytest.raises(ConfigError, match="extra_overrides.*lr_scheduler_type is not allowed with sweep.mode"):
-        verl_overrides(cosine, cell, run_paths)
+        check_study_cells(cosine, [cell])
 
 
 def test_io_overrides_put_every_output_in_the_run_folder(run_paths):

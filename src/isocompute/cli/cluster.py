@@ -85,7 +85,8 @@ def cmd_verl_command(args) -> int:
     """The command a cell's train job runs: built from the job's own config (its params and
     options, isocompute.jobs), not from the full config, so the two cannot differ."""
     from isocompute import jobs
-    from isocompute.config import deep_update, job_config, load_config
+    from isocompute.config import deep_update, load_config
+    from isocompute.job_config import job_config
     from isocompute.grid import find_cell, grid_cells, variant_cells
     from isocompute.layout import run_paths
     from isocompute.train.backends.verl import verl_command

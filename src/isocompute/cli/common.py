@@ -10,7 +10,8 @@ import platform
 import sys
 import time
 
-from isocompute.config import JobConfig, deep_update, job_config
+from isocompute.config import deep_update
+from isocompute.job_config import JobConfig, job_config
 from isocompute.errors import InputError
 
 log = logging.getLogger("isocompute")

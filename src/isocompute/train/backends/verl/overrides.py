@@ -86,7 +86,8 @@ def training_engine(cfg: dict) -> dict:
     the run identity."""
     _, gpus = train_topology(cfg)
     verl = {k: v for k, v in cfg["cluster"]["verl"].items() if k not in RUN_OPTION_KEYS["verl"]}
-    return {"train": {"gpus": gpus}, "verl": verl}
+    # gres too: the job counts its GPUs from it as the Snakefile did (topology.job_gpus).
+    return {"gres": cfg["cluster"]["gres"], "train": {"gpus": gpus}, "verl": verl}
 
 
 def run_options(cfg: dict) -> dict:
