@@ -2,7 +2,7 @@
 
 Validating every K steps gives a run with B = B_p * n rollouts per step
 C_max / (B K) evaluations, so small n is evaluated far more often and its
-running maxima are lifted more by noise (METHODS.md section 11). Evaluating
+running maxima are lifted more by noise (docs/methods.md section 11). Evaluating
 every run of a study at the same log-spaced compute points removes that
 imbalance. Pure Python with no analysis imports, so that the training recipe
 can import it.

@@ -275,7 +275,7 @@ def cmd_variant_figures(args) -> int:
 
 
 REPLAY_DESCRIPTION = """\
-Replay the adaptive sweep's rule (config section sweep, issue 13) on a finished
+Replay the adaptive sweep's rule (config section sweep) on a finished
 full-grid evaluation table: at each rung it sees every surviving run's
 evaluations up to the rung's compute only, and a stopped run keeps its
 evaluations up to where it stopped. Both studies are then analysed the same
