@@ -2,6 +2,9 @@
 # Both create .venv at the repo root when absent and install the project with
 # its pinned dependencies; torch is installed first with an exact pin so that
 # a CPU machine takes the CPU wheel instead of a multi-GB CUDA build.
+# `make report` rebuilds results/report.html of a finished study (the same
+# SNAKEMAKE_ARGS as its `make run`); `make clean-results` lists what it would
+# delete and asks first (YES=1: no question, for scripts).
 
 VENV    ?= .venv
 PYTHON  ?= python3
@@ -27,10 +30,38 @@ $(STAMP): pyproject.toml constraints.txt
 run: export PATH := $(abspath $(VENV))/bin:$(PATH)
 run: $(STAMP)
 	snakemake --cores $(CORES) $(SNAKEMAKE_ARGS)
-	snakemake --cores 1 --report results/report.html $(SNAKEMAKE_ARGS)
+	$(REPORT)
+
+REPORT = snakemake --cores 1 --report results/report.html $(SNAKEMAKE_ARGS)
+
+report: export PATH := $(abspath $(VENV))/bin:$(PATH)
+report: $(STAMP)
+	$(REPORT)
 
 test: $(STAMP)
 	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
 
+# Every experiment's results and Snakemake's own state (.snakemake: metadata,
+# locks, logs). The software environments that `--sdm conda` (or apptainer)
+# built under .snakemake take long to rebuild, so they are kept unless ENVS=1.
+ENV_DIRS := conda singularity
 clean-results:
-	rm -rf results .snakemake
+	@paths=""; kept=""; \
+	if [ -e results ]; then paths="results"; fi; \
+	if [ -d .snakemake ]; then \
+	  for d in $(ENV_DIRS); do [ -d .snakemake/$$d ] && kept="$$kept .snakemake/$$d"; done; \
+	  if [ -z "$$kept" ] || [ "$(ENVS)" = 1 ]; then paths="$$paths .snakemake"; kept=""; \
+	  else paths="$$paths $$(find .snakemake -mindepth 1 -maxdepth 1 $(foreach d,$(ENV_DIRS),! -name $(d)) | sort | tr '\n' ' ')"; fi; \
+	fi; \
+	if [ -z "$$(echo $$paths)" ]; then echo "clean-results: no results/ or .snakemake/ here, nothing to delete"; exit 0; fi; \
+	echo "clean-results deletes:"; \
+	for p in $$paths; do printf "  %s/ (%s)" $$p $$(du -sh $$p | cut -f1); \
+	  if [ $$p = results ] && [ -d results ]; then printf ": %s" "$$(ls results | tr '\n' ' ')"; fi; echo; done; \
+	for k in $$kept; do echo "and keeps $$k ($$(du -sh $$k | cut -f1)): the environments --sdm built (ENVS=1 deletes them too)"; done; \
+	if [ "$(YES)" != 1 ]; then \
+	  if [ -t 0 ]; then \
+	    printf "Delete these? [y/N] "; read answer; \
+	    case "$$answer" in y|Y|yes) ;; *) echo "clean-results: nothing deleted"; exit 0;; esac; \
+	  else echo "clean-results: no terminal to ask, nothing deleted (YES=1 make clean-results deletes without asking)"; exit 1; fi; \
+	fi; \
+	rm -rf $$paths; echo "clean-results: deleted"

@@ -1,4 +1,4 @@
-"""Benchmark: the adaptive sweep replayed on synthetic studies with a crossover (issue 13).
+"""Benchmark: the adaptive sweep replayed on synthetic studies with a crossover.
 
 The studies are the frontier-bias benchmark's (`bench_frontier_bias.py`):
 known curves with a crossover (`synthetic.crossover_params`), B_p = 32,
@@ -7,7 +7,7 @@ compute-matched schedule (641 log-spaced compute points from C_max / 2^10,
 `schedule.compute_schedule_steps`), Gaussian evaluation noise sd 0.013 (300
 problems x 4 samples). Each study is replayed by `adaptive_replay.replay`
 with the rule's schema defaults (config section `sweep`), and the three
-numbers of the issue's done-when are printed with their mean and range over
+numbers it is judged by are printed with their mean and range over
 the seeds: rollouts spent as a share of the full grid (<= 50%), the share of
 20 probe budgets over [C_max / 2^10, C_max] where the adaptive study names the
 full grid's n* (>= 90%), and the frontier reward difference at C_max

@@ -1,4 +1,4 @@
-"""Benchmark: how far noise moves the compute-optimal frontier and n*(C) (issue 10).
+"""Benchmark: how far noise moves the compute-optimal frontier and n*(C).
 
 Known curves with a crossover (`synthetic.crossover_params`: a larger n has a
 later midpoint and a higher asymptote; calibrated to the paper's Easy set at
@@ -56,7 +56,7 @@ C_MAX = 2.0 ** 22
 SPAN_DOUBLINGS = 10            # probes and matched evaluations start at C_max / 2^10
 EVAL_SAMPLES = 4               # avg@4
 P_AT = 0.6                     # avg@4 at which binomial noise has sd sigma
-TARGET = {"bias": 0.01, "right": 0.90}   # the issue's done-when, noise method, every K, sigma 0.03
+TARGET = {"bias": 0.01, "right": 0.90}   # what the noise method must reach: every K, sigma 0.03
 METHODS = ("paper", "noise", "per-run", "oracle")
 
 

@@ -1,4 +1,4 @@
-"""Benchmark of the grader's time bound (issue 14) and of its fast path.
+"""Benchmark of the grader's time bound and of its fast path.
 
 Grades the adversarial corpus of `isocompute.grading.adversarial` one `grade`
 call at a time and prints the total, the worst call (its kind and length) and

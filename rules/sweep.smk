@@ -1,4 +1,4 @@
-# The adaptive sweep (sweep.mode: adaptive, issue 13): every cell trains to rung 0,
+# The adaptive sweep (sweep.mode: adaptive): every cell trains to rung 0,
 # C_max / eta^(rungs - 1); at each rung below the last, a decision on the split's
 # evaluations up to the rung (isocompute.analysis.adaptive.decide) lets some cells go
 # on. Each decision is a checkpoint, so the DAG grows rung by rung and `snakemake -n`

@@ -1,4 +1,4 @@
-"""Record-breaking points against hand-computed cases (METHODS.md section 6)."""
+"""Record-breaking points against hand-computed cases (docs/methods.md section 6)."""
 
 import numpy as np
 import pandas as pd

@@ -118,6 +118,16 @@ def test_each_failure_names_its_fix_and_fails_the_run(study, node, item, says, f
     assert line.startswith("FAIL ") and says in line and "fix: " in line and fix in line, line
 
 
+def test_a_missing_model_names_the_hf_download_that_fetches_it(study, tmp_path):
+    """The fix is `hf download`: the project's huggingface_hub refuses `huggingface-cli download`."""
+    absent = check_config({**study, "base_model": {"source": "path", "path": "Org/NotCached-7B"}})
+    line = lines_of(dr.doctor(absent, FakeNode(missing={"huggingface_hub"}))[0])["base model"]
+    assert line.startswith("FAIL ") and "fix: hf download Org/NotCached-7B on the login node" in line, line
+    (tmp_path / "model" / "tokenizer.json").unlink()
+    line = lines_of(dr.doctor(study, FakeNode())[0])["base model"]
+    assert "tokenizer" in line and "(hf download " in line and "huggingface-cli" not in line, line
+
+
 def test_a_wrong_partition_in_the_profile_is_named(study, tmp_path, monkeypatch):
     (tmp_path / "slurm").mkdir()
     (tmp_path / "slurm" / "config.yaml").write_text(

@@ -64,7 +64,7 @@ def command_of(path: Path, split: str, B_p: int, n: int, root: Path, overrides: 
 
 
 def check_recipe(resolved: dict, cfg: dict, cell, stop_at_step: int | None = None) -> None:
-    """The resolved verl config carries the recipe of METHODS section 3 for this cell (stopped at
+    """The resolved verl config carries the recipe of docs/methods.md section 3 for this cell (stopped at
     `stop_at_step`, a rung of an adaptive sweep: the same recipe, a shorter session)."""
     actor = resolved["actor_rollout_ref"]["actor"]
     rollout = resolved["actor_rollout_ref"]["rollout"]

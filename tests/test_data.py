@@ -247,7 +247,7 @@ PAPER_MIXTURES = {"dual": {"hard": {"share": 0.5, "band": [0.0, 0.0]}, "easy": {
 
 
 def test_mixture_components_over_k_samples():
-    """The paper's components (METHODS 10): Hard = none correct of K, Easy and Very Easy by
+    """The paper's components (docs/methods.md section 10): Hard = none correct of K, Easy and Very Easy by
     rate bands over the same K; none trains on a problem another split validates on."""
     from isocompute.data.splits import needs_k_samples
 

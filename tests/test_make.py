@@ -27,3 +27,53 @@ def test_make_run_works_without_an_activated_venv(tmp_path: Path):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert (work / "results" / "tiny" / "data" / "pool.parquet").is_file()
     assert (work / "results" / "report.html").stat().st_size > 10_000
+
+
+def _make_copy(tmp_path: Path) -> Path:
+    """The Makefile in a scratch folder with results, Snakemake state, a built conda
+    environment and files clean-results must leave alone."""
+    work = tmp_path / "repo"
+    for name in ("Makefile", "pyproject.toml", "constraints.txt"):
+        (work / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(REPO / name, work / name)
+    for path in ("results/embedded/data/pool.parquet", "results/tiny/runs/x", "results/report.html",
+                 ".snakemake/metadata/abc", ".snakemake/locks/0.input.lock", ".snakemake/conda/1a2b/bin/python",
+                 ".snakemake/conda/1a2b.yaml", "data/guru/math.parquet", "config/mine.yaml"):
+        (work / path).parent.mkdir(parents=True, exist_ok=True)
+        (work / path).write_text("x")
+    return work
+
+
+def _make(work: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["make", "-s", "-C", str(work), *args], stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True)
+
+
+def test_clean_results_names_what_it_deletes_and_asks(tmp_path: Path):
+    work = _make_copy(tmp_path)
+    proc = _make(work, "clean-results")    # no terminal: nothing to ask, so nothing is deleted
+    assert proc.returncode != 0
+    out = proc.stdout
+    assert "results/ (" in out and "embedded" in out and "tiny" in out
+    assert ".snakemake/metadata/" in out and ".snakemake/locks/" in out
+    assert "keeps .snakemake/conda" in out and "ENVS=1" in out and "YES=1" in out
+    assert (work / "results" / "report.html").is_file() and (work / ".snakemake" / "metadata").is_dir()
+
+    proc = _make(work, "clean-results", "YES=1")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert not (work / "results").exists()
+    assert sorted(p.name for p in (work / ".snakemake").iterdir()) == ["conda"]   # the built env stays
+    for kept in ("Makefile", "data/guru/math.parquet", "config/mine.yaml", ".snakemake/conda/1a2b/bin/python"):
+        assert (work / kept).is_file(), kept
+
+    proc = _make(work, "clean-results", "YES=1", "ENVS=1")
+    assert proc.returncode == 0 and not (work / ".snakemake").exists()
+    assert (work / "data" / "guru" / "math.parquet").is_file()
+    assert "nothing to delete" in _make(work, "clean-results").stdout
+
+
+def test_make_report_runs_snakemake_report(tmp_path: Path):
+    work = _make_copy(tmp_path)
+    proc = _make(work, "-n", "report", "SNAKEMAKE_ARGS=--configfile config/mine.yaml")
+    assert proc.returncode == 0, proc.stderr
+    assert "snakemake --cores 1 --report results/report.html --configfile config/mine.yaml" in proc.stdout

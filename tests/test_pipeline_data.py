@@ -87,7 +87,7 @@ def test_rerun_is_a_no_op_and_param_change_reruns_only_downstream(tiny_study):
 
 
 def test_mixture_components_over_k_samples_end_to_end(tiny_study, tmp_path):
-    """The paper's mixture components (METHODS 10): the difficulty stage then draws K
+    """The paper's mixture components (docs/methods.md section 10): the difficulty stage then draws K
     samples for every problem; Dual's Hard is none of K correct, its Easy a band over
     the same K. The pool and the base model are reused."""
     import shutil

@@ -1,4 +1,4 @@
-"""The (B_p, n) sweep of METHODS section 4: which training runs the config asks for.
+"""The (B_p, n) sweep of docs/methods.md section 4: which training runs the config asks for.
 
 A pure function of the config, called by rules/common.smk to enumerate the
 training jobs and by anyone who wants the same list outside Snakemake.

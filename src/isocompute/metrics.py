@@ -1,4 +1,4 @@
-"""Validation metrics of METHODS section 5, from a run's graded samples.
+"""Validation metrics of docs/methods.md section 5, from a run's graded samples.
 
 Pure functions over frames and arrays; the `score` stage does the I/O (reading
 the raw generation dumps, re-grading them with the project grader) and calls

@@ -2,7 +2,7 @@
 
 Validating every K steps gives a run with B = B_p * n rollouts per step
 C_max / (B K) evaluations, so small n is evaluated far more often and its
-running maxima are lifted more by noise (METHODS.md section 11). Evaluating
+running maxima are lifted more by noise (docs/methods.md section 11). Evaluating
 every run of a study at the same log-spaced compute points removes that
 imbalance. `rung_budgets` is the compute of an adaptive sweep's rungs. Pure
 Python (math only): the recipe (`train.recipe`), the sweep (`sweep`) and the

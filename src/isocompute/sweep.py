@@ -1,4 +1,4 @@
-"""The adaptive sweep's rungs (`sweep.mode: adaptive`, issue 13): the compute each
+"""The adaptive sweep's rungs (`sweep.mode: adaptive`): the compute each
 rung of a split reaches, the step each grid cell stops at, and the decisions
 file one rung's decision writes and the next rung reads.
 

@@ -1,4 +1,4 @@
-"""The adaptive sweep's pruning rule (issue 13, `sweep.mode: adaptive`).
+"""The adaptive sweep's pruning rule (`sweep.mode: adaptive`).
 
 Every run trains to the first rung of its budget; at each rung the runs are
 fitted (the noise method, `methods.fit_study`), every run gets a predicted

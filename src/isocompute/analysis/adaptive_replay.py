@@ -1,4 +1,4 @@
-"""Offline replay of the adaptive sweep on a finished full-grid study (issue 13, part 2).
+"""Offline replay of the adaptive sweep on a finished full-grid study.
 
 At each rung the rule (`adaptive.decide`) sees every surviving run's
 evaluations up to the rung's compute only; a stopped run keeps its

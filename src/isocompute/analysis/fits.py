@@ -2,8 +2,8 @@
 
 `R(C) = R0 + (A - R0) / (1 + (C_mid / C)^B)`. The paper's method fits it,
 with `R0` the run's step-0 evaluation, to the run's record-breaking points by
-ScaleRL's grid search (METHODS.md section 7, `fit_curves_paper`); the noise
-method (the default, module `fits_noise`) fits all evaluations by weighted least squares with one
+ScaleRL's grid search (docs/methods.md section 7, `fit_curves_paper`); the noise method (the default,
+module `fits_noise`) fits all evaluations by weighted least squares with one
 pooled R0, through the same search. The search is vectorised: for fixed `(C_mid, B)`
 the model is linear in `A`, so the best `A` on its 0.005 grid is the grid value
 nearest the least-squares optimum, and the minimum SSE over the grid of `A`,

@@ -1,4 +1,4 @@
-"""Noise-aware sigmoid fits: the default method (METHODS.md section 11).
+"""Noise-aware sigmoid fits: the default method (docs/methods.md section 11).
 
 Running maxima of noisy evaluations are lifted by the noise, more so for runs
 evaluated more often. Instead, each evaluation gets the standard error of its

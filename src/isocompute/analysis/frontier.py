@@ -1,7 +1,7 @@
 """Compute-optimal frontiers: the upper envelope of the fitted curves.
 
 On a log-spaced compute grid, `F(C) = max over runs of R_run(C)` and `n*(C)`
-(and `B_p*(C)`) is the run attaining it (METHODS.md section 8). Studies cut the
+(and `B_p*(C)`) is the run attaining it (docs/methods.md section 8). Studies cut the
 runs differently: Q1 fixes `B_p` and varies `n`; Q2 fixes `B = B_p * n` and
 puts the number of steps `M` on the x-axis; Q3 takes all cells jointly.
 With `extrapolate=True` (the paper's procedure) each fitted curve counts over

@@ -4,7 +4,7 @@ verl's file-logger JSONL (`{"step": N, "data": {...}}` per line).
 verl's validation writes `val-core/<data_source>/<var>/mean@<k>` (var = 'acc'
 when the reward function reports it, else 'reward'); that becomes `avg@<k>`.
 Its `best@k/mean` and `worst@k/mean` are bootstrap estimates biased towards
-middling values (METHODS.md section 5), so they are read only on request.
+middling values (docs/methods.md section 5), so they are read only on request.
 B_p and n come from the command line or a sidecar `<file>.meta.json`; the
 sidecar may also say how many validation problems (`problems`) and samples
 per problem (`samples`) each evaluation used, which gives the noise method

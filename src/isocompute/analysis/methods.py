@@ -1,6 +1,6 @@
 """The analysis methods, registered by name (`analysis.method`), as verl registers its
 advantage estimators: a decorator and a registry dict. What the noise method (the
-default, METHODS.md section 11) and the paper's procedure do differently lives
+default, docs/methods.md section 11) and the paper's procedure do differently lives
 here, in one class each; the pipeline, the bootstrap, the studies and the
 figures call a method's hooks instead of testing its name.
 

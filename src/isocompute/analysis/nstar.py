@@ -2,7 +2,7 @@
 
 The frontier's `log2 n*` is smoothed by a running average over the compute
 grid and fitted with `log2 n* = L + (U - L) / (1 + exp(-k (log10 C - c0)))`
-(METHODS.md section 8; paper Fig. 7; with `M` instead of `C` for Fig. 9).
+(docs/methods.md section 8; paper Fig. 7; with `M` instead of `C` for Fig. 9).
 Its intervals come from resampling (module `bootstrap`).
 """
 

@@ -1,7 +1,7 @@
 """Record-breaking points: the first stage of the analysis chain.
 
 Each run's evaluation curve is reduced to the points that enter a new, higher
-bin of the metric (METHODS.md section 6); the paper's sigmoid fits use only
+bin of the metric (docs/methods.md section 6); the paper's sigmoid fits use only
 these. The array core (`record_mask`) is shared with the bootstrap, which
 applies it to many resampled curves at once. A running maximum is lifted by
 noise, so the noise method fits all points instead and keeps records only to

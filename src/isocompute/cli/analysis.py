@@ -109,7 +109,7 @@ def register(sub) -> None:
 def register_analyze(subparsers) -> argparse.ArgumentParser:
     d = schema_defaults("analysis")
     p = subparsers.add_parser(
-        "analyze", help="fits, frontiers, n*(C) law and figures from an evaluation table",
+        "analyze", help="Fits, frontiers, n*(C) law and figures from an evaluation table.",
         description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("evals", metavar="EVALS", type=Path, help="evaluation table: .csv, .parquet or verl .jsonl")
     p.add_argument("--out", metavar="DIR", type=Path, required=True, help="output folder (replaced atomically)")
@@ -276,7 +276,7 @@ def cmd_variant_figures(args) -> int:
 
 
 REPLAY_DESCRIPTION = """\
-Replay the adaptive sweep's rule (config section sweep, issue 13) on a finished
+Replay the adaptive sweep's rule (config section sweep) on a finished
 full-grid evaluation table: at each rung it sees every surviving run's
 evaluations up to the rung's compute only, and a stopped run keeps its
 evaluations up to where it stopped. Both studies are then analysed the same
@@ -289,7 +289,7 @@ and the frontier reward at C_max (adaptive - full). EVALS as for `analyze`.
 
 def register_replay(subparsers) -> argparse.ArgumentParser:
     d = schema_defaults("sweep")
-    p = subparsers.add_parser("replay-adaptive", help="replay the adaptive sweep's rule on a finished evaluation table",
+    p = subparsers.add_parser("replay-adaptive", help="Replay the adaptive sweep's rule on a finished evaluation table.",
                               description=REPLAY_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("evals", metavar="EVALS", type=Path, help="evaluation table: .csv, .parquet or verl .jsonl")
     p.add_argument("--c-max", type=float, default=None, metavar="C",

@@ -73,7 +73,11 @@ def _cached_adaptive_estimate(cfg: dict, seeds: int | None) -> dict:
         return {k: pd.DataFrame(v) for k, v in cached.items()}
     except (OSError, ValueError):
         pass
-    estimate = adaptive_estimate(cfg, seeds)
+    from isocompute.cli.common import progress
+
+    estimate = adaptive_estimate(cfg, seeds, progress=lambda total: progress(
+        total=total, desc="plan: replaying the adaptive sweep",
+        unit="replay"))
     try:
         atomic.write_json(path, {k: v.to_dict(orient="records") for k, v in estimate.items()})
     except OSError as exc:   # a read-only home still gets its plan

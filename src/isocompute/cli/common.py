@@ -18,8 +18,11 @@ log = logging.getLogger("isocompute")
 
 
 def setup_logging() -> None:
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+    """isocompute's own messages from INFO up on stderr; other libraries' (matplotlib's font
+    manager, httpx, ...) only from WARNING up, so that a stage's log says what the stage did."""
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    log.setLevel(logging.INFO)
 
 
 def _json_sections(text: str, flag: str) -> dict:
@@ -75,8 +78,10 @@ def set_threads(n: int) -> None:
 
 
 def add_stage_parser(sub, name: str, func, help_: str, *, params: bool = True):
-    """A pipeline-stage subcommand: `--params` (the config sections it reads), logs to stderr."""
+    """A pipeline-stage subcommand: `--params` (the config sections it reads), logs to stderr;
+    `isocompute --help` lists it with the stages (`_stage`), apart from the tools."""
     p = sub.add_parser(name, help=help_, description=help_)
+    p.set_defaults(_stage=True)
     if params:
         p.add_argument("--params", required=True, help="JSON of the config sections this stage reads")
     p.set_defaults(func=lambda a: (setup_logging(), func(a))[1])

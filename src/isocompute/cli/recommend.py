@@ -49,7 +49,7 @@ POWER = re.compile(r"\s*([0-9.]+)\s*(?:\^|\*\*)\s*([0-9.]+)\s*")
 
 def register(sub) -> None:
     d = schema_defaults("analysis")
-    p = sub.add_parser("recommend", help="B_p, n, M and the predicted reward at a budget, from an analysis",
+    p = sub.add_parser("recommend", help="B_p, n, M and the predicted reward at a budget, from a finished analysis.",
                        description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("analysis_dir", metavar="ANALYSIS_DIR", type=Path,
                    help="analysis tables, a split's analysis folder, or a study's analysis folder")

@@ -204,7 +204,7 @@ def check_model(system: System, cfg: dict) -> tuple[Check, Path | None]:
     path = local_model_dir(system, model)
     if path is None:
         return fail("base model", f"{model}: neither a directory nor in the Hugging Face cache of this node",
-                    f"huggingface-cli download {model} on the login node, with HF_HOME on the shared file "
+                    f"hf download {model} on the login node, with HF_HOME on the shared file "
                     "system (docs/cluster.md, Data and models)"), None
     missing = [f for f in ("config.json",) if not (path / f).is_file()]
     tokenizer = any((path / f).is_file() for f in ("tokenizer.json", "tokenizer.model", "vocab.json"))
@@ -212,7 +212,7 @@ def check_model(system: System, cfg: dict) -> tuple[Check, Path | None]:
     if missing or not tokenizer or weights is None:
         what = missing + ([] if tokenizer else ["a tokenizer"]) + ([] if weights else ["safetensors weights"])
         return fail("base model", f"{path}: no {', '.join(what)}",
-                    f"download the whole model again (huggingface-cli download {model})"), path
+                    f"download the whole model again (hf download {model})"), path
     return ok("base model", f"{model} -> {path} ({weights / 1e9:.1f}B parameters)"), path
 
 

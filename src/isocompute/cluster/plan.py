@@ -109,15 +109,17 @@ def synthetic_split_study(cfg: dict, split: str, seed: int) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True)
 
 
-def adaptive_estimate(cfg: dict, seeds: int = PLAN_REPLAY_SEEDS) -> dict:
+def adaptive_estimate(cfg: dict, seeds: int = PLAN_REPLAY_SEEDS, progress=None) -> dict:
     """The adaptive sweep's expected cost, from `seeds` replays per split (`adaptive_replay.replay`
     with the config's sweep section). Returns {"fractions": one row per (split, B_p, n): the mean
     share of its rollouts the cell trains; "replays": one row per (split, seed): share, agreement,
-    reward_diff}."""
+    reward_diff}. `progress(total=...)`, if given, makes a bar that each replay advances (a replay
+    of a paper-scale grid takes seconds)."""
     from isocompute.analysis.adaptive_replay import replay
 
     params = {k: v for k, v in cfg["sweep"].items() if k != "mode"}
     fractions, replays = [], []
+    bar = progress(total=len(cfg["grid"]) * seeds) if progress is not None and cfg["grid"] else None
     for split in cfg["grid"]:
         for seed in range(seeds):
             with warnings.catch_warnings():
@@ -128,6 +130,10 @@ def adaptive_estimate(cfg: dict, seeds: int = PLAN_REPLAY_SEEDS) -> dict:
             fractions.append(runs.assign(split=split, fraction=runs["spent"] / runs["full_compute"]))
             replays.append({"split": split, "seed": seed, "share": res["share"], "agreement": res["agreement"],
                             "reward_diff": res["reward_diff"]})
+            if bar is not None:
+                bar.update(1)
+    if bar is not None:
+        bar.close()
     if not fractions:
         return {"fractions": pd.DataFrame(columns=["split", "B_p", "n", "fraction"]),
                 "replays": pd.DataFrame(columns=["split", "seed", "share", "agreement", "reward_diff"])}

@@ -1,4 +1,4 @@
-"""Difficulty against the base model: avg@16 per problem (METHODS section 2).
+"""Difficulty against the base model: avg@16 per problem (docs/methods.md section 2).
 
 Sampling is chunked: each chunk of `sampling.chunk_size` problems is drawn with
 a seed derived from (seed, chunk) and its counts written to their own file, so

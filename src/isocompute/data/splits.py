@@ -1,7 +1,7 @@
-"""Difficulty splits (METHODS section 2): closed avg@16 bands, the Extremely
+"""Difficulty splits (docs/methods.md section 2): closed avg@16 bands, the Extremely
 Hard set (pass@K = 0), and Dual/Tri mixtures, each with a held-out validation
 set disjoint from its training problems. A mixture's component is drawn from
-its split, or (the paper's definition, METHODS section 10) from a band of the
+its split, or (the paper's definition, docs/methods.md section 10) from a band of the
 rate over the same K samples. Pure functions over frames."""
 
 from __future__ import annotations

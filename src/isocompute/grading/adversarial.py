@@ -1,4 +1,4 @@
-"""Adversarial completions: text a policy could write that once stalled the grader (issue 14).
+"""Adversarial completions: text a policy could write that once stalled the grader.
 
 `corpus(n, seed)` draws `n` of them deterministically, for the bounded-time
 test (tests/grading/test_adversarial.py) and benchmarks/bench_grader_adversarial.py.
@@ -51,7 +51,7 @@ def _nested_boxes(rng: random.Random) -> tuple[str, str]:
 
 
 def _open_boxes(rng: random.Random) -> tuple[str, str]:
-    # The issue's case: 16,000 unclosed boxes (over the limit); 14,000 are read.
+    # The case that once stalled it: 16,000 unclosed boxes (over the limit); 14,000 are read.
     count = rng.choice([16_000, 14_000, rng.randint(1, 14_000)])
     return rng.choice(["\\boxed{", "\\boxed {", "\\boxed{ }"]) * count, "42"
 
@@ -62,7 +62,7 @@ def _power_tower(rng: random.Random) -> tuple[str, str]:
 
 def _thousands_chain(rng: random.Random) -> tuple[str, str]:
     if rng.random() < 0.2:
-        return "123," * 25_000 + "1", "42"  # the issue's case: over the limit
+        return "123," * 25_000 + "1", "42"  # the case that once stalled it: over the limit
     groups = rng.choice([24_999, rng.randint(1, 24_999)])  # read in full
     tail = rng.choice(["1", "1234", "", ".5", ".5,", ",12"])
     return rng.choice(["123,", "1,234,"]) * groups + tail, "42"

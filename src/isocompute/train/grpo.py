@@ -1,4 +1,4 @@
-"""The GRPO loss math of METHODS section 3 as pure tensor functions.
+"""The GRPO loss math of docs/methods.md section 3 as pure tensor functions.
 
 Shapes: B rollouts (rows), R response tokens, V vocabulary. Advantages, the
 clipped policy loss, the KL estimator, entropy and loss aggregation are verl's

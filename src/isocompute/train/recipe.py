@@ -1,4 +1,4 @@
-"""The training recipe of one grid cell (METHODS section 3) as plain numbers.
+"""The training recipe of one grid cell (docs/methods.md section 3) as plain numbers.
 
 The one place that derives a cell's learning rate, warm-up, regularisation and
 evaluation schedule from the config. Both backends (local, verl) and

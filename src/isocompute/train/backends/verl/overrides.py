@@ -96,7 +96,7 @@ def run_options(cfg: dict) -> dict:
 
 
 def recipe_overrides(cfg: dict, cell, stop_at_step: int | None = None) -> dict:
-    """The healthy-GRPO recipe of METHODS section 3 as verl keys, for one grid cell
+    """The healthy-GRPO recipe of docs/methods.md section 3 as verl keys, for one grid cell
     (its learning rate, warm-up and regularisation from `train.recipe`).
 
     `stop_at_step` (a rung of an adaptive sweep) ends the session there through

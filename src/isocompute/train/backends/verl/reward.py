@@ -26,7 +26,7 @@ def compute_score(data_source: str, solution_str: str, ground_truth: Any, extra_
     """{'score': 1.0 or 0.0, 'acc': the same, 'problem_id': extra_info's id (or ''),
     'data_source': the sample's}.
 
-    The 0/1 outcome reward of METHODS section 3: every split and evaluation set is
+    The 0/1 outcome reward of docs/methods.md section 3: every split and evaluation set is
     graded the same way. `data_source` is echoed so that the validation dumps say which
     evaluation set a sample is of (`verl.eval_sets.split_dumps`). `kwargs` takes whatever else a
     verl reward manager passes (reward-model addresses, tokenizers).
