@@ -1,22 +1,26 @@
-"""The GPU check: what only a GPU shows, on one GPU, in at most 8 minutes, as one
-command that writes a JSON of results.
+"""GPU check, part 2: the cluster path on one GPU of a node with PyPI (vLLM, verl, Snakemake),
+in at most 8 minutes, as one command that writes a JSON of results (rewritten after each step).
 
+  0. doctor   `isocompute doctor` on the verl study's config; nothing else runs unless it passes
   1. data     the embedded study's data stages (pool, base model, avg@16 with the
               local sampler, splits) through Snakemake, sized for minutes
-  2. local    the local GRPO backend on CUDA for two grid cells, timed against the
-              same cells on the CPU: rollouts/s of each and their ratio
-  3. vllm     the vLLM sampler's avg@16 on the pool (a few hundred problems)
+  2. vllm     the vLLM sampler's avg@16 on the pool (a few hundred problems)
               against the local sampler's pass rates from step 1
-  4. verl     one real verl GRPO run of one tiny cell (~5 steps, 1 GPU) through the
-              train rule (snakemake, same command, same files), then its score rule
+  3. verl     one real verl GRPO run of one tiny cell (~5 steps, 1 GPU) through the
+              train rule (snakemake, same command, same files), then its score rule;
+              SDPA attention (no flash-attn needed)
 
+Part 1 (the local backend on CUDA vs the CPU, the matmul peak, the embedded study's
+training; a bare offline node: no Snakemake, Ray, verl, vLLM) is benchmarks/gpu_check_local.py.
+
+    benchmarks/gpu_check_install.sh             # a venv from PyPI only (no conda, no URLs)
     benchmarks/gpu_check.sh                     # = python benchmarks/gpu_check.py --out gpu_check.json
     python benchmarks/gpu_check.py --dry-run    # what it would run; verl's command resolved by verl
 
---dry-run runs on a CPU machine (and in `make test`): it prints the plan, the
-Snakemake dry run of the verl cell and verl's resolution of its command
-(`python -m verl.trainer.main_ppo --cfg job --resolve`), and writes them as JSON.
-Run from the repository root, in the GPU environment (envs/verl.yaml).
+--dry-run runs on a CPU machine (and in `make test`): it writes the plan, every command
+parsed by the parser of the program that will run it, the Snakemake dry run of the verl
+cell and verl's resolution of the command the train rule's own `isocompute train` builds
+(`python -m verl.trainer.main_ppo --cfg job --resolve`). Run from the repository root.
 """
 
 from __future__ import annotations
@@ -53,9 +57,8 @@ STUDY = {
     "train": {"lr_base": 1.0e-4, "B_ref": 64, "eval_interval": 5},
     "eval": {"k": 4, "samples": 4},
 }
-LOCAL_CELLS = [("easy", 8, 8), ("easy", 16, 8)]    # the local backend, CUDA vs CPU
-LOCAL_C_MAX = 1280                                  # 20 and 10 steps
 VERL_CELL = ("easy", 4, 8)                          # 5 steps of B = 32
+SDPA = "+actor_rollout_ref.model.override_config.attn_implementation=sdpa"
 VERL = {
     "train": {"backend": "verl", "max_response_length": 16},
     "grid": {"easy": {"B_p": [VERL_CELL[1]], "n": [VERL_CELL[2]], "B_max": 32, "C_max": 5 * 32}},
@@ -63,7 +66,9 @@ VERL = {
     # units and 1 to start the rest; verl's default of 8 units would make tq.init wait forever.
     "cluster": {"train": {"gpus": 1, "cpus_per_gpu": 8},
                 "verl": {"max_prompt_length": 64, "max_token_len_per_gpu": 4096, "gpu_memory_utilization": 0.3,
-                         "storage_units": 3}},
+                         "storage_units": 3,
+                         # verl's FSDP model defaults to flash_attention_2; SDPA is torch's own
+                         "extra_overrides": [SDPA]}},
 }
 VLLM = {"sampling": {"backend": "vllm"},
         "cluster": {"vllm": {"max_model_len": 128, "gpu_memory_utilization": 0.3}}}
@@ -92,10 +97,12 @@ class Steps:
     def __init__(self, work: Path, budget_s: float, dry_run: bool):
         self.work, self.dry_run, self.deadline = work, dry_run, time.monotonic() + budget_s
         self.env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+        self.commands: list[list[str]] = []  # every command of the plan, for --dry-run to parse
 
     def run(self, argv: list[str], *, safe: bool = False, **env) -> dict:
         """Run `argv` in the scratch directory; a dry run only prints it, unless it is `safe` (a dry run itself)."""
         record = {"command": shlex.join(argv)}
+        self.commands.append(argv)
         print("$ " + record["command"], flush=True)
         if self.dry_run and not safe:
             return record
@@ -127,34 +134,6 @@ def snakemake(steps: Steps, config: Path, *targets: str, dry_run: bool = False) 
     return record
 
 
-def train_command(cfg: dict, split: str, B_p: int, n: int, run_dir: Path, device: str) -> list[str]:
-    """The train rule's command for a local-backend cell on `device`, outside results/."""
-    L = layout()
-    params = {k: cfg[k] for k in ("seed", "sampling")}
-    params["train"] = {**cfg["train"], "device": device}
-    params["eval"] = {"samples": cfg["eval"]["samples"]}
-    files = L.split_files(split)
-    return [str(BIN / "isocompute"), "train", "--params", json.dumps(params), "--split", split, "--bp", str(B_p),
-            "--n", str(n), "--max-steps", str(LOCAL_C_MAX // (B_p * n)), "--train-file", files["train"],
-            "--val-file", files["val"], "--model", L.embedded_model, "--run-dir", str(run_dir),
-            "--threads", str(os.cpu_count() or 2)]
-
-
-def check_local(steps: Steps) -> dict:
-    out = []
-    for split, B_p, n in LOCAL_CELLS:
-        cell = {"cell": f"{split}/bp{B_p}_n{n}", "rollouts": LOCAL_C_MAX // (B_p * n) * B_p * n}
-        for device in ("cuda", "cpu"):
-            rec = steps.run(train_command(STUDY, split, B_p, n, Path(f"local/{device}/bp{B_p}_n{n}"), device))
-            cell[device] = rec
-            if rec.get("ok"):
-                cell[f"{device}_rollouts_per_s"] = round(cell["rollouts"] / rec["seconds"], 1)
-        if "cuda_rollouts_per_s" in cell and "cpu_rollouts_per_s" in cell:
-            cell["cuda_over_cpu"] = round(cell["cuda_rollouts_per_s"] / cell["cpu_rollouts_per_s"], 2)
-        out.append(cell)
-    return {"cells": out}
-
-
 def check_vllm(steps: Steps) -> dict:
     L = layout()
     cfg = deep(STUDY, VLLM)
@@ -175,31 +154,107 @@ def check_vllm(steps: Steps) -> dict:
     return result
 
 
-def resolved_verl_command(work: Path) -> dict:
-    """The verl command of the verl cell as the train rule builds it, resolved by verl itself."""
-    from isocompute.config import check_config
-    from isocompute.grid import find_cell, grid_cells
-    from isocompute.layout import run_paths
+def train_rule_command(steps: Steps, config: Path) -> list[str]:
+    """The `isocompute train` command the train rule runs for the verl cell (Snakemake's dry
+    run with its shell commands), as argv; the train_options job it reads is run for real (it
+    writes one JSON), so the train command sees the file the rule gives it."""
+    split, B_p, n = VERL_CELL
+    rec = steps.run([str(BIN / "snakemake"), "--snakefile", str(REPO / "Snakefile"), "--cores", "1", "-n", "-p",
+                     str(layout().run_files(split, B_p, n).marker), "--configfile", str(config)], safe=True)
+    found = {}
+    for line in rec.get("output", "").splitlines():
+        line = line.strip().removeprefix("Shell command:").strip()  # snakemake -p's line
+        for sub in ("train", "train-options"):
+            if line.startswith(f"isocompute {sub} ") and (sub != "train" or f"bp{B_p}_n{n}" in line):
+                found[sub] = [str(BIN / "isocompute"), *shlex.split(line.split(" > ")[0])[1:]]
+    if "train" not in found:
+        raise RuntimeError(f"no `isocompute train` command in Snakemake's dry run: {rec.get('error', '')[-2000:]}")
+    if "train-options" in found:
+        opts = found["train-options"]
+        (steps.work / opts[opts.index("--out") + 1]).parent.mkdir(parents=True, exist_ok=True)
+        ran = steps.run(found["train-options"], safe=True)
+        if not ran.get("ok"):
+            raise RuntimeError(f"the train_options job failed: {ran.get('error')}")
+    return found["train"]
+
+
+def resolved_verl_command(steps: Steps, config: Path) -> dict:
+    """verl's command for the verl cell, built from the train rule's own `isocompute train`
+    arguments as the train job builds it (cli/train.py), then resolved by verl itself."""
+    from isocompute.cli import build_parser
+    from isocompute.cli.common import config_from_params
+    from isocompute.grid import Cell
+    from isocompute.layout import RunPaths
     from isocompute.train.backends.verl import verl_command
 
-    cfg = check_config(verl_study())
-    cell = find_cell(grid_cells(cfg), *VERL_CELL)
-    paths = run_paths(cfg, cell)
-    paths = type(paths)(work / paths.run_dir, work / paths.train_file, work / paths.val_file,
-                        str(work / paths.model))
+    work = steps.work
+    rule = train_rule_command(steps, config)
+    args = build_parser().parse_args(rule[1:])
+    options = (work / args.options).read_text() if args.options else None
+    cfg = config_from_params(args.params, options)
+    cell = Cell(args.split, args.bp, args.n, args.max_steps, args.max_steps * args.bp * args.n, args.replicate,
+                args.variant)
+    paths = RunPaths(work / args.run_dir, work / args.train_file, work / args.val_file, str(work / args.model))
     argv = verl_command(cfg, cell, paths).argv
     proc = subprocess.run([sys.executable, *argv[1:3], "--cfg", "job", "--resolve", *argv[3:]],
                           capture_output=True, text=True, timeout=600, cwd=work)
+    out = {"train_rule": shlex.join(rule), "options_file_read": options is not None, "command": shlex.join(argv)}
     if proc.returncode:
-        return {"command": shlex.join(argv), "resolved": None, "error": proc.stderr[-3000:]}
+        return {**out, "resolved": None, "error": proc.stderr[-3000:]}
     resolved = yaml.safe_load(proc.stdout)
-    t, r = resolved["trainer"], resolved["actor_rollout_ref"]["rollout"]
-    return {"command": shlex.join(argv), "resolved": {
+    t, m, r = resolved["trainer"], resolved["actor_rollout_ref"]["model"], resolved["actor_rollout_ref"]["rollout"]
+    return {**out, "resolved": {
         "trainer.nnodes": t["nnodes"], "trainer.n_gpus_per_node": t["n_gpus_per_node"],
-        "trainer.total_training_steps": t["total_training_steps"], "data.train_batch_size":
-            resolved["data"]["train_batch_size"], "actor_rollout_ref.rollout.n": r["n"],
+        "trainer.total_training_steps": t["total_training_steps"], "trainer.experiment_name": t["experiment_name"],
+        "data.train_batch_size": resolved["data"]["train_batch_size"], "actor_rollout_ref.rollout.n": r["n"],
         "actor_rollout_ref.rollout.name": r["name"], "data.max_prompt_length": resolved["data"]["max_prompt_length"],
-        "actor_rollout_ref.model.path": resolved["actor_rollout_ref"]["model"]["path"]}}
+        "actor_rollout_ref.model.path": m["path"],
+        "actor_rollout_ref.model.override_config.attn_implementation":
+            (m.get("override_config") or {}).get("attn_implementation")}}
+
+
+# What part 2 needs of `isocompute doctor`'s checklist: not flash-attn (SDPA attention), not a
+# SLURM profile (one node, no scheduler); the study's model and data do not exist before step 1.
+DOCTOR_REQUIRED = ("NVIDIA driver", "torch.cuda", "vllm", "verl", "Hydra / antlr")
+
+
+def check_doctor(steps: Steps) -> dict:
+    rec = steps.run([str(BIN / "isocompute"), "doctor"], safe=not steps.dry_run)  # safe: output kept
+    if steps.dry_run:
+        return {**rec, "ok": True, "required": list(DOCTOR_REQUIRED)}
+    lines = (rec.get("output") or rec.get("error") or "").splitlines()
+    status = {name: line.split()[0] for line in lines for name in DOCTOR_REQUIRED
+              if line.strip() and line.split(None, 1)[-1].startswith(name)}
+    missing = [n for n in DOCTOR_REQUIRED if status.get(n) != "ok"]
+    return {**rec, "ok": not missing, "checks": status, "required_not_ok": missing}
+
+
+def parse_commands(commands: list[list[str]]) -> list[dict]:
+    """Every command of the plan, parsed by the parser of the program that runs it."""
+    from isocompute.cli import build_parser
+
+    out = []
+    for argv in commands:
+        prog = Path(argv[0]).name
+        row = {"program": prog, "argv0": argv[1] if len(argv) > 1 else None}
+        try:
+            if prog == "isocompute":
+                args = build_parser().parse_args(argv[1:])
+                if getattr(args, "params", None):
+                    from isocompute.cli.common import config_from_params
+
+                    config_from_params(args.params)
+            elif prog == "snakemake":
+                from snakemake.cli import get_argument_parser
+
+                get_argument_parser().parse_args(argv[1:])
+            else:
+                raise ValueError(f"no parser for {prog}")
+            row["ok"] = True
+        except (Exception, SystemExit) as exc:
+            row.update(ok=False, error=f"{type(exc).__name__}: {exc}")
+        out.append(row)
+    return out
 
 
 def check_verl(steps: Steps, config: Path) -> dict:
@@ -230,19 +285,39 @@ def main(argv=None) -> int:
     steps = Steps(work, args.budget_s, args.dry_run)
     start = time.perf_counter()
     L = layout()
-    report = {"work": str(work), "dry_run": args.dry_run}
-    report["data"] = snakemake(steps, work / "local.yaml", *L.split_files("easy").values(), L.pool,
-                               dry_run=args.dry_run)
-    if args.dry_run or report["data"].get("ok"):
-        report["local"] = check_local(steps)
-        report["vllm"] = check_vllm(steps)
-        report["verl"] = check_verl(steps, work / "verl.yaml")
+    out = Path(args.out)
+    report = {"part": 2, "work": str(work), "dry_run": args.dry_run}
+
+    def save():
+        report["seconds"] = round(time.perf_counter() - start, 1)
+        tmp = out.with_name(f".{out.name}.tmp")
+        tmp.write_text(json.dumps(report, indent=2, default=str))
+        os.replace(tmp, out)
+
+    def step(name, fn, *a):
+        try:
+            report[name] = fn(*a)
+        except Exception as exc:  # a failure is a row of the JSON, never a crash
+            report[name] = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+        save()
+        return report[name]
+
+    doctor = step("doctor", check_doctor, steps)
+    if args.dry_run or doctor.get("ok"):
+        data = step("data", lambda: snakemake(steps, work / "local.yaml", *L.split_files("easy").values(), L.pool,
+                                              dry_run=args.dry_run))
+        if args.dry_run or data.get("ok"):
+            step("vllm", check_vllm, steps)
+            step("verl", check_verl, steps, work / "verl.yaml")
     if args.dry_run:
-        report["verl"]["command"] = resolved_verl_command(work)
-    report["seconds"] = round(time.perf_counter() - start, 1)
-    Path(args.out).write_text(json.dumps(report, indent=2, default=str))
+        report.setdefault("verl", {})["command"] = step("verl_command", resolved_verl_command, steps,
+                                                        work / "verl.yaml")
+        report.pop("verl_command", None)
+        report["parsed"] = parse_commands(steps.commands)
+    save()
     print(json.dumps({k: report[k] for k in report if k not in ("data",)}, indent=2, default=str)[:6000])
-    failed = [k for k in ("data", "local", "vllm", "verl") if k in report and '"ok": false' in json.dumps(report[k])]
+    failed = [k for k in ("doctor", "data", "vllm", "verl") if k in report and '"ok": false' in json.dumps(report[k])]
+    failed += [p["argv0"] for p in report.get("parsed", []) if not p["ok"]]
     return 1 if failed or (not args.dry_run and "verl" not in report) else 0
 
 

@@ -1,14 +1,25 @@
-"""benchmarks/gpu_check.py, the prepared check for a machine with one GPU, in its
---dry-run mode: the plan it would run, the Snakemake dry run of its verl cell
-through the train and score rules, and verl's own resolution of that command."""
+"""The GPU check's two parts in their --dry-run modes, and part 1's JSON under a kill.
+
+Part 1 (benchmarks/gpu_check_local.py, a bare offline node): every command it would run
+parses with isocompute's own parser and its --params pass the config check; its data and
+train commands pass the same --params as the rules (Snakemake's dry run of the same study);
+killed mid-way, its JSON is there and says so. Part 2 (benchmarks/gpu_check.py, a node with
+PyPI): the plan, every command parsed, the Snakemake dry run of its verl cell through the
+train and score rules, and verl's own resolution of the command that the train rule's
+`isocompute train` builds."""
 
 from __future__ import annotations
 
 import json
+import shlex
+import signal
 import subprocess
 import sys
+import time
 
-from conftest import REPO
+from conftest import REPO, VENV_BIN
+
+sys.path.insert(0, str(REPO / "benchmarks"))
 
 
 def test_gpu_check_dry_run_plans_every_step_and_verl_resolves_its_command(tmp_path):
@@ -18,22 +29,116 @@ def test_gpu_check_dry_run_plans_every_step_and_verl_resolves_its_command(tmp_pa
                           cwd=REPO, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     plan = json.loads(out.read_text())
-    assert plan["dry_run"] is True
+    assert plan["dry_run"] is True and plan["part"] == 2
+    assert plan["doctor"]["command"].split()[-1] == "doctor"
     assert plan["data"]["jobs"] == {"pool": 1, "base_model": 1, "difficulty_chunk": 1, "difficulty": 1, "splits": 1}
-    # The local backend: two cells, each on CUDA and on the CPU, with the train rule's command.
-    cells = plan["local"]["cells"]
-    assert [c["cell"] for c in cells] == ["easy/bp8_n8", "easy/bp16_n8"]
-    for cell in cells:
-        assert '"device": "cuda"' in cell["cuda"]["command"] and '"device": "cpu"' in cell["cpu"]["command"]
-        assert cell["cuda"]["command"].split()[1] == "train"
+    assert "local" not in plan  # part 1's
     assert '"backend": "vllm"' in plan["vllm"]["sample"]["command"]
     # verl: one cell through the train rule (with its options file) and then the score rule.
     jobs = plan["verl"]["train_and_score"]["jobs"]
     assert jobs["train"] == 1 and jobs["score"] == 1 and jobs["train_options"] == 1
-    resolved = plan["verl"]["command"]["resolved"]
-    assert resolved is not None, plan["verl"]["command"].get("error")
+    command = plan["verl"]["command"]
+    assert command["train_rule"].split()[1] == "train" and command["options_file_read"]
+    resolved = command["resolved"]
+    assert resolved is not None, command.get("error")
     assert resolved["trainer.nnodes"] == 1 and resolved["trainer.n_gpus_per_node"] == 1
     assert resolved["trainer.total_training_steps"] == 5
     assert (resolved["data.train_batch_size"], resolved["actor_rollout_ref.rollout.n"]) == (4, 8)
     assert resolved["actor_rollout_ref.rollout.name"] == "vllm"
     assert resolved["actor_rollout_ref.model.path"].endswith("results/gpu_check/model/base")
+    assert resolved["actor_rollout_ref.model.override_config.attn_implementation"] == "sdpa"  # no flash-attn
+    # Every command of the plan parses with the parser of the program that runs it.
+    assert plan["parsed"] and all(p["ok"] for p in plan["parsed"]), [p for p in plan["parsed"] if not p["ok"]]
+
+
+def test_gpu_check_install_script_uses_pypi_only():
+    lines = [line for line in (REPO / "benchmarks" / "gpu_check_install.sh").read_text().splitlines()
+             if line.strip() and not line.lstrip().startswith("#")]
+    installs = [line for line in lines if "pip install" in line]
+    assert len(installs) == 3 and not any("://" in line or "--index-url" in line for line in installs)
+    assert not any(line.split()[0] in ("conda", "mamba", "micromamba") for line in lines)
+    assert subprocess.run(["bash", "-n", str(REPO / "benchmarks" / "gpu_check_install.sh")]).returncode == 0
+
+
+def _rule_commands(workdir, config, targets):
+    """`isocompute` commands of Snakemake's dry run (-p), by subcommand."""
+    proc = subprocess.run([str(VENV_BIN / "snakemake"), "--snakefile", str(REPO / "Snakefile"), "--cores", "1", "-n",
+                           "-p", *targets, "--configfile", str(config)],
+                          cwd=workdir, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    out = {}
+    for line in proc.stdout.splitlines():
+        line = line.strip().removeprefix("Shell command:").strip()  # snakemake -p's line
+        if line.startswith("isocompute "):
+            argv = shlex.split(line.split(" > ")[0])
+            out.setdefault(argv[1], argv)
+    return out
+
+
+def test_gpu_check_local_dry_run_parses_every_command_and_passes_the_rules_params(tmp_path):
+    import yaml
+
+    import gpu_check_local as part1
+    from isocompute.cli import build_parser
+    from isocompute.cli.common import config_from_params
+    from isocompute.config import check_config
+    from isocompute.layout import StudyLayout
+
+    out = tmp_path / "plan1.json"
+    proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / "gpu_check_local.py"), "--dry-run",
+                           "--work", str(tmp_path / "w"), "--out", str(out)],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    plan = json.loads(out.read_text())
+    assert plan["finished"] and plan["part"] == 1
+    commands = [r["command"] for r in plan["steps"] if "command" in r]
+    names = [r["step"] for r in plan["steps"]]
+    assert names[:8] == ["env", "wheels", "peak", "pool", "base_model", "difficulty", "difficulty_merge", "splits"]
+    assert [n for n in names if n.startswith("local/")] == [
+        "local/cuda/easy/bp8_n8", "local/cpu/easy/bp8_n8", "local/cuda/easy/bp16_n8", "local/cpu/easy/bp16_n8"]
+    assert sum(n.startswith("study/") for n in names) == 14 + 9  # the embedded grid within B_max, every cell
+    for argv in commands:
+        if argv[1] == "-c":  # isocompute, as the node runs it
+            args = build_parser().parse_args(argv[3:])
+            config_from_params(args.params)
+    # The same --params as the rules, on the same study (the node has no Snakemake to ask).
+    study = tmp_path / "study.yaml"
+    study.write_text(yaml.safe_dump(part1.SIZES["full"]["study"]))
+    L = StudyLayout(part1.EXPERIMENT)
+    cfg = check_config(json.loads(json.dumps(part1.SIZES["full"]["study"])))
+    rules = _rule_commands(tmp_path, study, [L.splits_summary, *L.split_files("easy").values()])
+    ours = {argv[3]: argv for _, argv in part1.data_commands(cfg, 1)}
+    for sub in ("pool", "base-model", "difficulty", "difficulty-merge", "splits"):
+        theirs = build_parser().parse_args(rules[sub][1:])
+        mine = build_parser().parse_args(ours[sub][3:])
+        assert json.loads(mine.params) == json.loads(theirs.params), sub
+    # train: the rule's params on the embedded grid's cell, device aside
+    (tmp_path / "grid.yaml").write_text(yaml.safe_dump(
+        {**part1.SIZES["full"]["study"], "grid": {"easy": {"B_p": [8], "n": [8], "B_max": 64, "C_max": 1280}}}))
+    rule = _rule_commands(tmp_path, tmp_path / "grid.yaml", [str(L.run_files("easy", 8, 8).marker)])["train"]
+    theirs = json.loads(build_parser().parse_args(rule[1:]).params)
+    mine = json.loads(build_parser().parse_args(
+        part1.train_command(cfg, "easy", 8, 8, 20, "x", "cuda", 1)[3:]).params)
+    assert mine["train"].pop("device") == "cuda"
+    theirs["train"].pop("device")
+    assert mine == theirs
+
+
+def test_gpu_check_local_writes_its_json_when_killed(tmp_path):
+    """SIGTERM mid-way: the JSON is there, names the step it interrupted; SIGKILL: the JSON of
+    the steps so far is there (rewritten whole after each)."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        out = tmp_path / f"{sig.name}.json"
+        proc = subprocess.Popen([sys.executable, str(REPO / "benchmarks" / "gpu_check_local.py"), "--device", "cpu",
+                                 "--size", "tiny", "--work", str(tmp_path / sig.name), "--out", str(out)],
+                                cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not (out.is_file() and '"step": "env"' in out.read_text()):
+            time.sleep(0.2)
+        time.sleep(1)
+        proc.send_signal(sig)
+        proc.wait(timeout=60)
+        report = json.loads(out.read_text())
+        assert report["finished"] is False and report["steps"][0]["step"] == "env"
+        if sig == signal.SIGTERM:
+            assert report["interrupted"]["signal"] == "SIGTERM" and proc.returncode == 128 + sig

@@ -161,3 +161,105 @@ def test_objective_is_that_of_the_sampling_distribution_logits_over_temperature(
     assert m_t["actor/entropy"] == pytest.approx(m_1["actor/entropy"], rel=1e-6)
     raw, m_raw = grpo.grpo_objective(logits, responses, mask, adv, cold, ref)
     assert abs(m_raw["actor/entropy"] - m_t["actor/entropy"]) > 1e-3
+
+
+# --- verl 0.9.1 as the oracle ------------------------------------------------------------
+# grpo.py writes verl's core_algos functions out in the same operations and order (so the
+# local backend needs no verl at run time, docs/gpu_check.md). On random batches its values,
+# metrics and gradients equal verl's exactly (tolerance 0: torch.equal) on the CPU, in float32
+# and bfloat16; a verl upgrade that changes the math fails here by name.
+
+def _random_batch(g, B=12, R=9, V=37, dtype=torch.float32):
+    logits = (3 * torch.randn(B, R, V, generator=g)).to(dtype)
+    responses = torch.randint(0, V, (B, R), generator=g)
+    mask = (torch.rand(B, R, generator=g) > 0.25).long()
+    mask[:, 0] = 1
+    mask[-1] = 0  # a fully masked row (seq-mean modes leave it out)
+    return logits, responses, mask
+
+
+def _verl_policy_config(clip_ratio):
+    from omegaconf import OmegaConf
+
+    return OmegaConf.create({"clip_ratio": clip_ratio, "clip_ratio_low": None, "clip_ratio_high": None,
+                             "clip_ratio_c": 3.0, "global_batch_info": {}})
+
+
+def test_advantages_equal_verls_vectorised_estimator_exactly():
+    from verl.trainer.ppo import core_algos
+
+    g = torch.Generator().manual_seed(1)
+    for n, labels in ((1, None), (3, None), (8, None), (4, [7, 2, 9, 100, 3, 5])):
+        index = np.repeat(np.arange(6) if labels is None else np.array(labels), n)
+        rewards = torch.randint(0, 2, (len(index),), generator=g).float() * torch.rand(len(index), generator=g)
+        mask = (torch.rand(len(index), 5, generator=g) > 0.3).long()
+        for norm in (True, False):
+            ours = grpo.grpo_advantages(rewards, mask, index, norm_by_std=norm)
+            theirs, _ = core_algos.compute_grpo_vectorized_outcome_advantage(
+                grpo.outcome_token_rewards(rewards, mask), mask.float(), index, norm_adv_by_std_in_grpo=norm)
+            assert torch.equal(ours, theirs), (n, labels, norm)
+
+
+@pytest.mark.parametrize("mode", ["token-mean", "seq-mean-token-sum", "seq-mean-token-mean"])
+def test_policy_kl_entropy_and_aggregation_equal_verls_exactly(mode):
+    from verl.trainer.ppo import core_algos
+
+    g = torch.Generator().manual_seed(2)
+    for dtype in (torch.float32, torch.bfloat16):
+        logits, responses, mask = _random_batch(g, dtype=dtype)
+        mat = torch.randn(*mask.shape, generator=g)
+        assert torch.equal(grpo.agg_loss(mat, mask.float(), mode), core_algos.agg_loss(mat, mask.float(), mode))
+        lp = torch.log_softmax(logits.float(), -1).gather(-1, responses[..., None]).squeeze(-1)
+        old = lp + 0.3 * torch.randn(*lp.shape, generator=g)  # off-policy: both clips bind somewhere
+        adv = torch.randn(len(mask), 1, generator=g) * mask
+        for clip in (0.1, 0.2):
+            ours_lp, theirs_lp = lp.clone().requires_grad_(True), lp.clone().requires_grad_(True)
+            ours, om = grpo.policy_loss(old, ours_lp, adv, mask, clip, mode)
+            theirs, tm = core_algos.get_policy_loss_fn("vanilla")(old, theirs_lp, adv, mask.float(), mode,
+                                                                  _verl_policy_config(clip))
+            (ours + 0).backward(), (theirs + 0).backward()
+            assert torch.equal(ours, theirs) and om == tm and torch.equal(ours_lp.grad, theirs_lp.grad)
+            assert 0 < om["actor/pg_clipfrac"] < 1
+        ref = old - 0.5
+        for kl_type in ("low_var_kl", "kl", "mse", "abs"):
+            assert torch.equal(grpo.kl_loss(lp, ref, mask, kl_type, mode),
+                               core_algos.agg_loss(core_algos.kl_penalty(lp, ref, kl_type), mask.float(), mode))
+        ours_x, theirs_x = logits.clone().requires_grad_(True), logits.clone().requires_grad_(True)
+        ours, theirs = grpo.entropy(ours_x, mask, mode), core_algos.compute_entropy_loss(theirs_x, mask.float(), mode)
+        ours.float().backward(), theirs.float().backward()
+        assert torch.equal(ours, theirs) and torch.equal(ours_x.grad, theirs_x.grad)
+
+
+def test_token_log_probs_equal_verls_exactly_for_small_and_large_vocabularies():
+    from verl.utils import torch_functional as verl_F
+
+    g = torch.Generator().manual_seed(3)
+    for dtype in (torch.float32, torch.bfloat16):
+        logits, responses, _ = _random_batch(g, B=3, R=4, V=37, dtype=dtype)
+        assert torch.equal(grpo.token_log_probs(logits, responses), verl_F.logprobs_from_logits_naive(logits, responses))
+        logits, responses, _ = _random_batch(g, B=3, R=4, V=5000, dtype=dtype)  # verl's path without flash-attn
+        assert torch.equal(grpo.token_log_probs(logits, responses), verl_F.logprobs_from_logits_v2(logits, responses))
+
+
+def test_objective_and_its_gradient_equal_verls_composition_exactly():
+    """grpo_objective against the same composition of verl's own functions (dp_actor's order)."""
+    from verl.trainer.ppo import core_algos
+    from verl.utils import torch_functional as verl_F
+
+    g = torch.Generator().manual_seed(4)
+    logits, responses, mask = _random_batch(g)
+    adv = torch.randn(len(mask), 1, generator=g) * mask
+    ref = torch.log_softmax(torch.randn(*logits.shape, generator=g), -1).gather(-1, responses[..., None]).squeeze(-1)
+    w = grpo.LossWeights(kl_coef=0.1, entropy_coef=0.01, temperature=0.7)
+    ours_x, theirs_x = logits.clone().requires_grad_(True), logits.clone().requires_grad_(True)
+    loss, metrics = grpo.grpo_objective(ours_x, responses, mask, adv, w, ref)
+    x = theirs_x / w.temperature
+    lp = verl_F.logprobs_from_logits_naive(x, responses)
+    pg, _ = core_algos.get_policy_loss_fn("vanilla")(lp.detach(), lp, adv, mask.float(), "token-mean",
+                                                     _verl_policy_config(0.2))
+    ent = core_algos.compute_entropy_loss(x, mask.float(), "token-mean")
+    kl = core_algos.agg_loss(core_algos.kl_penalty(lp, ref, "low_var_kl"), mask.float(), "token-mean")
+    expected = pg - 0.01 * ent + 0.1 * kl
+    loss.backward(), expected.backward()
+    assert torch.equal(loss, expected) and torch.equal(ours_x.grad, theirs_x.grad)
+    assert (metrics["actor/entropy"], metrics["actor/kl_loss"]) == (ent.item(), kl.item())

@@ -1,11 +1,15 @@
 """The GRPO loss math of docs/methods.md section 3 as pure tensor functions.
 
 Shapes: B rollouts (rows), R response tokens, V vocabulary. Advantages, the
-clipped policy loss, the KL estimator, entropy and loss aggregation are verl's
-own `core_algos` functions, so the local backend and the verl backend optimise
-the same objective; this module only adds what verl leaves to its trainer (row
-selection for the decoupled baseline and the zero-variance filter) in the same
-shape. Learning rate and warm-up are the recipe's (`train.recipe`).
+clipped policy loss, the KL estimator, entropy and loss aggregation are verl
+0.9.1's `core_algos` functions, written out here in the same operations and
+order, so the local backend and the verl backend optimise the same objective
+without the local backend importing verl (whose import pulls in Ray: ~10 s and
+~3,500 modules per job start; docs/gpu_check.md). verl stays the oracle:
+tests/test_grpo.py checks every function here against its `core_algos`
+counterpart on random batches. This module also adds what verl leaves to its
+trainer (row selection for the decoupled baseline and the zero-variance filter)
+in the same shape. Learning rate and warm-up are the recipe's (`train.recipe`).
 """
 
 from __future__ import annotations
@@ -14,9 +18,50 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from omegaconf import OmegaConf
-from verl.trainer.ppo import core_algos
-from verl.utils import torch_functional as verl_F
+import torch.nn.functional as F
+
+
+# --- verl's helpers (verl.utils.torch_functional, verl.utils.groupwise) -------------
+
+def masked_sum(values: torch.Tensor, mask: torch.Tensor, axis=None) -> torch.Tensor:
+    """Sum of `values` where `mask` is non-zero (NaNs outside the mask ignored)."""
+    return (torch.where(mask.bool(), values, 0.0) * mask).sum(axis=axis)
+
+
+def masked_mean(values: torch.Tensor, mask: torch.Tensor, axis=None) -> torch.Tensor:
+    return masked_sum(values, mask, axis) / (mask.sum(axis=axis) + 1e-8)
+
+
+@torch.no_grad()
+def group_mean_std(scores: torch.Tensor, group: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-group mean and unbiased std of [B] scores, groups 0..G-1 (`group` [B] long);
+    singleton groups get mean 0, std 1 (verl's group_mean_std with eps = 0)."""
+    scores = scores.reshape(-1).to(torch.float32)
+    G = int(group.max().item()) + 1 if group.numel() else 0
+    zeros = torch.zeros(G, device=scores.device, dtype=torch.float32)
+    count = zeros.clone().index_add_(0, group, torch.ones_like(scores))
+    mean = zeros.clone().index_add_(0, group, scores) / count.clamp_min(1.0)
+    centered = scores - mean[group]
+    var = zeros.clone().index_add_(0, group, centered * centered) / (count - 1.0).clamp_min(1.0)
+    std = torch.sqrt(torch.clamp(var, min=0.0))
+    single = count <= 1.0
+    return torch.where(single, 0.0, mean), torch.where(single, 1.0, std)
+
+
+def agg_loss(loss_mat: torch.Tensor, loss_mask: torch.Tensor, loss_agg_mode: str) -> torch.Tensor:
+    """[B, R] per-token losses -> scalar, one data-parallel rank (verl's agg_loss, dp_size 1)."""
+    if loss_agg_mode == "token-mean":
+        return masked_sum(loss_mat, loss_mask) / loss_mask.sum()
+    if loss_agg_mode == "seq-mean-token-sum":
+        seq_losses = torch.sum(loss_mat * loss_mask, dim=-1)
+        seq_mask = (torch.sum(loss_mask, dim=-1) > 0).float()  # fully masked rows do not count
+        return masked_sum(seq_losses, seq_mask) / seq_mask.sum()
+    if loss_agg_mode == "seq-mean-token-mean":
+        tokens = torch.sum(loss_mask, dim=-1)
+        seq_losses = torch.sum(loss_mat * loss_mask, dim=-1) / (tokens + 1e-8)
+        seq_mask = (tokens > 0).float()
+        return masked_sum(seq_losses, seq_mask) / seq_mask.sum()
+    raise ValueError(f"Invalid loss_agg_mode: {loss_agg_mode}")
 
 
 # --- advantages -------------------------------------------------------------------
@@ -32,12 +77,15 @@ def outcome_token_rewards(rewards: torch.Tensor, response_mask: torch.Tensor) ->
 def grpo_advantages(rewards: torch.Tensor, response_mask: torch.Tensor, group_index: np.ndarray,
                     norm_by_std: bool = True, eps: float = 1e-6) -> torch.Tensor:
     """A_i = (r_i - mean_g r) / (std_g r + eps) per group g (std unbiased), broadcast to [B, R]."""
-    # verl's vectorised GRPO estimator: the same statistics as its per-row loop
-    # ("grpo"; unbiased std, singleton groups mean 0 / std 1) without the loop.
-    advantages, _ = core_algos.compute_grpo_vectorized_outcome_advantage(
-        outcome_token_rewards(rewards, response_mask), response_mask.float(), np.asarray(group_index),
-        epsilon=eps, norm_adv_by_std_in_grpo=norm_by_std)
-    return advantages
+    # verl's vectorised GRPO estimator (compute_grpo_vectorized_outcome_advantage): the same
+    # statistics as its per-row loop ("grpo"; unbiased std, singleton groups mean 0 / std 1).
+    with torch.no_grad():
+        scores = outcome_token_rewards(rewards, response_mask).sum(dim=-1)
+        _, labels = np.unique(np.asarray(group_index), return_inverse=True)  # any labels -> 0..G-1
+        g = torch.from_numpy(labels.reshape(-1).astype(np.int64)).to(scores.device)
+        mean_g, std_g = group_mean_std(scores, g)
+        scalars = (scores - mean_g[g]) / (std_g[g] + eps) if norm_by_std else scores - mean_g[g]
+        return scalars.unsqueeze(-1) * response_mask.float()
 
 
 def decoupled_rows(group_index: np.ndarray, n_train: int, rng: np.random.Generator) -> np.ndarray:
@@ -93,35 +141,67 @@ def loss_rows(rewards: np.ndarray, group_index: np.ndarray, *, zero_variance_fil
 def token_log_probs(logits: torch.Tensor, tokens: torch.Tensor, small_vocab: int = 4096) -> torch.Tensor:
     """log p(token) of each response token: logits [B, R, V], tokens [B, R] -> [B, R].
 
-    verl's default path loops over rows to bound memory for 150k-token
-    vocabularies; for small ones its vectorised log-softmax is the same math
+    verl's default path without flash-attn (logprobs_from_logits_v2) loops over
+    rows to bound memory for 150k-token vocabularies; for small ones its
+    vectorised log-softmax (logprobs_from_logits_naive) is the same math
     without a Python loop per row.
     """
     if logits.shape[-1] <= small_vocab:
-        return verl_F.logprobs_from_logits_naive(logits, tokens)
-    return verl_F.logprobs_from_logits(logits, tokens)
+        return F.log_softmax(logits, dim=-1).gather(-1, tokens.unsqueeze(-1)).squeeze(-1)
+    if logits.dtype in (torch.float32, torch.float64):
+        picked = torch.gather(logits, dim=-1, index=tokens.unsqueeze(-1)).squeeze(-1)
+        return picked - torch.stack([torch.logsumexp(row, dim=-1) for row in logits])
+    return torch.stack([F.log_softmax(row, dim=-1).gather(-1, t.unsqueeze(-1)).squeeze(-1)
+                        for row, t in zip(logits, tokens, strict=True)])  # bf16: logsumexp is unstable
 
 
 def policy_loss(old_log_prob: torch.Tensor, log_prob: torch.Tensor, advantages: torch.Tensor,
                 response_mask: torch.Tensor, clip_ratio: float = 0.2,
                 loss_agg_mode: str = "token-mean") -> tuple[torch.Tensor, dict]:
-    """verl's 'vanilla' PPO clipped-ratio loss (dual-clip c = 3), aggregated by `loss_agg_mode`."""
-    config = OmegaConf.create({"clip_ratio": clip_ratio, "clip_ratio_low": None, "clip_ratio_high": None,
-                               "clip_ratio_c": 3.0, "global_batch_info": {}})
-    loss_fn = core_algos.get_policy_loss_fn("vanilla")
-    return loss_fn(old_log_prob, log_prob, advantages, response_mask.float(), loss_agg_mode, config)
+    """verl's 'vanilla' PPO clipped-ratio loss (dual-clip c = 3), aggregated by `loss_agg_mode`
+    (compute_policy_loss_vanilla, symmetric clip range, no rollout correction weights)."""
+    mask, clip_c = response_mask.float(), 3.0
+    negative_approx_kl = torch.clamp(log_prob - old_log_prob, min=-20.0, max=20.0)
+    ratio = torch.exp(negative_approx_kl)
+    ppo_kl = masked_mean(-negative_approx_kl, mask)
+    pg_losses1 = -advantages * ratio
+    pg_losses2 = -advantages * torch.clamp(ratio, 1 - clip_ratio, 1 + clip_ratio)
+    clip_pg_losses1 = torch.maximum(pg_losses1, pg_losses2)
+    pg_clipfrac = masked_mean(torch.gt(pg_losses2, pg_losses1).float(), mask)
+    pg_losses3 = -advantages * clip_c
+    clip_pg_losses2 = torch.min(pg_losses3, clip_pg_losses1)
+    pg_clipfrac_lower = masked_mean(torch.gt(clip_pg_losses1, pg_losses3) * (advantages < 0).float(), mask)
+    pg_losses = torch.where(advantages < 0, clip_pg_losses2, clip_pg_losses1)
+    metrics = {"actor/pg_clipfrac": pg_clipfrac.detach().item(), "actor/ppo_kl": ppo_kl.detach().item(),
+               "actor/pg_clipfrac_lower": pg_clipfrac_lower.detach().item()}
+    return agg_loss(pg_losses, mask, loss_agg_mode), metrics
+
+
+def kl_penalty(log_prob: torch.Tensor, ref_log_prob: torch.Tensor, kl_type: str = "low_var_kl") -> torch.Tensor:
+    """Per-token KL(policy || base) estimate (verl's kl_penalty; J. Schulman's k1, k2, k3)."""
+    if kl_type in ("kl", "k1"):
+        return log_prob - ref_log_prob
+    if kl_type == "abs":
+        return (log_prob - ref_log_prob).abs()
+    if kl_type in ("mse", "k2"):
+        return 0.5 * (log_prob - ref_log_prob).square()
+    if kl_type in ("low_var_kl", "k3"):
+        kl = torch.clamp(ref_log_prob - log_prob, min=-20, max=20)
+        return torch.clamp((torch.exp(kl) - kl - 1).contiguous(), min=-10, max=10)
+    raise NotImplementedError(f"kl_type {kl_type!r}")
 
 
 def kl_loss(log_prob: torch.Tensor, ref_log_prob: torch.Tensor, response_mask: torch.Tensor,
             kl_type: str = "low_var_kl", loss_agg_mode: str = "token-mean") -> torch.Tensor:
     """KL(policy || base) estimator per token (verl's kl_penalty), aggregated like the policy loss."""
-    kld = core_algos.kl_penalty(log_prob, ref_log_prob, kl_type)
-    return core_algos.agg_loss(kld, response_mask.float(), loss_agg_mode)
+    return agg_loss(kl_penalty(log_prob, ref_log_prob, kl_type), response_mask.float(), loss_agg_mode)
 
 
 def entropy(logits: torch.Tensor, response_mask: torch.Tensor, loss_agg_mode: str = "token-mean") -> torch.Tensor:
     """Mean token entropy of the policy over response tokens (verl's compute_entropy_loss)."""
-    return core_algos.compute_entropy_loss(logits, response_mask.float(), loss_agg_mode)
+    p = F.softmax(logits, dim=-1)
+    token_entropy = torch.logsumexp(logits, dim=-1) - torch.sum(p * logits, dim=-1)
+    return agg_loss(token_entropy, response_mask.float(), loss_agg_mode)
 
 
 @dataclass(frozen=True)
