@@ -18,10 +18,6 @@ SRC = REPO / "src"
 BIN = Path(sys.executable).parent
 MAX_MODULE_LINES = 400
 
-# Workflow files still over MAX_MODULE_LINES, each while its split is under way. An entry is
-# an expected failure (strict: once the file is back under the limit the test fails until the
-# entry goes). Lead: remove "rules/common.smk" when its split (issue 22, another worktree) lands.
-WORKFLOW_FILES_OVER_THE_LIMIT = {"rules/common.smk"}
 
 
 def run(*cmd: str) -> subprocess.CompletedProcess:
@@ -95,18 +91,10 @@ def test_no_module_over_the_limit(module):
     assert lines <= MAX_MODULE_LINES, f"{module.name}: {lines} lines; split it along its seams"
 
 
-def _workflow_file(path: Path):
-    name = str(path.relative_to(REPO))
-    if name not in WORKFLOW_FILES_OVER_THE_LIMIT:
-        return pytest.param(path, id=name)
-    return pytest.param(path, id=name, marks=pytest.mark.xfail(
-        strict=True, reason=f"{name}: known to be over {MAX_MODULE_LINES} lines (WORKFLOW_FILES_OVER_THE_LIMIT)"))
-
-
 WORKFLOW_FILES = [REPO / "Snakefile", *sorted((REPO / "rules").glob("*.smk"))]
 
 
-@pytest.mark.parametrize("workflow_file", [_workflow_file(p) for p in WORKFLOW_FILES])
+@pytest.mark.parametrize("workflow_file", WORKFLOW_FILES, ids=lambda p: str(p.relative_to(REPO)))
 def test_no_workflow_file_over_the_limit(workflow_file):
     lines = len(workflow_file.read_text().splitlines())
     assert lines <= MAX_MODULE_LINES, f"{workflow_file.name}: {lines} lines; split it along its seams"
