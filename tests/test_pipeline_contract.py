@@ -34,7 +34,7 @@ def test_jobs_validate_where_the_snakefile_planned_and_get_exactly_their_params(
     cfg = check_config(json.loads(json.dumps(STUDY)))
     cells = grid_cells(cfg)
     targets = [f"results/contract/runs/easy/{c.name}/evals.parquet" for c in cells]
-    run_snakemake(work, "--cores", "2", "--configfile", str(path), *targets)
+    run_snakemake(work, *targets, "--cores", "2", "--configfile", str(path))
     differs = 0
     for cell in cells:
         run = work / "results" / "contract" / "runs" / "easy" / cell.name
