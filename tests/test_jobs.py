@@ -149,3 +149,15 @@ def test_the_run_identity_follows_the_train_params(tmp_path):
         listed = path in NOT_IN_IDENTITY or path[:1] in NOT_IN_IDENTITY
         assert (identity != base) == (not listed), \
             f"train param {'.'.join(path)}: {'listed but in' if listed else 'not in'} the run identity"
+
+
+def test_check_grid_job_reads_a_grid_without_extra_cells():
+    """grid.<split>.cells is optional without a default: a check-grid job given a grid
+    without it (its rule's params) reads no cells, instead of NotGiven."""
+    from isocompute.grid import grid_cells
+
+    cfg = check_config({"splits": {"names": ["easy", "hard"]},
+                        "grid": {"easy": {"B_p": [2], "n": [2], "B_max": 4, "C_max": 16}}})
+    given = job_config(json.loads(jobs.as_json(jobs.grid_check_params(cfg))))
+    assert "cells" not in given["grid"]["easy"]
+    assert [c.name for c in grid_cells(given)] == ["bp2_n2"]
