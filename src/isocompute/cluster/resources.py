@@ -47,7 +47,12 @@ def gpu_request(cfg: dict, gpus: int) -> dict:
 
 def job_gpus(cfg: dict, kind: str, gpus: int | None = None) -> int:
     """GPUs a job of `kind` gets on its node: the count of the literal `cluster.gres` when
-    there is one (it replaces every GPU job's count), else `gpus` or `cluster.<kind>.gpus`."""
+    there is one (it replaces every GPU job's count), else `gpus` or `cluster.<kind>.gpus`.
+
+    A train job is given no cluster.gres: its params' cluster.train.gpus is already this
+    count (isocompute.jobs.train_params, verl's training_engine), so it is used as it is."""
+    if "gres" not in cfg["cluster"]:
+        return int(cfg["cluster"][kind]["gpus"] if gpus is None else gpus)
     gres = cfg["cluster"]["gres"]
     if gres:  # the schema's pattern: gpu[:<type>][:<count>]
         count = re.search(r":(\d+)$", gres)
