@@ -87,6 +87,7 @@ def score_run(run_dir: Path | str, k: int, *, B_p: int, n: int, split: str, repl
         log.info("score: the project grader disagrees with %d dumped scores (re-graded values are used)",
                  int(sum((d > 0.5) != c for d, c in zip(dumped, correct))))
     log.info("score %s%s bp%d_n%d%s: %d eval steps, %d samples (%d newly graded); avg@%d %.3f -> %.3f",
-             split, f" on {eval_set}" if eval_set else "", B_p, n, suffix, len(table), len(gens), len(cache) - before, k,
+             split, f" on {eval_set}" if eval_set else "", B_p, n, replicate_suffix(replicate), len(table), len(gens),
+             len(cache) - before, k,
              table[f"avg@{k}"].iloc[0], table[f"avg@{k}"].iloc[-1])
     return table
