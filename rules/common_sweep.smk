@@ -47,7 +47,7 @@ def rung_train_args_of(wildcards, input):
     """A rung's `isocompute train` arguments: the grid run's, stopped at the rung's step."""
     return jobs.train_args(
         cell_of(wildcards),
-        options=input.options or None,
+        options=options_of(input),
         eval_sets=LAYOUT.eval_set_files(config, wildcards.split),
         rung=wildcards.rung,
         stop_at_step=rung_stop_step(wildcards),

@@ -83,6 +83,12 @@ def uses_train_options():
     return config["train"]["backend"] == "verl"
 
 
+def options_of(input):
+    """The train options file a job reads (verl's), or None: an empty named input may be
+    absent from Snakemake's InputFiles."""
+    return input.get("options") or None
+
+
 def train_params_of(wildcards):
     """A grid run's params (isocompute.jobs.train_params): its rerun contract and all it reads."""
     return jobs.as_json(jobs.train_params(config, cell_of(wildcards)))
@@ -92,7 +98,7 @@ def train_args_of(wildcards, input):
     """A grid run's `isocompute train` arguments: the cell, its options file, its extra sets."""
     return jobs.train_args(
         cell_of(wildcards),
-        options=input.options or None,
+        options=options_of(input),
         eval_sets=LAYOUT.eval_set_files(config, wildcards.split),
     )
 

@@ -51,7 +51,7 @@ def variant_train_params(wildcards):
 
 
 def variant_train_args(wildcards, input):
-    return jobs.train_args(variant_cell_of(wildcards), options=input.options or None)
+    return jobs.train_args(variant_cell_of(wildcards), options=options_of(input))
 
 
 def variant_score_args(wildcards):

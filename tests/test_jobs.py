@@ -150,3 +150,36 @@ def test_the_run_identity_follows_the_train_params(tmp_path):
         listed = path in NOT_IN_IDENTITY or path[:1] in NOT_IN_IDENTITY
         assert (identity != base) == (not listed), \
             f"train param {'.'.join(path)}: {'listed but in' if listed else 'not in'} the run identity"
+
+
+def test_check_grid_job_reads_a_grid_without_extra_cells():
+    """grid.<split>.cells is optional without a default: a check-grid job given a grid
+    without it (its rule's params) reads no cells, instead of NotGiven."""
+    from isocompute.grid import grid_cells
+
+    cfg = check_config({"splits": {"names": ["easy", "hard"]},
+                        "grid": {"easy": {"B_p": [2], "n": [2], "B_max": 4, "C_max": 16}}})
+    given = job_config(json.loads(jobs.as_json(jobs.grid_check_params(cfg))))
+    assert "cells" not in given["grid"]["easy"]
+    assert [c.name for c in grid_cells(given)] == ["bp2_n2"]
+
+
+@pytest.mark.parametrize("gres", [None, "gpu:h200:4"])
+def test_a_verl_train_job_builds_its_command_from_its_params(tmp_path, gres):
+    """A verl train job (params + options file) builds verl's command without reading a key
+    its rule did not pass: cluster.gres is resolved into cluster.train.gpus by the rule."""
+    from isocompute.cli.common import config_from_params
+    from isocompute.train.backends.verl.overrides import check_supported, verl_command
+
+    cfg = check_config({"experiment": "t", "splits": {"names": ["easy", "hard"]},
+                        "grid": {"easy": {"B_p": [2], "n": [2], "B_max": 4, "C_max": 20}},
+                        "train": {"backend": "verl", **({} if gres else {"device": "cpu"})},
+                        "cluster": {"gres": gres, "train": {"gpus": 1, "cpus_per_gpu": 8},
+                                    "verl": {"storage_units": 1}}})
+    (cell,) = grid_cells(cfg)
+    job = config_from_params(jobs.as_json(jobs.train_params(cfg, cell)), jobs.as_json(jobs.train_options(cfg)))
+    check_supported(job)
+    paths = RunPaths(run_dir=str(tmp_path / "run"), train_file="t.parquet", val_file="v.parquet", model="m")
+    command = verl_command(job, cell, paths, stop_at_step=3)
+    expected = "trainer.n_gpus_per_node=4" if gres else "trainer.device=cpu"
+    assert expected in command.argv and "trainer.experiment_name=t-easy-bp2_n2" in command.argv

@@ -54,7 +54,9 @@ def grid_cells(config: dict) -> list[Cell]:
         kept = [Cell(split, B_p, n, spec["C_max"] // (B_p * n), spec["C_max"], r)
                 for B_p in sorted(set(spec["B_p"])) for n in sorted(set(spec["n"]))
                 if B_p * n <= min(spec["B_max"], spec["C_max"]) for r in range(spec.get("seeds", 1))]
-        for i, (B_p, n) in enumerate(spec.get("cells", [])):
+        # grid.<split>.cells is optional with no default: absent is none (a job's JobConfig has
+        # no .get default, so ask whether the rule passed it).
+        for i, (B_p, n) in enumerate(spec["cells"] if "cells" in spec else []):
             if B_p * n > spec["C_max"]:
                 raise ConfigError(f"config key 'grid.{split}.cells[{i}]': B_p * n = {B_p * n} exceeds C_max = "
                                   f"{spec['C_max']}, so the run could not take a step")

@@ -1,0 +1,241 @@
+"""Do the two backends agree? One tiny Easy cell, the same recipe, trained by the local
+backend (plain PyTorch) and by verl 0.9.1's own trainer on the CPU (train.backend verl,
+train.device cpu), each through `isocompute train` with the params the train rule gives
+it (isocompute.jobs.train_params), on the same base model, training file and
+validation file:
+
+  (2) step-0 validation avg@4: the base model before any update, on the same problems;
+      the backends sample independently, so they agree if the difference is within its
+      standard error (paired over the shared problems: what is left is sampling noise;
+      eval.samples = 16 per problem by default, avg@4 being the mean 0/1 score);
+  (3) per-step training reward (critic/score/mean, both backends' name for the mean
+      0/1 reward of a step's B_p x n rollouts) over a few steps: within noise, judged
+      against the spread of the local backend over two seeds (local vs local is what
+      "noise" means here).
+
+The loss terms on one fixed batch (item 1) are tests/test_backends_agree_loss.py; this
+script prints their max abs differences too.
+
+Why the backends cannot agree sample by sample: they draw different random numbers (the
+local backend samples a whole batch with torch's generator; the verl path's HF rollout
+server samples one request at a time with its own generator, seeded from
+rollout.seed), and verl's dataloader draws a step's problems in its own order (its
+sampler seeded from data.seed), so step t trains on other problems. Only distributions
+can agree.
+
+    PYTHONPATH=src .venv/bin/python benchmarks/bench_backends_agree.py [--study DIR]
+
+--study reuses a study folder that has the e2e test's data (results/tinyverl/: the
+base model and the Easy split; e.g. the basetemp of tests/test_pipeline_verl_cpu.py);
+without it, the tiny study's data stages are built first (about a minute). One verl
+session (about 3-4 minutes on 2 cores) and two local runs (seconds each).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests"))
+
+EXPERIMENT = "tinyverl"  # the e2e test's (tests/test_pipeline_verl_cpu.py), so its data can be reused
+VERL_CLUSTER = {"train": {"gpus": 1, "cpus_per_gpu": 8},
+                "verl": {"storage_units": 1, "max_prompt_length": 64, "max_token_len_per_gpu": 512}}
+
+
+def study_config(B_p: int, n: int, steps: int, backend: str, seed: int = 0, samples: int = 4) -> dict:
+    from conftest import TINY_CONFIG
+
+    return {
+        **TINY_CONFIG, "experiment": EXPERIMENT, "seed": seed,
+        "grid": {"easy": {"B_p": [B_p], "n": [n], "B_max": B_p * n, "C_max": B_p * n * steps}},
+        "train": {"backend": backend, "device": "cpu", "max_response_length": 16, "lr_base": 1e-3, "B_ref": 8,
+                  "warmup_steps": 1, "probe_problems": 0, "eval_schedule": "steps", "eval_interval": steps},
+        "eval": {"k": 4, "samples": samples},
+        "cluster": VERL_CLUSTER,
+    }
+
+
+def build_data(work: Path) -> None:
+    """The tiny study's data stages (pool, base model, difficulty, splits) in `work`."""
+    from conftest import make_study_dir, run_snakemake, write_config
+
+    if not (work / "config").is_dir():
+        make_study_dir(work)
+    cfg = write_config(work, study_config(2, 2, 4, "local"))
+    run_snakemake(work, f"results/{EXPERIMENT}/splits/easy/train.parquet",
+                  f"results/{EXPERIMENT}/splits/easy/val.parquet", "--cores", "2", "--configfile", str(cfg))
+
+
+def eval_file(work: Path, out: Path, problems: int) -> int:
+    """The validation file of both backends: the Easy split's validation problems, then its
+    training problems, up to `problems` (step 0 is the base model: which split a problem
+    came from does not matter; more problems, a smaller standard error)."""
+    import pandas as pd
+
+    splits = work / "results" / EXPERIMENT / "splits" / "easy"
+    df = pd.concat([pd.read_parquet(splits / "val.parquet"), pd.read_parquet(splits / "train.parquet")])
+    df = df.head(problems).reset_index(drop=True)
+    df.to_parquet(out)
+    return len(df)
+
+
+def run_bounded(cmd: list[str], log: Path, timeout: float, env: dict) -> float:
+    """Run `cmd` in its own process group (verl's Ray processes included), killed past `timeout`."""
+    t0 = time.time()
+    with open(log, "w") as fh:
+        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            raise RuntimeError(f"{cmd[:3]} killed after {timeout:.0f} s; log: {log}") from None
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd[:3])} failed ({proc.returncode}); log: {log}")
+    return time.time() - t0
+
+
+def train(work: Path, out: Path, backend: str, seed: int, B_p: int, n: int, steps: int, val_file: Path,
+          timeout: float, samples: int) -> dict:
+    """One run through `isocompute train` with the train rule's params; its dumps and metrics."""
+    from isocompute import jobs
+    from isocompute.config import check_config
+    from isocompute.grid import grid_cells
+
+    cfg = check_config(json.loads(json.dumps(study_config(B_p, n, steps, backend, seed, samples))))
+    (cell,) = grid_cells(cfg)
+    run_dir = out / f"{backend}_s{seed}"
+    run_dir.mkdir(parents=True, exist_ok=True)
+    results = work / "results" / EXPERIMENT
+    argv = [sys.executable, "-c", "import sys; from isocompute.cli import main; sys.exit(main())", "train", "--params", jobs.as_json(jobs.train_params(cfg, cell)),
+            *jobs.train_args(cell).split(), "--train-file", str(results / "splits/easy/train.parquet"),
+            "--val-file", str(val_file), "--model", str(results / "model/base"), "--run-dir", str(run_dir),
+            "--threads", "2"]
+    if backend == "verl":
+        options = out / "train_options.json"
+        options.write_text(jobs.as_json(jobs.train_options(cfg)))
+        argv += ["--options", str(options)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")])}
+    wall = run_bounded(argv, out / f"{backend}_s{seed}.log", timeout, env)
+    metrics = {int(r["step"]): r["data"] for r in map(json.loads, (run_dir / "metrics.jsonl").read_text().splitlines())}
+    rewards = [metrics[s]["critic/score/mean"] for s in range(1, steps + 1)]
+    return {"backend": backend, "seed": seed, "wall_s": wall, "rewards": rewards, "B": B_p * n,
+            "step0": avg_at_k(run_dir / "generations" / "0.jsonl")}
+
+
+def avg_at_k(dump: Path) -> dict:
+    """avg@4 of a validation dump (the mean 0/1 score: with k <= samples per problem, the unbiased
+    avg@k is the mean over samples), its standard error over problems, and the per-problem means."""
+    per_problem: dict[str, list[float]] = {}
+    for line in dump.read_text().splitlines():
+        r = json.loads(line)
+        per_problem.setdefault(r["input"], []).append(float(r["score"]))
+    means = [sum(v) / len(v) for v in per_problem.values()]
+    m = sum(means) / len(means)
+    sd = math.sqrt(sum((x - m) ** 2 for x in means) / (len(means) - 1)) if len(means) > 1 else float("nan")
+    return {"avg": m, "se": sd / math.sqrt(len(means)), "problems": len(means),
+            "samples": sum(len(v) for v in per_problem.values()),
+            "per_problem": {k: sum(v) / len(v) for k, v in per_problem.items()}}
+
+
+def paired(a: dict, b: dict) -> tuple[float, float]:
+    """b - a over the problems both evaluated, and its standard error (paired over problems:
+    what is left is the two backends' independent sampling)."""
+    keys = sorted(set(a["per_problem"]) & set(b["per_problem"]))
+    d = [b["per_problem"][k] - a["per_problem"][k] for k in keys]
+    m = sum(d) / len(d)
+    sd = math.sqrt(sum((x - m) ** 2 for x in d) / (len(d) - 1)) if len(d) > 1 else float("nan")
+    return m, sd / math.sqrt(len(d))
+
+
+def loss_diffs() -> dict:
+    from test_backends_agree_loss import TOL, max_abs_diffs
+
+    out = {}
+    for agg in ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum"):
+        d = max_abs_diffs(agg)
+        d.pop("_values")
+        out[agg] = d
+    return {"tolerance": TOL, "max_abs_diff": out}
+
+
+def report(runs: list[dict], losses: dict) -> str:
+    lines = ["(1) loss terms on one fixed batch, max |local - verl| (tolerance %g):" % losses["tolerance"]]
+    for agg, d in losses["max_abs_diff"].items():
+        lines.append(f"    {agg:20s} " + "  ".join(f"{k} {v:.1e}" for k, v in d.items()))
+    lines.append("(2) step-0 validation avg@4 (base model):")
+    for r in runs:
+        s = r["step0"]
+        lines.append(f"    {r['backend']:5s} seed {r['seed']}: {s['avg']:.3f} +- {s['se']:.3f} "
+                     f"({s['problems']} problems x {s['samples'] // s['problems']} samples)")
+    local = [r for r in runs if r["backend"] == "local"]
+    verl = [r for r in runs if r["backend"] == "verl"]
+    for other in local[1:] + verl:
+        diff, se = paired(local[0]["step0"], other["step0"])
+        lines.append(f"    {other['backend']}_s{other['seed']} - local_s{local[0]['seed']}: {diff:+.3f}, paired se "
+                     f"{se:.3f}, z = {diff / se:+.2f}")
+    steps = len(runs[0]["rewards"])
+    B = runs[0]["B"]
+    lines.append(f"(3) training reward per step (mean of {B} rollouts; binomial se of one step "
+                 "~ sqrt(p(1-p)/B)):")
+    lines.append("    step  " + "  ".join(f"{r['backend']}_s{r['seed']:<3d}" for r in runs))
+    for t in range(steps):
+        lines.append(f"    {t + 1:4d}  " + "  ".join(f"{r['rewards'][t]:9.3f}" for r in runs))
+    means = {f"{r['backend']}_s{r['seed']}": sum(r["rewards"]) / steps for r in runs}
+    lines.append("    mean  " + "  ".join(f"{m:9.3f}" for m in means.values()))
+    p = sum(means.values()) / len(means)
+    se_mean = math.sqrt(max(p * (1 - p), 1e-9) / (B * steps))
+    spread = max(means[f"local_s{r['seed']}"] for r in local) - min(means[f"local_s{r['seed']}"] for r in local)
+    lines.append(f"    se of a run's mean reward over {steps} steps ~ {se_mean:.3f} (binomial, rollouts "
+                 f"independent); the local seeds' means span {spread:.3f}")
+    for v in verl:
+        d = means[f"verl_s{v['seed']}"] - sum(means[f"local_s{r['seed']}"] for r in local) / len(local)
+        lines.append(f"    verl - mean(local): {d:+.3f} (z = {d / (se_mean * math.sqrt(1 + 1 / len(local))):+.2f})")
+    lines.append("    wall: " + ", ".join(f"{r['backend']}_s{r['seed']} {r['wall_s']:.0f} s" for r in runs))
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--study", type=Path, default=None, help="a study folder with the e2e test's data (results/tinyverl)")
+    p.add_argument("--work", type=Path, default=Path("/tmp/isocompute_bench_backends_agree"))
+    p.add_argument("--bp", type=int, default=4)
+    p.add_argument("--n", type=int, default=8)
+    p.add_argument("--steps", type=int, default=4)
+    p.add_argument("--val-problems", type=int, default=64)
+    p.add_argument("--samples", type=int, default=16, help="validation samples per problem (eval.samples)")
+    p.add_argument("--local-seeds", type=int, nargs="+", default=[0, 1])
+    p.add_argument("--verl-seeds", type=int, nargs="+", default=[0])
+    p.add_argument("--timeout", type=float, default=900.0, help="seconds per run (verl: its whole process group)")
+    p.add_argument("--out", type=Path, default=None, help="JSON of every number")
+    args = p.parse_args(argv)
+
+    work = (args.study or args.work / "study").resolve()
+    if not (work / "results" / EXPERIMENT / "splits" / "easy" / "train.parquet").is_file():
+        build_data(work)
+    out = (args.work / "runs").resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    val = out / "val.parquet"
+    eval_file(work, val, args.val_problems)
+    runs = [train(work, out, "local", s, args.bp, args.n, args.steps, val, args.timeout, args.samples)
+            for s in args.local_seeds]
+    runs += [train(work, out, "verl", s, args.bp, args.n, args.steps, val, args.timeout, args.samples)
+             for s in args.verl_seeds]
+    losses = loss_diffs()
+    print(report(runs, losses))
+    if args.out:
+        args.out.write_text(json.dumps({"runs": runs, "losses": losses}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
