@@ -25,6 +25,7 @@ from scipy.optimize import least_squares
 from scipy.stats import f as f_dist
 
 from isocompute.analysis.fits import FLAT, OK, sigmoid_reward
+from isocompute.registry import registering
 
 POOLED_COLUMN = "pooled"   # True: A, B, C_mid are the trend model's; False: the run's own fit
 
@@ -149,13 +150,8 @@ class Pool:
 POOLS: dict[str, Pool] = {}
 
 
-def register_pool(name: str):
-    """Class decorator: register a pooling strategy under `analysis.pool`'s value `name`."""
-    def wrap(cls):
-        cls.name = name
-        POOLS[name] = cls()
-        return cls
-    return wrap
+# Class decorator: @register_pool(name) files the strategy under the config value `name`.
+register_pool = registering(POOLS)
 
 
 def get_pool(name: str) -> Pool:

@@ -19,17 +19,13 @@ from isocompute.analysis.fits_noise import (NOISE_FIT_GRID, add_standard_errors,
 from isocompute.analysis.fits_pooled import get_pool
 from isocompute.analysis.records import record_points
 from isocompute.analysis.tables import se_column
+from isocompute.registry import registering
 
 METHODS: dict[str, "Method"] = {}
 
 
-def register_method(name: str):
-    """Class decorator: register an analysis method under `analysis.method`'s value `name`."""
-    def wrap(cls):
-        cls.name = name
-        METHODS[name] = cls()
-        return cls
-    return wrap
+# Class decorator: @register_method(name) files the strategy under the config value `name`.
+register_method = registering(METHODS)
 
 
 def get_method(name: str) -> "Method":
