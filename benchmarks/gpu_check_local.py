@@ -203,32 +203,38 @@ def data_commands(cfg: dict, threads: int) -> list[tuple[str, list[str]]]:
 TRAIN_SAMPLING_KEYS = ("temperature", "top_p", "max_new_tokens", "batch_size")  # rules/common.smk
 
 
-def train_params(cfg: dict, device: str) -> dict:
-    """The train rule's --params (rules/common.smk train_params_json) with train.device set."""
-    return {"seed": cfg["seed"], "train": {**cfg["train"], "device": device},
+def train_params(cfg: dict, device: str, schedule: tuple[float, float]) -> dict:
+    """The train rule's --params (isocompute.jobs.train_params: the node has no Snakemake to ask,
+    and jobs imports the cluster tools) with train.device set; `schedule`: (min_compute, C_max)
+    of the split's shared evaluation schedule."""
+    return {"seed": cfg["seed"], "experiment": cfg["experiment"], "train": {**cfg["train"], "device": device},
             "sampling": {k: cfg["sampling"][k] for k in TRAIN_SAMPLING_KEYS},
-            "eval": {"samples": cfg["eval"]["samples"]}}
+            "eval": {"samples": cfg["eval"]["samples"], "extra_sets": []},
+            "schedule": {"min_compute": float(schedule[0]), "C_max": float(schedule[1])}}
 
 
 def train_command(cfg: dict, split: str, B_p: int, n: int, max_steps: int, run_dir: str, device: str,
-                  threads: int) -> list[str]:
+                  threads: int, schedule: tuple[float, float]) -> list[str]:
     """The train rule's command for a local-backend cell on `device`, outside results/."""
     from isocompute.layout import StudyLayout
 
     files = StudyLayout(EXPERIMENT).split_files(split)
-    return isocompute("train", "--params", json.dumps(train_params(cfg, device), sort_keys=True), "--split", split,
+    params = json.dumps(train_params(cfg, device, schedule), sort_keys=True)
+    return isocompute("train", "--params", params, "--split", split,
                       "--bp", str(B_p),
                       "--n", str(n), "--max-steps", str(max_steps), "--train-file", files["train"],
                       "--val-file", files["val"], "--replicate", "0", "--model", StudyLayout(EXPERIMENT).embedded_model,
                       "--run-dir", run_dir, "--threads", str(threads))
 
 
-def embedded_grid() -> list[tuple[str, int, int, int]]:
-    """The embedded study's cells (config/config.yaml's grid), largest batch first."""
+def embedded_grid() -> list[tuple[str, int, int, int, tuple[float, float]]]:
+    """The embedded study's cells (config/config.yaml's grid), largest batch first, each with its
+    split's schedule range (the smallest batch to C_max: train.eval_min_compute is not set there)."""
     import yaml
 
     grid = yaml.safe_load((REPO / "config" / "config.yaml").read_text())["grid"]
-    cells = [(split, bp, n, g["C_max"] // (bp * n)) for split, g in grid.items() for bp in g["B_p"] for n in g["n"]
+    cells = [(split, bp, n, g["C_max"] // (bp * n), (min(g["B_p"]) * min(g["n"]), g["C_max"]))
+             for split, g in grid.items() for bp in g["B_p"] for n in g["n"]
              if bp * n <= g["B_max"] and g["C_max"] // (bp * n) >= 1]
     return sorted(cells, key=lambda c: (-c[1] * c[2], c[0], c[1]))
 
@@ -300,13 +306,14 @@ def run(steps: Steps, report: Report, args, size: dict, site: Path, work: Path) 
     params = {} if args.dry_run else worker.model_params(model_dir)
 
     devices = ["cuda", "cpu"] if device == "cuda" else ["cpu"]
+    local_schedule = (min(B_p * n for _, B_p, n in size["cells"]), size["c_max"])
     for split, B_p, n in size["cells"]:
         steps_ = size["c_max"] // (B_p * n)
         rows = {}
         for dev in devices:
             run_dir = f"local/{dev}/bp{B_p}_n{n}"
             rows[dev] = steps.command(f"local/{dev}/{split}/bp{B_p}_n{n}",
-                                      train_command(cfg, split, B_p, n, steps_, run_dir, dev, threads),
+                                      train_command(cfg, split, B_p, n, steps_, run_dir, dev, threads, local_schedule),
                                       caps["local"], device=dev)
             if rows[dev].get("ok") and not args.dry_run:
                 rows[dev].update(worker.run_rates(work / run_dir, B_p, n, params, peak.get(dev, {}),
@@ -319,14 +326,14 @@ def run(steps: Steps, report: Report, args, size: dict, site: Path, work: Path) 
     if device == "cuda":
         for split, B_p, n in size["cells"]:
             steps.command(f"bf16/{split}/bp{B_p}_n{n}", worker_cmd("bf16", json.dumps(
-                {"params": train_params(cfg, "cuda"), "threads": threads,
+                {"params": train_params(cfg, "cuda", local_schedule), "threads": threads,
                  "split": split, "B_p": B_p, "n": n, "model": str(model_dir),
                  "train_file": str(work / f"results/{EXPERIMENT}/splits/{split}/train.parquet"),
                  "val_file": str(work / f"results/{EXPERIMENT}/splits/{split}/val.parquet")})), caps["bf16"])
     else:
         report.add({"step": "bf16", "ok": None, "skipped": "no CUDA device"})
 
-    for split, B_p, n, m_max in embedded_grid():
+    for split, B_p, n, m_max, schedule in embedded_grid():
         if split not in cfg["splits"]["names"]:
             continue
         if not args.dry_run and steps.left() < 15:
@@ -339,7 +346,7 @@ def run(steps: Steps, report: Report, args, size: dict, site: Path, work: Path) 
             continue
         run_dir = f"study/{split}/bp{B_p}_n{n}"
         row = steps.command(f"study/{split}/bp{B_p}_n{n}",
-                            train_command(cfg, split, B_p, n, m_max, run_dir, device, threads), caps["study_cell"],
+                            train_command(cfg, split, B_p, n, m_max, run_dir, device, threads, schedule), caps["study_cell"],
                             M_max=m_max)
         if not args.dry_run:
             row.update(worker.run_progress(work / run_dir, B_p, n))

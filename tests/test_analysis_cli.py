@@ -11,6 +11,7 @@ from isocompute.analysis.io import parse_verl_jsonl
 from isocompute.analysis.pipeline import run_analysis, write_analysis
 from isocompute.analysis.settings import AnalysisSettings
 from isocompute.analysis.synthetic import synthetic_evals
+from isocompute.atomic import OUTPUT_MARK
 from isocompute.cli import main
 
 OPTIONS = ["--metric", "--bin-width", "--ema", "--min-compute", "--grid-points", "--bootstrap", "--seed",
@@ -200,6 +201,7 @@ def test_failure_leaves_an_existing_output_untouched(tmp_path, evals, csv):
     out = tmp_path / "out"
     out.mkdir()
     (out / "keep.txt").write_text("old")
+    (out / OUTPUT_MARK).write_text("")  # an earlier output of the tool's (a foreign folder is refused)
     broken, _ = _break(evals, "nan")
     bad = tmp_path / "bad.csv"
     broken.to_csv(bad, index=False)

@@ -118,7 +118,7 @@ def test_gpu_check_local_dry_run_parses_every_command_and_passes_the_rules_param
     rule = _rule_commands(tmp_path, tmp_path / "grid.yaml", [str(L.run_files("easy", 8, 8).marker)])["train"]
     theirs = json.loads(build_parser().parse_args(rule[1:]).params)
     mine = json.loads(build_parser().parse_args(
-        part1.train_command(cfg, "easy", 8, 8, 20, "x", "cuda", 1)[3:]).params)
+        part1.train_command(cfg, "easy", 8, 8, 20, "x", "cuda", 1, (64, 1280))[3:]).params)
     assert mine["train"].pop("device") == "cuda"
     theirs["train"].pop("device")
     assert mine == theirs

@@ -6,7 +6,7 @@ pipeline (which takes a cache) need not import each other's module both ways.
 
 # Bump whenever the verdict on an ordinary completion could change (extraction
 # rules, fast path, math-verify pin); saved GradeCache files from another
-# version are then ignored. The bounded-time rewrite (issue 14) keeps version 1:
+# version are then ignored. The bounded-time rewrite of the grader keeps version 1:
 # ordinary completions grade as before (tests/grading/test_ordinary.py); only
 # malformed ones may not (control characters, Unicode digits that reach
 # math-verify, over MAX_CHARS characters).
