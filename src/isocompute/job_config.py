@@ -98,7 +98,9 @@ def job_config(sections: dict, schema: dict | None = None) -> JobConfig:
     unknown = sorted(set(sections) - set(props))
     if unknown:
         raise ConfigError(f"config key '{unknown[0]}': unknown key (expected one of: {', '.join(sorted(props))})")
-    sub = {"type": "object", "properties": {k: props[k] for k in sections}, "$defs": schema.get("$defs", {})}
+    # The whole schema (its $refs point into it), with the job's facts: a section not given is
+    # simply absent (the top level requires none), and nothing is filled in.
+    sub = {**schema, "properties": props}
     errors = sorted(_Strict(sub).iter_errors(sections),
                     key=lambda e: (len(e.absolute_path), str(e.absolute_path)))
     if errors:
