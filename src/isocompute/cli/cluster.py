@@ -89,8 +89,8 @@ def cmd_verl_command(args) -> int:
     """The command a cell's train job runs: built from the job's own config (its params and
     options, isocompute.jobs), not from the full config, so the two cannot differ."""
     from isocompute import jobs
-    from isocompute.config import deep_update, load_config
-    from isocompute.job_config import job_config
+    from isocompute.cli.common import config_from_params
+    from isocompute.config import load_config
     from isocompute.grid import find_cell, grid_cells, variant_cells
     from isocompute.layout import run_paths
     from isocompute.train.backends.verl import verl_command
@@ -98,7 +98,8 @@ def cmd_verl_command(args) -> int:
     cfg = load_config(args.config)
     cells = variant_cells(cfg) if args.variant else grid_cells(cfg)
     cell = find_cell(cells, args.split, args.bp, args.n, variant=args.variant)
-    job = job_config(deep_update(jobs.train_params(cfg, cell), jobs.train_options(cfg)))
+    # The job's own path: its params and options as JSON, read as the train job reads them.
+    job = config_from_params(jobs.as_json(jobs.train_params(cfg, cell)), jobs.as_json(jobs.train_options(cfg)))
     print(verl_command(job, cell, run_paths(cfg, cell), stop_at_step=args.stop_at_step).shell())
     return 0
 
