@@ -70,7 +70,7 @@ def test_fixed_bp_fixed_batch_and_joint_studies():
         [64, 32, 0.3, 0.7, 2.0, 1e4, "ok", 2048, 1e6],   # B = 2048 with (32, 64)
     ])
     q1 = frontier_fixed_bp(fits, grid_points=10)
-    assert q1.columns.tolist() == ["B_p", "compute", "n_star", "reward"]
+    assert q1.columns.tolist() == ["B_p", "compute", "n_star", "reward", "comparable"]
     assert sorted(q1["B_p"].unique()) == [32, 64] and len(q1) == 20
     assert q1["compute"].min() == pytest.approx(256) and q1["compute"].max() == pytest.approx(1e6)
     q2 = frontier_fixed_batch(fits, grid_points=10)

@@ -63,7 +63,8 @@ def test_seed_intervals_on_frontier_and_law_cover_the_truth(seeded):
     front = res["frontier"]
     for name in ("reward", "log2_n_star_avg"):
         lo, hi = front[f"{name}_lo"].to_numpy(), front[f"{name}_hi"].to_numpy()
-        assert np.all(lo <= hi + 1e-12)
+        both = np.isfinite(lo) & np.isfinite(hi)     # log2 n* has no band below where every run has data
+        assert both.mean() > 0.5 and np.all(lo[both] <= hi[both] + 1e-12)
     truth = np.max([sigmoid_reward(front["compute"].to_numpy(), **crossover_params(32, n)) for n in NS], axis=0)
     inside = (front["reward_lo"] - 0.005 <= truth) & (truth <= front["reward_hi"] + 0.005)
     assert inside.mean() > 0.7

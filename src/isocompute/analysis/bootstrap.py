@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from isocompute.analysis.fits import USABLE, FitGrid
-from isocompute.analysis.frontier import envelope, study_grid
+from isocompute.analysis.frontier import comparable, envelope, study_grid
 from isocompute.analysis.methods import get_method
 from isocompute.analysis.nstar import LAW_PARAMS, LawGrid, fit_n_star_laws, running_average
 
@@ -90,19 +90,23 @@ def bootstrap_fits(evals: pd.DataFrame, metric: str = "avg@4", *, n_boot: int = 
     return boot[BOOT_COLUMNS]
 
 
-def replicate_frontiers(boot: pd.DataFrame, grid, *, extrapolate: bool = True):
-    """n*(C) and reward per replicate on `grid`: arrays (R, G), NaN where undefined."""
+def replicate_frontiers(boot: pd.DataFrame, grid, *, extrapolate: bool = True, ties: bool = False):
+    """n*(C) and reward per replicate on `grid`: arrays (R, G), NaN where undefined. With
+    `ties`, (n_star, n_star_max, reward): n_star_max the largest n tied at the optimum."""
     boot = boot.sort_values(["replicate", "n", "B_p"], kind="stable")
     reps = boot["replicate"].nunique()
     K = len(boot) // max(reps, 1)
     shape = (reps, K)
     arr = lambda name: boot[name].to_numpy(dtype=float).reshape(shape)  # noqa: E731
-    best, reward = envelope(arr("R0"), arr("A"), arr("B"), arr("C_mid"),
-                            boot["status"].isin(USABLE).to_numpy().reshape(shape),
-                            arr("compute_max"), grid, extrapolate=extrapolate, compute_min=arr("compute_min"))
+    best, best_last, reward = envelope(arr("R0"), arr("A"), arr("B"), arr("C_mid"),
+                                       boot["status"].isin(USABLE).to_numpy().reshape(shape),
+                                       arr("compute_max"), grid, extrapolate=extrapolate,
+                                       compute_min=arr("compute_min"), last=True)
     n = arr("n")
-    n_star = np.where(best >= 0, np.take_along_axis(n, np.maximum(best, 0), axis=1), np.nan)
-    return n_star, reward
+    pick = lambda i: np.where(i >= 0, np.take_along_axis(n, np.maximum(i, 0), axis=1), np.nan)  # noqa: E731
+    if ties:
+        return pick(best), pick(best_last), reward
+    return pick(best), reward
 
 
 # The batch B = B_p * n is kept apart from the sigmoid exponent (column B).
@@ -165,8 +169,10 @@ def bootstrap_laws(boot: pd.DataFrame, fits: pd.DataFrame, laws: pd.DataFrame,
         grid = study_grid(g_fits, grid_points, scale=scale)
         if grid is None:
             continue
-        n_star, reward = replicate_frontiers(g_boot, grid * scale, extrapolate=extrapolate)
-        log2_avg = running_average(np.log2(n_star), window)
+        n_star, n_star_max, reward = replicate_frontiers(g_boot, grid * scale, extrapolate=extrapolate, ties=True)
+        # the law is fitted where every run can enter (`frontier.comparable`; Q1 only)
+        where = comparable(g_fits, grid, extrapolate=extrapolate) if by == "B_p" else np.ones(grid.size, bool)
+        log2_avg = running_average(np.where(where, np.log2(n_star), np.nan), window)
         res = fit_n_star_laws(np.log10(grid), log2_avg, grid=law_grid)
         good = np.isin(res["status"], ("ok", "constant"))
         draws.append(pd.DataFrame({**({} if by is None else {by: key}),
@@ -175,7 +181,7 @@ def bootstrap_laws(boot: pd.DataFrame, fits: pd.DataFrame, laws: pd.DataFrame,
         if bands is not None:
             in_group = np.ones(len(bands), dtype=bool) if by is None else (bands[by] == key).to_numpy()
             if in_group.sum() == grid.size:
-                _fill_bands(bands, in_group, reward, n_star, log2_avg, lo_q, hi_q)
+                _fill_bands(bands, in_group, reward, (n_star, n_star_max), log2_avg, lo_q, hi_q)
         if not good.any():
             continue
         i = np.flatnonzero(rows)[0]
@@ -189,14 +195,16 @@ def bootstrap_laws(boot: pd.DataFrame, fits: pd.DataFrame, laws: pd.DataFrame,
 
 
 def _fill_bands(bands, rows, reward, n_star, log2_avg, lo_q, hi_q) -> None:
-    """Percentiles over replicates (axis 0) of each grid point, into `bands` rows."""
+    """Percentiles over replicates (axis 0) of each grid point, into `bands` rows. `n_star`:
+    (smallest, largest) optimal n per replicate; the band runs from the lower percentile of
+    the first to the upper of the second, so a replicate where n ties spans all the tied n."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)     # a grid point no replicate reaches
-        for name, values, lo_method, hi_method in (("reward", reward, "linear", "linear"),
-                                                   ("n_star", n_star, "lower", "higher"),
-                                                   ("log2_n_star_avg", log2_avg, "linear", "linear")):
-            bands.loc[rows, f"{name}_lo"] = np.nanpercentile(values, lo_q, axis=0, method=lo_method)
-            bands.loc[rows, f"{name}_hi"] = np.nanpercentile(values, hi_q, axis=0, method=hi_method)
+        for name, (low, high), lo_method, hi_method in (("reward", (reward, reward), "linear", "linear"),
+                                                        ("n_star", n_star, "lower", "higher"),
+                                                        ("log2_n_star_avg", (log2_avg, log2_avg), "linear", "linear")):
+            bands.loc[rows, f"{name}_lo"] = np.nanpercentile(low, lo_q, axis=0, method=lo_method)
+            bands.loc[rows, f"{name}_hi"] = np.nanpercentile(high, hi_q, axis=0, method=hi_method)
 
 
 def bootstrap_law_intervals(boot: pd.DataFrame, fits: pd.DataFrame, laws: pd.DataFrame, **kw) -> pd.DataFrame:

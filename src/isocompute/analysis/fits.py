@@ -71,6 +71,7 @@ class FitGrid:
     pool: str = "none"             # noise method: how runs are pooled (fits_pooled.POOLS: 'none', 'trend')
     pool_degree: int = 2           # pool 'trend': the trend's degree in log2 n ...
     pool_alpha: float = 0.01       # ... unless an F-test rejects the trend at this level (fits_pooled)
+    null_alpha: float = 0.05       # pool 'trend': one curve for all n unless an F-test rejects it at this level
 
 
 def sigmoid_reward(compute, R0, A, B, C_mid) -> np.ndarray:

@@ -30,18 +30,21 @@ from isocompute.config import schema_defaults
 # beyond a run's data (a large-n run may stop before its midpoint; the
 # frontier uses each curve only where its run has data).
 # The runs of one B_p are pooled by a trend in log2 n unless the data reject it
-# (`fits_pooled`; analysis.pool, pool_degree, pool_alpha).
+# (`fits_pooled`; analysis.pool, pool_degree, pool_alpha), and share one curve
+# unless the data say n matters (analysis.n_effect_alpha).
 _DEFAULTS = schema_defaults("analysis")
 NOISE_FIT_GRID = FitGrid(a_step=0.001, c_mid_points=120, c_mid_margin=0.5, pool=_DEFAULTS["pool"],
-                         pool_degree=_DEFAULTS["pool_degree"], pool_alpha=_DEFAULTS["pool_alpha"])
+                         pool_degree=_DEFAULTS["pool_degree"], pool_alpha=_DEFAULTS["pool_alpha"],
+                         null_alpha=_DEFAULTS["n_effect_alpha"])
 # Evaluations averaged for the success rate behind each standard error (analysis.se_window).
 SE_SMOOTH_WINDOW = _DEFAULTS["se_window"]
 
 
 def noise_fit_grid(pool: str = _DEFAULTS["pool"], degree: int = _DEFAULTS["pool_degree"],
-                   alpha: float = _DEFAULTS["pool_alpha"]) -> FitGrid:
+                   alpha: float = _DEFAULTS["pool_alpha"], null_alpha: float = _DEFAULTS["n_effect_alpha"]) -> FitGrid:
     """The noise method's fit settings with the analysis section's pooling keys."""
-    return replace(NOISE_FIT_GRID, pool=get_pool(pool).name, pool_degree=degree, pool_alpha=alpha)
+    return replace(NOISE_FIT_GRID, pool=get_pool(pool).name, pool_degree=degree, pool_alpha=alpha,
+                   null_alpha=null_alpha)
 NOISE_COLUMNS = FIT_COLUMNS + ["se", "n_evals"]
 
 _AVG_AT_K = re.compile(r"^avg@(\d+)$")

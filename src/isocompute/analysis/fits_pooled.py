@@ -15,6 +15,19 @@ trend model against the run-by-run fits (nested: the trend is a constrained
 set of per-run curves) keeps the run-by-run fits when the trend leaves
 significantly more residual than they do (p < `alpha`); `pooled` says which.
 A B_p needs `degree + 2` fitted runs, so that pooling constrains something.
+When the test cannot be computed (no degrees of freedom left) the runs are
+not pooled: an untested trend is not kept.
+
+Nested inside the trend is the model where n does nothing: one curve for
+every run of the B_p (the trend of degree 0). A second F-test, of that common
+curve against the model in force (trend or run-by-run), keeps the common
+curve unless it is rejected at `null_alpha`; `model` says which of 'common',
+'trend', 'runs' holds and `n_effect_p` is that test's p-value. Without it the
+frontier is the maximum over noisy copies of one curve (biased upward, the
+winner's curse) and its n* jumps between runs that do not differ: a common
+curve makes every n optimal, and the claims (`claims`) say n* is undetermined.
+A replicate's tests count its draws as observations (a point drawn twice is
+two), as its sums of squares do.
 """
 
 from __future__ import annotations
@@ -27,7 +40,8 @@ from scipy.stats import f as f_dist
 from isocompute.analysis.fits import FLAT, OK, sigmoid_reward
 from isocompute.registry import registering
 
-POOLED_COLUMN = "pooled"   # True: A, B, C_mid are the trend model's; False: the run's own fit
+POOLED_COLUMN = "pooled"   # True: A, B, C_mid are the trend model's (or the common curve's); False: the run's own fit
+MODELS = ("common", "trend", "runs")   # column `model`: no effect of n, the trend in log2 n, each run alone
 
 
 def _design(log2_n: np.ndarray, centre: float, degree: int) -> np.ndarray:
@@ -48,7 +62,8 @@ def fit_trend(points: list[dict], R0: float, init: pd.DataFrame, *, degree: int 
     n, compute, values, weights; a bootstrap replicate's weights are its
     drawn counts times 1/se^2), started from the run-by-run fits `init`
     (columns n, A, B, C_mid). Returns theta, centre, sse (weighted) and
-    n_points, or None when the solver fails.
+    n_points (the draws behind the points: a point's `draws`, default 1),
+    or None when the solver fails. `degree` 0 is one curve for every run.
     """
     log2_n = np.log2([p["n"] for p in points]).astype(float)
     centre = float(log2_n.mean())
@@ -63,6 +78,7 @@ def fit_trend(points: list[dict], R0: float, init: pd.DataFrame, *, degree: int 
     y = np.concatenate([p["values"] for p in points])
     w = np.concatenate([p["weights"] for p in points])
     keep = w > 0
+    draws = np.concatenate([p.get("draws", np.ones(p["compute"].size)) for p in points])
     X, c, y, sw = X[keep], c[keep], y[keep], np.sqrt(w[keep])
     try:
         res = least_squares(lambda th: sw * (_curves(th, X, R0, c) - y), theta0, method="trf", x_scale="jac")
@@ -70,7 +86,8 @@ def fit_trend(points: list[dict], R0: float, init: pd.DataFrame, *, degree: int 
         return None
     if not (res.success and np.all(np.isfinite(res.x)) and res.x[0] > 0):
         return None
-    return {"theta": res.x, "centre": centre, "sse": float(np.sum(res.fun ** 2)), "n_points": int(keep.sum())}
+    return {"theta": res.x, "centre": centre, "sse": float(np.sum(res.fun ** 2)),
+            "n_points": int(round(draws[keep].sum()))}
 
 
 def trend_params(trend: dict, n, degree: int) -> dict:
@@ -90,17 +107,22 @@ def f_test(sse_trend: float, sse_runs: float, n_points: int, params_trend: int, 
 
 
 def pool_fits(fits: pd.DataFrame, arrays: dict, R0: float, *, degree: int = 2,
-              alpha: float = 0.01) -> pd.DataFrame:
-    """Replace the run-by-run fits of each B_p by the trend model where the data allow.
+              alpha: float = 0.01, null_alpha: float | None = 0.05) -> pd.DataFrame:
+    """Replace the run-by-run fits of each B_p by the trend model, or by one common
+    curve, where the data allow.
 
     `fits`: the noise method's run-by-run fits (columns B_p, n, A, B, C_mid,
     sse, status, ...); `arrays`: (B_p, n) -> `fits_noise.cell_arrays` of the
-    cell. Returns the fits with columns pooled and pool_p. Cells without a usable fit (too few points, no base) and
-    groups with fewer than `degree + 2` usable runs are left as they are.
+    cell. Returns the fits with columns pooled, pool_p (trend against runs),
+    model (`MODELS`) and n_effect_p (common curve against the model in force;
+    `null_alpha` None skips that test). Cells without a usable fit (too few
+    points, no base) are left as they are; the trend needs `degree + 2` usable
+    runs, the common curve two.
     """
     out = fits.copy()
     pooled = np.zeros(len(out), dtype=bool)
-    pool_p = np.full(len(out), np.nan)
+    pool_p, n_effect_p = np.full(len(out), np.nan), np.full(len(out), np.nan)
+    model = np.full(len(out), "runs", dtype=object)
     A, B, C_mid = (out[c].to_numpy(dtype=float).copy() for c in ("A", "B", "C_mid"))
     status = out["status"].to_numpy(dtype=object).copy()
     if "B_p" in out.columns and np.isfinite(R0):
@@ -109,25 +131,37 @@ def pool_fits(fits: pd.DataFrame, arrays: dict, R0: float, *, degree: int = 2,
             rows = np.flatnonzero((bp == B_p) & np.isin(status, (OK, FLAT))
                                   & np.array([(B_p, n) in arrays for n in n_col]))
             fitted = rows[status[rows] == OK]
-            if np.unique(n_col[rows]).size < degree + 2 or np.unique(n_col[fitted]).size < degree + 1:
+            if np.unique(n_col[rows]).size < 2 or fitted.size == 0:
                 continue
             points = [{"n": float(n_col[i]), **arrays[(B_p, n_col[i])]} for i in rows]
             init = pd.DataFrame({"n": n_col[fitted], "A": A[fitted], "B": B[fitted], "C_mid": C_mid[fitted]})
-            trend = fit_trend(points, R0, init, degree=degree)
-            if trend is None:
-                continue
             # run-by-run: A, B, C_mid per fitted run (a flat run: A alone)
-            params_runs = 3 * fitted.size + (rows.size - fitted.size)
-            p = f_test(trend["sse"], float(sse[rows].sum()), trend["n_points"], 1 + 2 * (degree + 1), params_runs)
-            pool_p[rows] = p
-            if np.isfinite(p) and p < alpha:
+            held = {"sse": float(sse[rows].sum()), "params": 3 * fitted.size + (rows.size - fitted.size),
+                    "trend": None, "degree": None}
+            if np.unique(n_col[rows]).size >= degree + 2 and np.unique(n_col[fitted]).size >= degree + 1:
+                trend = fit_trend(points, R0, init, degree=degree)
+                if trend is not None:
+                    p = f_test(trend["sse"], held["sse"], trend["n_points"], 1 + 2 * (degree + 1), held["params"])
+                    pool_p[rows] = p
+                    if np.isfinite(p) and p >= alpha:     # an untestable trend (p NaN) is not kept
+                        held = {"sse": trend["sse"], "params": 1 + 2 * (degree + 1), "trend": trend,
+                                "degree": degree}
+            if null_alpha is not None:
+                common = fit_trend(points, R0, init, degree=0)
+                if common is not None:
+                    p = f_test(common["sse"], held["sse"], common["n_points"], 3, held["params"])
+                    n_effect_p[rows] = p
+                    if np.isfinite(p) and p >= null_alpha:
+                        held = {**held, "trend": common, "degree": 0}
+            if held["trend"] is None:
                 continue
-            values = trend_params(trend, n_col[rows], degree)
+            values = trend_params(held["trend"], n_col[rows], held["degree"])
             A[rows], B[rows], C_mid[rows] = values["A"], values["B"], values["C_mid"]
             status[rows] = OK
             pooled[rows] = True
+            model[rows] = "common" if held["degree"] == 0 else "trend"
     out["A"], out["B"], out["C_mid"], out["status"] = A, B, C_mid, status
-    out[POOLED_COLUMN], out["pool_p"] = pooled, pool_p
+    out[POOLED_COLUMN], out["pool_p"], out["model"], out["n_effect_p"] = pooled, pool_p, model, n_effect_p
     return out
 
 
@@ -176,12 +210,14 @@ class TrendPool(Pool):
     """The runs of each B_p at once, with a trend of degree `grid.pool_degree` in log2 n (`pool_fits`)."""
 
     def pool(self, fits, arrays, R0, grid):
-        return pool_fits(fits, arrays, R0, degree=grid.pool_degree, alpha=grid.pool_alpha)
+        return pool_fits(fits, arrays, R0, degree=grid.pool_degree, alpha=grid.pool_alpha,
+                         null_alpha=grid.null_alpha)
 
     def pool_replicates(self, boot, drawn, R0, grid):
         """Each replicate pooled as the point estimate is (the F-test included), on its drawn points."""
         parts = []
         for r, rep in boot.groupby("replicate", sort=True):
-            arrays = {key: {**arr, "weights": arr["weights"] * counts[r]} for key, (arr, counts) in drawn.items()}
+            arrays = {key: {**arr, "weights": arr["weights"] * counts[r], "draws": counts[r]}
+                      for key, (arr, counts) in drawn.items()}
             parts.append(self.pool(rep.astype({"sse": float}), arrays, R0, grid))
         return pd.concat(parts, ignore_index=True)

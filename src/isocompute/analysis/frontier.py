@@ -30,14 +30,17 @@ def compute_grid(compute, points: int = 100, lo: float | None = None, hi: float 
     return np.geomspace(lo, hi, points)
 
 
-def envelope(R0, A, B, C_mid, usable, compute_max, grid, *, extrapolate: bool = True, compute_min=None):
+def envelope(R0, A, B, C_mid, usable, compute_max, grid, *, extrapolate: bool = True, compute_min=None,
+             last: bool = False):
     """Index of the best curve and its reward at each grid point.
 
     Parameters are arrays (..., K) over K curves (a leading axis holds
     bootstrap replicates); returns (best (..., G) int, reward (..., G)), with
     best = -1 where no curve is defined. Ties go to the earlier curve. Without
     `extrapolate`, a curve is defined on [compute_min, compute_max] (no lower
-    end when `compute_min` is None).
+    end when `compute_min` is None). With `last`, (best, best_last, reward):
+    best_last the last curve tied at the maximum (curves with identical
+    values, e.g. one common curve for every n, are all optimal).
     """
     g = np.asarray(grid, dtype=float)
     expand = lambda x: np.asarray(x, dtype=float)[..., None]  # noqa: E731
@@ -51,6 +54,10 @@ def envelope(R0, A, B, C_mid, usable, compute_max, grid, *, extrapolate: bool = 
     best = np.argmax(values, axis=-2)
     reward = np.take_along_axis(values, best[..., None, :], axis=-2)[..., 0, :]
     none = ~np.isfinite(reward)
+    if last:
+        K = values.shape[-2]
+        best_last = K - 1 - np.argmax(values[..., ::-1, :], axis=-2)
+        return np.where(none, -1, best), np.where(none, -1, best_last), np.where(none, np.nan, reward)
     return np.where(none, -1, best), np.where(none, np.nan, reward)
 
 
@@ -86,10 +93,21 @@ def study_grid(fits: pd.DataFrame, points: int = 100, scale: float = 1.0) -> np.
     return np.geomspace(lo, hi, points)
 
 
+def comparable(fits: pd.DataFrame, grid, *, extrapolate: bool) -> np.ndarray:
+    """Where on `grid` every usable run of `fits` can enter the frontier: without
+    `extrapolate`, from the latest first evaluation on (below it the small-n runs
+    alone have data, and n* is the smallest n by default, not by evidence)."""
+    g = np.asarray(grid, dtype=float)
+    ok = _usable(fits)
+    if extrapolate or ok.empty:
+        return np.ones(g.shape, dtype=bool)
+    return g >= float(ok["compute_min"].max()) * (1 - 1e-12)
+
+
 def frontier_fixed_bp(fits: pd.DataFrame, *, grid_points: int = 100, min_runs: int = 1,
                       extrapolate: bool = True) -> pd.DataFrame:
     """Q1: for each B_p with >= `min_runs` runs, the frontier over n. Columns B_p,
-    compute, n_star, reward."""
+    compute, n_star, reward, comparable (`comparable`: the n* law is fitted there)."""
     parts = []
     for B_p, group in fits.groupby("B_p", sort=True):
         if group["n"].nunique() < min_runs:
@@ -99,8 +117,9 @@ def frontier_fixed_bp(fits: pd.DataFrame, *, grid_points: int = 100, min_runs: i
             continue
         f = frontier(group, grid, extrapolate=extrapolate)
         f.insert(0, "B_p", B_p)
+        f["comparable"] = comparable(group, grid, extrapolate=extrapolate)
         parts.append(f.drop(columns="B_p_star"))
-    return _concat(parts, ["B_p", "compute", "n_star", "reward"])
+    return _concat(parts, ["B_p", "compute", "n_star", "reward", "comparable"])
 
 
 def frontier_fixed_batch(fits: pd.DataFrame, *, grid_points: int = 100, batch_sizes=None,

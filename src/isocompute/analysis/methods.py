@@ -45,7 +45,7 @@ class Method:
     def default_grid(self) -> FitGrid:
         raise NotImplementedError
 
-    def fit_grid(self, pool: str, pool_degree: int, pool_alpha: float) -> FitGrid:
+    def fit_grid(self, pool: str, pool_degree: int, pool_alpha: float, n_effect_alpha: float) -> FitGrid:
         """The fit grid with the analysis section's pooling keys."""
         return self.default_grid()
 
@@ -105,8 +105,8 @@ class NoiseMethod(Method):
     def default_grid(self):
         return NOISE_FIT_GRID
 
-    def fit_grid(self, pool, pool_degree, pool_alpha):
-        return noise_fit_grid(pool, pool_degree, pool_alpha)
+    def fit_grid(self, pool, pool_degree, pool_alpha, n_effect_alpha):
+        return noise_fit_grid(pool, pool_degree, pool_alpha, n_effect_alpha)
 
     def fit_curves(self, evals, metric, *, bin_width=0.01, ema_alpha=None, min_compute=None, grid=None, R0=None):
         return fit_curves_noise(evals, metric, R0=R0, min_compute=min_compute,

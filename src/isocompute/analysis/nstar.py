@@ -221,8 +221,11 @@ def fit_n_star_law(x, y, *, grid: LawGrid = LawGrid(), min_points: int = 4, poli
 
 
 def law_points(frontier: pd.DataFrame, *, x: str = "compute", window: int = 5) -> pd.DataFrame:
-    """The points the law is fitted to: log10 x, log2 n*, and its running average."""
+    """The points the law is fitted to: log10 x, log2 n*, and its running average
+    (only over the rows marked `comparable`, where the table has that column)."""
     log2_n = np.log2(frontier["n_star"].to_numpy(dtype=float))
+    if "comparable" in frontier.columns:
+        log2_n = np.where(frontier["comparable"].to_numpy(dtype=bool), log2_n, np.nan)
     return pd.DataFrame({
         x: frontier[x].to_numpy(dtype=float),
         "log10_x": np.log10(frontier[x].to_numpy(dtype=float)),

@@ -11,7 +11,12 @@ bootstrap, the replicate fits and the law of every replicate):
   replicate is a draw of both frontiers). B_p's effect is small and noisy
   (paper Fig. 10), so the cheapest B_p inside the noise is the stable choice;
 - n*: that B_p's law at C, with the percentile interval of its replicates'
-  laws at C; n: n* snapped to the nearest n studied at that B_p (in log2);
+  laws at C, when the law's direction is established (`claims`); otherwise
+  the frontier's own n* at C with its bootstrap band (ties spanning every
+  tied n). A band wider than `claims.SPAN` doublings is "undetermined", and
+  the advice is then the smallest n in the band (the fewest rollouts per
+  step, so the most steps), not a point the data cannot single out;
+  n: n* snapped to the nearest n studied at that B_p (in log2);
 - M = C / (B_p n), rounded to whole steps;
 - reward: that B_p's frontier at C, with its bootstrap band.
 
@@ -28,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from isocompute.analysis.bootstrap import replicate_frontiers
+from isocompute.analysis.claims import law_established, n_star_claim, no_effect_groups
 from isocompute.analysis.fits import USABLE
 from isocompute.analysis.frontier import frontier
 from isocompute.analysis.nstar import n_star_sigmoid
@@ -39,8 +45,8 @@ B_P_RULE = ("smallest B_p whose frontier at C is within the noise of the best B_
 B_P_RULE_NO_BOOT = ("the B_p with the best frontier at C (no bootstrap replicates stored, so the noise between "
                     "B_p cannot be told; re-run the analysis with analysis.bootstrap > 0)")
 B_P_RULE_ONLY = "the only B_p with both a usable n* law and a frontier at C"
-TABLE_COLUMNS = ["budget", "extrapolation", "direction", "B_p", "n_star", "n_star_lo", "n_star_hi", "n", "M",
-                 "reward", "reward_lo", "reward_hi", "frontier_n_star"]
+TABLE_COLUMNS = ["budget", "extrapolation", "direction", "B_p", "n_star", "n_star_lo", "n_star_hi", "n_star_claim",
+                 "n", "M", "reward", "reward_lo", "reward_hi", "frontier_n_star"]
 
 
 @dataclass(frozen=True)
@@ -53,6 +59,8 @@ class Advice:
     n_star: float               # the law of B_p at the budget
     n_star_lo: float
     n_star_hi: float
+    n_star_claim: str           # `claims.n_star_claim`: "n* = 8 [4, 16]" or "undetermined: [2, 64]"
+    n_star_source: str          # 'law' (established direction) or 'frontier' (its n* and band at C)
     n: int                      # n_star snapped to the nearest n studied at B_p
     n_grid: tuple[int, ...]     # the n studied at B_p
     M: int                      # steps: budget / (B_p n), rounded
@@ -147,6 +155,20 @@ def law_interval(draws: pd.DataFrame | None, budget: float, ci: float) -> tuple[
             int(values.size))
 
 
+def frontier_n_band(boot: pd.DataFrame | None, B_p, budget: float, extrapolate: bool, ci: float):
+    """(lo, hi) of the frontier's n* at the budget over B_p's replicates (tied n spanning the band), as
+    frontier.csv's n_star_lo / n_star_hi; NaN without replicates."""
+    if boot is None or boot.empty or not (boot["B_p"] == B_p).any():
+        return np.nan, np.nan
+    n_star, n_max, _ = replicate_frontiers(boot[boot["B_p"] == B_p], np.array([budget]), extrapolate=extrapolate,
+                                           ties=True)
+    lo, hi = n_star[:, 0][np.isfinite(n_star[:, 0])], n_max[:, 0][np.isfinite(n_max[:, 0])]
+    if not lo.size:
+        return np.nan, np.nan
+    return (float(np.percentile(lo, 50 * (1 - ci), method="lower")),
+            float(np.percentile(hi, 50 * (1 + ci), method="higher")))
+
+
 def snap_n(n_star: float, studied) -> int:
     """The studied n nearest to n_star in log2 (a tie goes to the smaller n: more steps)."""
     ns = np.sort(np.asarray(list(studied), dtype=float))
@@ -234,16 +256,32 @@ def recommend(tables: dict, budget, *, extrapolate: bool, ci: float, max_extrapo
 
     laws = tables["n_star_fit"]
     law = laws[laws["B_p"] == B_p].iloc[0]
-    n_star = float(law_n_star(law, budget))
-    draws = tables.get("n_star_fit_draws")
-    draws = None if draws is None or draws.empty else draws[draws["B_p"] == B_p]
-    n_lo, n_hi, used = law_interval(draws, budget, ci)
-    if not used:
-        notes.append("no replicate laws stored (analysis.bootstrap = 0, or an analysis from before "
-                     "n_star_fit_draws.csv): n* has no interval")
     fits = usable_fits(tables["fits"])
     n_grid = tuple(int(v) for v in sorted(fits.loc[fits["B_p"] == B_p, "n"].unique()))
+    no_effect = B_p in no_effect_groups(tables["fits"])
+    if law_established(law) and not no_effect:
+        source, n_star = "law", float(law_n_star(law, budget))
+        draws = tables.get("n_star_fit_draws")
+        draws = None if draws is None or draws.empty else draws[draws["B_p"] == B_p]
+        n_lo, n_hi, used = law_interval(draws, budget, ci)
+        if not used:
+            notes.append("no replicate laws stored (analysis.bootstrap = 0, or an analysis from before "
+                         "n_star_fit_draws.csv): n* has no interval")
+    else:
+        source, n_star = "frontier", float(pick["frontier_n_star"])
+        n_lo, n_hi = frontier_n_band(tables.get("bootstrap_fits"), B_p, budget, curves_extrapolate, ci)
+        if not np.isfinite(n_lo):
+            notes.append("no bootstrap replicates stored (analysis.bootstrap = 0): n* has no interval, and no "
+                         "direction of the n* law can be established")
+        notes.append(f"the n* law's direction is {law.get('claim', 'not established')}: n* is the frontier's at C, "
+                     f"with its bootstrap band, not the law's")
+    determined, claim = n_star_claim(n_star, n_lo, n_hi, no_effect=no_effect)
     n = snap_n(n_star, n_grid)
+    if not determined and np.isfinite(n_lo):
+        inside = [v for v in n_grid if n_lo <= v <= n_hi]
+        n = inside[0] if inside else n
+        notes.append(f"n* is {claim}: n = {n} is the smallest studied n in the band (the fewest rollouts per "
+                     f"step, so the most steps at C); the data do not single out one n")
     if not n_grid[0] / 2 ** 0.5 <= n_star <= n_grid[-1] * 2 ** 0.5:
         notes.append(f"the law's n* = {n_star:.3g} lies beyond the n studied at B_p = {B_p} "
                      f"({n_grid[0]}..{n_grid[-1]}): n = {n} is the nearest studied, not the law's value")
@@ -253,7 +291,7 @@ def recommend(tables: dict, budget, *, extrapolate: bool, ci: float, max_extrapo
     cell = fits[(fits["B_p"] == B_p) & (fits["n"] == n)]
     cell_reward = float(frontier(cell, [budget], extrapolate=curves_extrapolate)["reward"].iloc[0])
     return Advice(budget=budget, B_p=B_p, B_p_rule=rule, n_star=n_star, n_star_lo=n_lo, n_star_hi=n_hi,
-                  n=n, n_grid=n_grid, M=M, compute_used=float(B_p * n * M), reward=float(pick["reward"]),
+                  n_star_claim=claim, n_star_source=source, n=n, n_grid=n_grid, M=M, compute_used=float(B_p * n * M), reward=float(pick["reward"]),
                   reward_lo=float(pick["reward_lo"]), reward_hi=float(pick["reward_hi"]),
                   frontier_n_star=float(pick["frontier_n_star"]), cell_reward=cell_reward, compute_lo=lo, compute_hi=hi,
                   extrapolation=factor, direction=direction, ci=ci,

@@ -50,6 +50,7 @@ class AnalysisSettings:
     pool: str = _D["pool"]
     pool_degree: int = _D["pool_degree"]
     pool_alpha: float = _D["pool_alpha"]
+    n_effect_alpha: float = _D["n_effect_alpha"]
     max_extrapolation: float = _D["max_extrapolation"]
     seed: int = 0
     # not in the config
@@ -97,7 +98,7 @@ class AnalysisSettings:
         """The fit grid in force: `fit_grid`, else the method's with the pool keys."""
         if self.fit_grid is not None:
             return self.fit_grid
-        return self.strategy.fit_grid(self.pool, self.pool_degree, self.pool_alpha)
+        return self.strategy.fit_grid(self.pool, self.pool_degree, self.pool_alpha, self.n_effect_alpha)
 
     def fit_kw(self) -> dict:
         """The keywords of a sigmoid fit by this method (`methods.Method.fit_curves`)."""

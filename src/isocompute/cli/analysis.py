@@ -63,7 +63,8 @@ SETTING_OPTIONS = {"method": ("--method",), "metric": ("--metric",), "bin_width"
                    "seed": ("--seed",), "ci": ("--ci",), "extrapolate_fraction": ("--extrapolate-fraction",),
                    "observed_range": ("--observed-range",), "record_z": ("--record-z",),
                    "se_window": ("--se-window",), "pool": ("--pool",), "pool_degree": ("--pool-degree",),
-                   "pool_alpha": ("--pool-alpha",), "max_extrapolation": ("--max-extrapolation",)}
+                   "pool_alpha": ("--pool-alpha",), "n_effect_alpha": ("--n-effect-alpha",),
+                   "max_extrapolation": ("--max-extrapolation",)}
 
 
 def _positive_int(text: str) -> int:
@@ -156,6 +157,9 @@ def register_analyze(subparsers) -> argparse.ArgumentParser:
         help=f"noise method, pool trend: degree of the trend in log2 n (default: {d['pool_degree']})")
     opt("pool_alpha", type=float, metavar="P",
         help=f"noise method, pool trend: F-test level that rejects the trend (default: {d['pool_alpha']})")
+    opt("n_effect_alpha", type=float, metavar="P",
+        help=f"noise method, pool trend: F-test level at which the runs of a B_p stop sharing one curve "
+             f"(n matters); below it n* is undetermined (default: {d['n_effect_alpha']})")
     opt("max_extrapolation", type=float, metavar="F",
         help=f"recommendations.csv: its last budget this many times above the studied range "
              f"(default: {d['max_extrapolation']:g})")

@@ -184,10 +184,14 @@ def advice_text(a, context: dict) -> str:
     cell = ("" if a.cell_reward != a.cell_reward else
             f"; the fitted curve of (B_p {a.B_p}, n {a.n}) at C: {a.cell_reward:.3f}")
     lines += [
-        f"  n*(C) = {_band(a.n_star, a.n_star_lo, a.n_star_hi, '{:.3g}')}  the fitted n* law of B_p = {a.B_p} at C"
-        + ("" if a.n_star_lo != a.n_star_lo else " (interval: its bootstrap replicates' laws at C)"),
-        f"  n = {a.n:<11}  n* snapped to the nearest n studied at B_p = {a.B_p} "
-        f"({', '.join(map(str, a.n_grid))}), in log2",
+        f"  n*(C){a.n_star_claim[2:] if a.n_star_claim.startswith('n* =') else ' ' + a.n_star_claim}  "
+        + (f"the fitted n* law of B_p = {a.B_p} at C"
+           + ("" if a.n_star_lo != a.n_star_lo else " (interval: its bootstrap replicates' laws at C)")
+           if a.n_star_source == "law" else f"the B_p = {a.B_p} frontier's n* at C (interval: its bootstrap band)"),
+        f"  n = {a.n:<11}  "
+        + (f"n* snapped to the nearest n studied at B_p = {a.B_p} ({', '.join(map(str, a.n_grid))}), in log2"
+           if a.n_star_claim.startswith("n* =") else
+           f"the smallest n studied at B_p = {a.B_p} ({', '.join(map(str, a.n_grid))}) inside the band"),
         f"  M = {r(a.M):<11}  C / (B_p n) = {r(a.budget)} / {r(a.B_p * a.n)}, rounded to whole steps "
         f"(uses {r(a.compute_used)} rollouts)",
         f"  reward {_band(a.reward, a.reward_lo, a.reward_hi)}  predicted {context['metric']} at C: the "

@@ -42,9 +42,15 @@ def _draw_frontier(ax, evals, fits, front, metric, palette, x="compute", legend=
     ax.add_collection(LineCollection(lines, colors=colors, linewidths=1.0))
     banded = _band(ax, front, x, "reward")
     good = np.isfinite(front["n_star"].to_numpy(dtype=float))
-    ax.scatter(front.loc[good, x], front.loc[good, "reward"], s=14, marker="o", zorder=3,
-               c=[palette.get(int(n), "black") for n in front.loc[good, "n_star"]],
+    # Where the band cannot tell n* (`claims`), the frontier is drawn hollow: no colour claims an n.
+    vague = good & ~front["determined"].to_numpy(dtype=bool) if "determined" in front.columns else np.zeros_like(good)
+    told = good & ~vague
+    ax.scatter(front.loc[told, x], front.loc[told, "reward"], s=14, marker="o", zorder=3,
+               c=[palette.get(int(n), "black") for n in front.loc[told, "n_star"]],
                edgecolors="black", linewidths=0.3)
+    if vague.any():
+        ax.scatter(front.loc[vague, x], front.loc[vague, "reward"], s=14, marker="o", zorder=3, facecolors="white",
+                   edgecolors="0.3", linewidths=0.5)
     _log2_x(ax, x)
     ax.autoscale_view()
     ax.set_ylabel(f"Validation reward ({metric})")
@@ -53,6 +59,9 @@ def _draw_frontier(ax, evals, fits, front, metric, palette, x="compute", legend=
                    for n in fits["n"].to_numpy()[ok]]
         handles.append(Line2D([], [], color="white", marker="o", markeredgecolor="black", markersize=4,
                               label="frontier (colour: n*)"))
+        if vague.any():
+            handles.append(Line2D([], [], color="white", marker="o", markerfacecolor="white", markeredgecolor="0.3",
+                                  markersize=4, label="frontier, n* undetermined"))
         if banded:
             handles.append(Line2D([], [], color="0.5", alpha=0.4, lw=5, label="frontier 95% band"))
         ax.legend(handles=handles, fontsize=6, ncols=2, loc="lower right")

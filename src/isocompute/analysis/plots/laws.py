@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
+from isocompute.analysis.claims import law_established
 from isocompute.analysis.nstar import law_points, n_star_sigmoid
 from isocompute.analysis.plots.style import (BP, FORMATS, PAPER_BATCH_SIZES, _band, _log2_x, _n_palette, _pow2_y,
                                              _save, _styled, _subplots)
@@ -26,7 +27,10 @@ def _draw_law(ax, frontier, law, x_name):
     _band(ax, pts, x_name, "log2_n_star_avg", color="tab:red")
     sc = ax.scatter(pts[x_name], pts["log2_n_star_avg"], c=pts["reward"], cmap="viridis", s=10,
                     linewidths=0, zorder=2)
-    if law is not None and law.get("status") in ("ok", "constant"):
+    if law is not None and law.get("status") in ("ok", "constant") and not law_established(law):
+        # The bands cannot tell the direction (`claims`): no law is drawn, and the figure says so.
+        ax.text(0.03, 0.95, f"n*(C) {law['claim']}: no law drawn", transform=ax.transAxes, va="top", fontsize=7)
+    elif law is not None and law.get("status") in ("ok", "constant"):
         xs = pts["log10_x"].to_numpy(dtype=float)
         ax.plot(10 ** xs, n_star_sigmoid(xs, law["L"], law["U"], law["k"], law["c0"]), color="red", lw=1.5,
                 label="sigmoid fit")
@@ -86,7 +90,7 @@ def plot_n_star_laws(frontier: pd.DataFrame, laws: pd.DataFrame, path_stem, *, b
     for key in keys:
         f, law = frontier[frontier[by] == key], laws[laws[by] == key]
         xs = np.log10(f[x].to_numpy(dtype=float))
-        if len(law) and law.iloc[0]["status"] in ("ok", "constant"):
+        if len(law) and law.iloc[0]["status"] in ("ok", "constant") and law_established(law.iloc[0]):
             p = law.iloc[0]
             ax.plot(10 ** xs, n_star_sigmoid(xs, p["L"], p["U"], p["k"], p["c0"]), color=colors[key], lw=1.4,
                     label=f"{BP if by == 'B_p' else by} = {key}: 2^U = {2 ** p['U']:.0f}")

@@ -1,0 +1,328 @@
+"""Benchmark: do the analysis's intervals hold their coverage, and does it say
+"undetermined" when nothing can be told?
+
+Known sigmoid curves at the paper's scale (B_p = 32, n = 8..512, every run
+trained to C_max = 2^22 rollouts unless the truth says otherwise), with
+evaluation noise, analysed by the tool's own default chain (`fit_study`, the
+bootstrap of `frontier_tables`, `recommendation_table`, the claims of
+`claims`), under two schedules: every K = 10 steps (the paper's) and
+compute-matched (`--matched-points` log-spaced points from C_max / 2^10).
+
+The truths, and the pass criteria, were fixed before any was run:
+
+  tuned on (the fixes were developed against these)
+    null           every n the same curve: n* is undefined, nothing can rise
+    null_unequal   n = 8, 32, 128, 512, the same curve, runs of unequal length
+                   (C_max x 1, 1/4, 1/2, 1)
+    null_3         n = 8, 64, 512 only (below the pooling minimum), the same curve
+    small_wins     a larger n is slower and lower: n* = 8 at every C
+    middle_best    n = 64 has the highest asymptote, all midpoints equal (a tent)
+    falling        a larger n starts faster but plateaus lower: n* falls with C
+    step           n <= 32 one curve, n >= 64 another (later, higher): n* jumps
+    edges          a crossover from R0 0.03 to 0.97, binomial noise (heteroscedastic)
+  held out (not looked at until the fixes were done)
+    crossover      `synthetic.crossover_params`, the calibrated truth of bench_frontier_bias
+    saturating     A saturating in log2 n, C_mid not polynomial in log2 n
+    peaked         `synthetic.synthetic_params` (A peaks at n = 64 and declines)
+    null_binomial  every n the same curve, binomial noise
+
+  criteria, on every truth and both schedules
+    coverage of each nominal 95% interval the tool prints in [0.90, 0.98]:
+      the frontier reward band at C_max, the n* band at C_max (it covers when it
+      holds an n the truth makes optimal), recommend's n* and reward intervals at
+      C_max; the law's L and U intervals where the truth has a law (not on nulls)
+    the rate at which the tool claims a rise (or a fall) it should not: <= 5%
+    |bias| of the frontier reward at C_max <= 0.005
+
+With `--seeds` replications the coverage of a 95% interval is estimated within
+about +-1.96 sqrt(0.05 * 0.95 / seeds) (20 seeds: +-0.10), so the table prints
+the count and the binomial 95% interval of every rate; a criterion fails only
+when that interval lies outside the target.
+
+    PYTHONPATH=src .venv/bin/python benchmarks/bench_coverage.py [--seeds 20] [--truths null step] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import warnings
+
+import numpy as np
+import pandas as pd
+from scipy.stats import beta
+
+from isocompute.analysis.claims import RISES, FALLS
+from isocompute.analysis.fits import sigmoid_reward
+from isocompute.analysis.methods import fit_study
+from isocompute.analysis.nstar import fit_n_star_law, law_points
+from isocompute.analysis.pipeline import _Clock, frontier_tables
+from isocompute.analysis.recommend import recommendation_table
+from isocompute.analysis.settings import AnalysisSettings
+from isocompute.analysis.synthetic import crossover_params, synthetic_params, synthetic_study
+from isocompute.analysis.tables import check_evals
+from isocompute.schedule import compute_schedule_steps
+from isocompute.train.recipe import evaluation_steps
+
+B_P = 32
+NS = (8, 16, 32, 64, 128, 256, 512)
+C_MAX = 2.0 ** 22
+SPAN_DOUBLINGS = 10
+EVAL_SAMPLES = 4
+TARGET = {"coverage": (0.90, 0.98), "false_claim": 0.05, "bias": 0.005}
+BASE = crossover_params(B_P, 64)          # the curve every n shares in the null truths
+
+
+def _same(B_p, n):
+    return dict(BASE)
+
+
+def _small_wins(B_p, n):
+    d = np.log2(n / 8)
+    return {"R0": 0.45, "A": 0.66 - 0.01 * d, "B": 1.5, "C_mid": 3e4 * (n / 8) ** 0.75}
+
+
+def _middle_best(B_p, n):
+    return {"R0": 0.45, "A": 0.70 - 0.012 * np.log2(n / 64) ** 2, "B": 1.5, "C_mid": 1.4e5}
+
+
+def _falling(B_p, n):
+    d = np.log2(n / 8)
+    return {"R0": 0.45, "A": 0.72 - 0.015 * d, "B": 1.5, "C_mid": 3e5 * (n / 8) ** -0.5}
+
+
+def _step(B_p, n):
+    return ({"R0": 0.45, "A": 0.62, "B": 1.5, "C_mid": 5e4} if n <= 32
+            else {"R0": 0.45, "A": 0.68, "B": 1.5, "C_mid": 2e5})
+
+
+def _edges(B_p, n):
+    return crossover_params(B_p, n, R0=0.03, A_ref=0.82, A_per_doubling=0.025)
+
+
+def _saturating(B_p, n):
+    d = np.log2(n / 8)
+    return {"R0": 0.45, "A": 0.60 + 0.13 * (1 - np.exp(-d / 3)), "B": 1.5,
+            "C_mid": 3e4 * (n / 8) ** 0.55 * (1 + n / 128)}
+
+
+def _peaked(B_p, n):
+    return synthetic_params(B_p, n, R0=0.45, decline=0.02)
+
+
+# name -> (params, n studied, run length as a fraction of C_max per n, noise, null?, held out?)
+TRUTHS = {
+    "null": (_same, NS, None, "gaussian", True, False),
+    "null_unequal": (_same, (8, 32, 128, 512), {8: 1, 32: 1 / 4, 128: 1 / 2, 512: 1}, "gaussian", True, False),
+    "null_3": (_same, (8, 64, 512), None, "gaussian", True, False),
+    "small_wins": (_small_wins, NS, None, "gaussian", False, False),
+    "middle_best": (_middle_best, NS, None, "gaussian", False, False),
+    "falling": (_falling, NS, None, "gaussian", False, False),
+    "step": (_step, NS, None, "gaussian", False, False),
+    "edges": (_edges, NS, None, "binomial", False, False),
+    "crossover": (crossover_params, NS, None, "gaussian", False, True),
+    "saturating": (_saturating, NS, None, "gaussian", False, True),
+    "peaked": (_peaked, NS, None, "gaussian", False, True),
+    "null_binomial": (_same, NS, None, "binomial", True, True),
+}
+
+
+def schedules(K: int, matched_points: int) -> dict:
+    lo = C_MAX / 2 ** SPAN_DOUBLINGS
+    return {
+        f"every {K}": lambda B, M_max: evaluation_steps(M_max, K),
+        f"matched {matched_points}": lambda B, M_max: compute_schedule_steps(
+            B, M_max, matched_points, min_compute=lo, c_max=C_MAX),
+    }
+
+
+def _truncated(steps_of, lengths):
+    """A schedule whose run of batch B stops at lengths[n] x C_max (n = B / B_p)."""
+    if lengths is None:
+        return steps_of
+
+    def steps(B, M_max):
+        keep = int(M_max * lengths[B // B_P])
+        return [s for s in steps_of(B, M_max) if s <= keep]
+    return steps
+
+
+def true_frontier(params, ns, lengths, grid):
+    """True reward of every run (NaN beyond its end) on `grid`, the frontier, and the set of optimal n."""
+    rewards = np.array([sigmoid_reward(grid, **params(B_P, n)) for n in ns], dtype=float)
+    if lengths is not None:
+        rewards[np.array([grid > C_MAX * lengths[n] * (1 + 1e-9) for n in ns])] = np.nan
+    best = np.nanmax(rewards, axis=0)
+    optimal = np.abs(rewards - best) <= 1e-9 * np.maximum(best, 1)
+    return rewards, best, optimal
+
+
+def true_law(params, ns, lengths, compute_lo):
+    """The n* law fitted to the true n*(C) (the smallest optimal n) over [compute_lo, C_MAX]."""
+    grid = np.geomspace(compute_lo, C_MAX, 100)
+    _, best, optimal = true_frontier(params, ns, lengths, grid)
+    n_star = np.asarray(ns, dtype=float)[optimal.argmax(0)]
+    pts = law_points(pd.DataFrame({"compute": grid, "n_star": n_star, "reward": best}))
+    return fit_n_star_law(pts["log10_x"], pts["log2_n_star_avg"])
+
+
+def analyse(evals: pd.DataFrame, settings: AnalysisSettings) -> dict:
+    """The tool's tables: fits, frontier (with bands), n_star_fit (with intervals and claims), recommendations."""
+    evals = check_evals(evals, settings.metric)
+    out = {"settings": settings}
+    out["evals"], out["fits"], base = fit_study(evals, settings)
+    R0 = None if base is None else float(base["R0"].iloc[0])
+    out.update(frontier_tables(out["evals"], out["fits"], R0, settings, _Clock()))
+    out["recommendations"] = recommendation_table(out, [C_MAX], extrapolate=not settings.observed_range,
+                                                  ci=settings.ci, max_extrapolation=settings.max_extrapolation)
+    return out
+
+
+def _inside(lo, value, hi) -> float:
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        return np.nan
+    return float(lo - 1e-12 <= value <= hi + 1e-12)
+
+
+def one_replication(name, steps_of, seed, settings, problems) -> dict:
+    params, ns, lengths, noise, null, _ = TRUTHS[name]
+    kw = ({"problems": problems, "samples": EVAL_SAMPLES} if noise == "binomial" else {"noise": 0.03})
+    evals = synthetic_study((B_P,), ns, c_max=C_MAX, eval_steps=_truncated(steps_of, lengths), seed=seed,
+                            params=params, **kw)
+    out = analyse(evals, settings)
+    front, law = out["frontier"], out["n_star_fit"].iloc[0]
+    last = front.iloc[-1]
+    c_end = float(last["compute"])
+    _, best, optimal = true_frontier(params, ns, lengths, np.array([c_end]))
+    optimal_n = np.asarray(ns, dtype=float)[optimal[:, 0]]
+    row = {"bias": float(last["reward"]) - best[0],
+           "reward_cover": _inside(last["reward_lo"], best[0], last["reward_hi"]),
+           "n_star_cover": (float(np.any((optimal_n >= last["n_star_lo"]) & (optimal_n <= last["n_star_hi"])))
+                            if np.isfinite(last["n_star_lo"]) else np.nan),
+           "n_star_right": float(last["n_star"] in optimal_n),
+           "claim": str(law.get("claim", "")),
+           "point_rise": float(law["status"] == "ok" and abs(law["U"] - law["L"]) >= 2),
+           "interval_rise": float(np.isfinite(law.get("U_lo", np.nan))
+                                  and (law["U_lo"] >= law["L_hi"] + 2 or law["L_lo"] >= law["U_hi"] + 2))}
+    rec = out["recommendations"]
+    if len(rec):
+        r = rec.iloc[0]
+        _, best_b, opt_b = true_frontier(params, ns, lengths, np.array([float(r["budget"])]))
+        opt_n = np.asarray(ns, dtype=float)[opt_b[:, 0]]
+        row["rec_n_cover"] = (float(np.any((opt_n >= r["n_star_lo"] / 2 ** 0.5) & (opt_n <= r["n_star_hi"] * 2 ** 0.5)))
+                              if np.isfinite(r["n_star_lo"]) else np.nan)
+        row["rec_reward_cover"] = _inside(r["reward_lo"], best_b[0], r["reward_hi"])
+    if not null:
+        fits = out["fits"]
+        compute_lo = float(fits.loc[fits["status"].isin(("ok", "flat")), "compute_min"].max())
+        t = true_law(params, ns, lengths, compute_lo)
+        if t.status == "ok":
+            for p in ("L", "U"):
+                row[f"{p}_cover"] = _inside(law.get(f"{p}_lo", np.nan), getattr(t, p), law.get(f"{p}_hi", np.nan))
+    return row
+
+
+def rate(values) -> tuple[float, int, float, float]:
+    """Mean of 0/1 values (NaN left out), their count, and the Clopper-Pearson 95% interval."""
+    v = np.asarray([x for x in values if np.isfinite(x)], dtype=float)
+    if v.size == 0:
+        return np.nan, 0, np.nan, np.nan
+    k, n = int(v.sum()), v.size
+    lo = beta.ppf(0.025, k, n - k + 1) if k > 0 else 0.0
+    hi = beta.ppf(0.975, k + 1, n - k) if k < n else 1.0
+    return k / n, n, float(lo), float(hi)
+
+
+COVERAGES = ("reward_cover", "n_star_cover", "rec_n_cover", "rec_reward_cover", "L_cover", "U_cover")
+
+
+def summarise(name, schedule, rows) -> dict:
+    null = TRUTHS[name][4]
+    out = {"truth": name, "schedule": schedule, "seeds": len(rows), "held_out": TRUTHS[name][5], "null": null}
+    bias = np.array([r["bias"] for r in rows])
+    half = 1.96 * bias.std(ddof=1) / np.sqrt(bias.size) if bias.size > 1 else np.nan
+    out.update(bias=bias.mean(), bias_lo=bias.mean() - half, bias_hi=bias.mean() + half)
+    for key in COVERAGES + ("n_star_right", "point_rise", "interval_rise"):
+        out[key], out[f"{key}_n"], out[f"{key}_lo"], out[f"{key}_hi"] = rate([r.get(key, np.nan) for r in rows])
+    wrong = {"rises": RISES, "falls": FALLS}
+    claims = [r["claim"] for r in rows]
+    out["claims"] = ", ".join(f"{c or 'none'}: {claims.count(c)}" for c in sorted(set(claims)))
+    out["false_claim"] = np.nan
+    if null:
+        out["false_claim"], _, out["false_claim_lo"], out["false_claim_hi"] = rate(
+            [float(c in wrong.values()) for c in claims])
+    return out
+
+
+def verdicts(row) -> list[str]:
+    """The criteria a row fails: only when the rate's 95% interval lies wholly outside the target."""
+    fails = []
+    lo_t, hi_t = TARGET["coverage"]
+    for key in COVERAGES:
+        if row[f"{key}_n"] and (row[f"{key}_hi"] < lo_t or row[f"{key}_lo"] > hi_t):
+            fails.append(f"{key} {row[key]:.2f}")
+    if row["null"] and np.isfinite(row["false_claim"]) and row["false_claim_lo"] > TARGET["false_claim"]:
+        fails.append(f"false claim {row['false_claim']:.2f}")
+    if np.isfinite(row["bias_lo"]) and (row["bias_lo"] > TARGET["bias"] or row["bias_hi"] < -TARGET["bias"]):
+        fails.append(f"bias {row['bias']:+.4f}")
+    return fails
+
+
+def print_table(table: pd.DataFrame) -> None:
+    cols = [("reward_cover", "F band"), ("n_star_cover", "n* band"), ("rec_n_cover", "rec n*"),
+            ("rec_reward_cover", "rec F"), ("L_cover", "law L"), ("U_cover", "law U"),
+            ("n_star_right", "n* right"), ("point_rise", "pt rise"), ("interval_rise", "U>L int")]
+    head = f"{'truth':<15}{'schedule':<12}{'bias':>8} " + "".join(f"{h:>9}" for _, h in cols) + "  claims / fails"
+    print(head)
+    print("-" * len(head))
+    for _, r in table.iterrows():
+        cells = "".join(f"{r[k]:>9.2f}" if r[f'{k}_n'] else f"{'-':>9}" for k, _ in cols)
+        tag = "*" if r["held_out"] else " "
+        fails = verdicts(r)
+        print(f"{r['truth'] + tag:<15}{r['schedule']:<12}{r['bias']:>+8.4f} {cells}  {r['claims']}"
+              + (f"  FAIL: {'; '.join(fails)}" if fails else ""))
+    print("(* held out; coverage columns: share of replications whose 95% interval holds the truth)")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seeds", type=int, default=20)
+    parser.add_argument("--truths", nargs="+", choices=sorted(TRUTHS), default=list(TRUTHS))
+    parser.add_argument("--eval-every", type=int, default=10, metavar="K")
+    parser.add_argument("--matched-points", type=int, default=41,
+                        help="compute points of the matched schedule (default: 41, 4 per doubling, the paper "
+                             "configs' density)")
+    parser.add_argument("--bootstrap", type=int, default=200, help="bootstrap replicates (default: 200, the tool's)")
+    parser.add_argument("--schedules", nargs="+", choices=("every", "matched"), default=["every", "matched"])
+    parser.add_argument("--pool", choices=("trend", "none"), default="trend")
+    parser.add_argument("--quick", action="store_true", help="4 seeds, 50 bootstrap replicates (a smoke run)")
+    parser.add_argument("--out", default=None, help="write the table as CSV")
+    args = parser.parse_args(argv)
+    seeds, n_boot = (4, 50) if args.quick else (args.seeds, args.bootstrap)
+    settings = AnalysisSettings(bootstrap=n_boot, pool=args.pool)
+    problems = int(round(0.6 * 0.4 / (EVAL_SAMPLES * 0.03 ** 2)))    # binomial sd 0.03 at 0.6
+    start = time.perf_counter()
+    rows = []
+    for sched, steps_of in schedules(args.eval_every, args.matched_points).items():
+        if sched.split()[0] not in args.schedules:
+            continue
+        for name in args.truths:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                reps = [one_replication(name, steps_of, s, settings, problems) for s in range(seeds)]
+            rows.append(summarise(name, sched, reps))
+            print(f"  {name} / {sched}: {time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)
+    table = pd.DataFrame(rows)
+    print(f"B_p {B_P}, n {NS[0]}..{NS[-1]}, C_max 2^22, sigma 0.03 (binomial: {problems} problems x 4), "
+          f"{seeds} seeds, {n_boot} bootstrap replicates, pool {args.pool}")
+    print_table(table)
+    failed = sum(bool(verdicts(r)) for _, r in table.iterrows())
+    print(f"{failed} of {len(table)} rows fail a criterion; {time.perf_counter() - start:.0f} s")
+    if args.out:
+        table.to_csv(args.out, index=False)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
