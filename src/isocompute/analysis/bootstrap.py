@@ -15,7 +15,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from isocompute.analysis.fits import USABLE, FitGrid
+from isocompute.analysis.fits import USABLE, FitGrid, predict
 from isocompute.analysis.frontier import comparable, envelope, study_grid
 from isocompute.analysis.methods import get_method
 from isocompute.analysis.nstar import LAW_PARAMS, LawGrid, fit_n_star_laws, running_average
@@ -109,6 +109,56 @@ def replicate_frontiers(boot: pd.DataFrame, grid, *, extrapolate: bool = True, t
     return pick(best), reward
 
 
+def _run_curves(table: pd.DataFrame, grid, extrapolate: bool) -> np.ndarray:
+    """(..., K, G) each run's fitted reward on `grid`, NaN where unusable or (without
+    `extrapolate`) outside its run's data; `table` sorted by run, one block per replicate."""
+    g = np.asarray(grid, dtype=float)
+    values = predict(table, g)
+    if not extrapolate:
+        lo, hi = (table[c].to_numpy(dtype=float)[:, None] for c in ("compute_min", "compute_max"))
+        values = np.where((g >= lo * (1 - 1e-12)) & (g <= hi * (1 + 1e-12)), values, np.nan)
+    return values
+
+
+def frontier_reward_band(boot: pd.DataFrame, fits: pd.DataFrame, grid, *, extrapolate: bool = True,
+                         ci: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+    """(lo, hi) of the frontier reward max_n R_n(C) on `grid`, aware of the selection of n.
+
+    The maximum of noisy curves is biased upward, and so are the percentiles of
+    its replicates (on n that tie, every replicate takes the luckiest). Here
+    each run gets its own bounds instead: lower bounds that hold for all runs
+    at once (the replicates' maximum over runs of the studentised deviation
+    from the point fit, a max-t band), and upper bounds that hold for each
+    (basic bootstrap); the frontier's band runs from the largest lower bound to
+    the largest upper bound. It holds the true maximum whenever every run's
+    lower bound and the best run's upper bound hold. `boot`, `fits`: one group
+    (B_p) of replicate fits and of point fits.
+    """
+    g = np.asarray(grid, dtype=float)
+    nan = np.full(g.shape, np.nan)
+    usable = fits[fits["status"].isin(USABLE)]
+    ns = np.sort(boot["n"].unique()) if len(boot) else np.array([])
+    ns = ns[np.isin(ns, usable["n"].to_numpy())]
+    if boot.empty or ns.size == 0:
+        return nan, nan
+    point = _run_curves(usable.set_index("n").loc[ns].reset_index(), g, extrapolate)          # (K, G)
+    boot = boot[boot["n"].isin(ns)].sort_values(["replicate", "n"], kind="stable")
+    R = boot["replicate"].nunique()
+    if len(boot) != R * ns.size:
+        return nan, nan
+    reps = _run_curves(boot, g, extrapolate).reshape(R, ns.size, g.size)                  # (R, K, G)
+    dev = reps - point[None]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)        # a run with no replicate at a grid point
+        sd = np.nanstd(dev, axis=0)
+        sd = np.where(sd > 1e-12, sd, 1e-12)
+        worst = np.nanmax(dev / sd[None], axis=1)                                            # (R, G)
+        q = np.nanpercentile(worst, 50 * (1 + ci), axis=0)
+        lo = np.nanmax(point - q[None] * sd, axis=0)
+        hi = np.nanmax(point - np.nanpercentile(dev, 50 * (1 - ci), axis=0), axis=0)
+    return lo, hi
+
+
 # The batch B = B_p * n is kept apart from the sigmoid exponent (column B).
 _GROUP_OF = {"B_p": lambda t: t["B_p"], "B": lambda t: t["B_p"] * t["n"]}
 
@@ -182,6 +232,9 @@ def bootstrap_laws(boot: pd.DataFrame, fits: pd.DataFrame, laws: pd.DataFrame,
             in_group = np.ones(len(bands), dtype=bool) if by is None else (bands[by] == key).to_numpy()
             if in_group.sum() == grid.size:
                 _fill_bands(bands, in_group, reward, (n_star, n_star_max), log2_avg, lo_q, hi_q)
+                if by == "B_p":     # Q1's reward band: selection-aware (`frontier_reward_band`)
+                    lo, hi = frontier_reward_band(g_boot, g_fits, grid, extrapolate=extrapolate, ci=ci)
+                    bands.loc[in_group, "reward_lo"], bands.loc[in_group, "reward_hi"] = lo, hi
         if not good.any():
             continue
         i = np.flatnonzero(rows)[0]

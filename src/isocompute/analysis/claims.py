@@ -114,3 +114,31 @@ def law_established(law) -> bool:
     if claim is None or (isinstance(claim, float) and np.isnan(claim)):
         return True
     return claim in ESTABLISHED
+
+
+def summary_table(frontier: pd.DataFrame, laws: pd.DataFrame, fits: pd.DataFrame, by: str = "B_p") -> pd.DataFrame:
+    """One row per group: what the analysis may say, at the top of its compute range
+    (summary.csv; the report and the README quote it). Columns: by, model (the
+    pooling's: common / trend / runs), n_effect_p, compute (the frontier's last
+    point), n_star, n_star_lo, n_star_hi, n_star_claim, reward, reward_lo,
+    reward_hi, law_claim, L, U, U_lo, U_hi (the law's, quoted only when established)."""
+    rows = []
+    for key, f in frontier.groupby(by, sort=True):
+        f = f[np.isfinite(f["reward"].to_numpy(dtype=float))]
+        if f.empty:
+            continue
+        end = f.iloc[-1]
+        g = fits[fits[by] == key]
+        law = laws[laws[by] == key]
+        law = law.iloc[0] if len(law) else pd.Series(dtype=object)
+        row = {by: key, "model": ",".join(sorted(set(g["model"]))) if "model" in g.columns else "",
+               "n_effect_p": float(g["n_effect_p"].iloc[0]) if "n_effect_p" in g.columns and len(g) else np.nan,
+               "compute": float(end["compute"]), "n_star": float(end["n_star"])}
+        for col in ("n_star_lo", "n_star_hi", "reward", "reward_lo", "reward_hi"):
+            row[col] = float(end[col]) if col in end.index else np.nan
+        row["n_star_claim"] = end.get("claim", "")
+        row["law_claim"] = law.get("claim", "")
+        for col in ("L", "U", "U_lo", "U_hi"):
+            row[col] = float(law[col]) if col in law.index else np.nan
+        rows.append(row)
+    return pd.DataFrame(rows)

@@ -18,7 +18,8 @@ bootstrap, the replicate fits and the law of every replicate):
   step, so the most steps), not a point the data cannot single out;
   n: n* snapped to the nearest n studied at that B_p (in log2);
 - M = C / (B_p n), rounded to whole steps;
-- reward: that B_p's frontier at C, with its bootstrap band.
+- reward: that B_p's frontier at C, with its selection-aware bootstrap band
+  (`bootstrap.frontier_reward_band`, as frontier.csv's).
 
 Outside the studied compute range every fitted curve is extrapolated and the
 factor is stated; beyond `max_extrapolation` it is refused unless allowed.
@@ -32,7 +33,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 
-from isocompute.analysis.bootstrap import replicate_frontiers
+from isocompute.analysis.bootstrap import frontier_reward_band, replicate_frontiers
 from isocompute.analysis.claims import law_established, n_star_claim, no_effect_groups
 from isocompute.analysis.fits import USABLE
 from isocompute.analysis.frontier import frontier
@@ -198,11 +199,12 @@ def frontier_candidates(tables: dict, budget: float, *, extrapolate: bool, ci: f
         f = frontier(fits[fits["B_p"] == B_p], [budget], extrapolate=extrapolate).iloc[0]
         if not np.isfinite(f["reward"]):
             continue
-        reps[B_p] = _replicate_rewards(tables.get("bootstrap_fits"), B_p, budget, extrapolate)
-        band = reps[B_p].dropna() if reps[B_p] is not None else pd.Series(dtype=float)
+        boot = tables.get("bootstrap_fits")
+        reps[B_p] = _replicate_rewards(boot, B_p, budget, extrapolate)
+        band_lo, band_hi = ((np.nan,), (np.nan,)) if reps[B_p] is None else frontier_reward_band(
+            boot[boot["B_p"] == B_p], fits[fits["B_p"] == B_p], [budget], extrapolate=extrapolate, ci=ci)
         rows.append({"B_p": int(B_p), "reward": float(f["reward"]), "frontier_n_star": float(f["n_star"]),
-                     "reward_lo": float(np.percentile(band, lo_q)) if band.size else np.nan,
-                     "reward_hi": float(np.percentile(band, hi_q)) if band.size else np.nan})
+                     "reward_lo": float(band_lo[0]), "reward_hi": float(band_hi[0])})
     if not rows:
         raise InputError(f"no B_p has both a usable n* law and a frontier at C = {rollouts_text(budget)}")
     out = pd.DataFrame(rows)
