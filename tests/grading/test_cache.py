@@ -7,7 +7,7 @@ import json
 import pytest
 from grading_cases import TABLE
 
-from isocompute.grading import GRADER_VERSION, GradeCache, grade, grade_many, sandbox
+from isocompute.grading import GRADER_VERSION, GradeCache, Verdict, grade, grade_many, judge_many, sandbox
 
 
 def test_grade_many_matches_grade_and_fills_cache(tmp_path):
@@ -44,14 +44,28 @@ def test_cache_keys_and_versions(tmp_path):
     assert len(GradeCache.load(stale)) == 0
 
 
-def test_pairs_that_found_no_time_are_not_cached(monkeypatch):
-    # "No time left" says nothing about the pair (a worker was still starting):
-    # a saved cache must not keep it as a verdict.
-    monkeypatch.setattr(sandbox, "slow_verdict", lambda answer, truth, budget_s: (False, sandbox.NO_TIME))
+@pytest.mark.parametrize("reason", [sandbox.NO_TIME, sandbox.TIMEOUT])
+def test_pairs_that_timed_out_are_not_cached(monkeypatch, reason):
+    # A timeout says nothing about the pair (the machine was slow): a saved
+    # cache must not keep it as a verdict, so the next scoring grades it again.
+    monkeypatch.setattr(sandbox, "slow_verdict", lambda answer, truth, budget_s, retry_s: (Verdict.TIMED_OUT, reason))
     cache = GradeCache()
-    assert grade_many(["\\boxed{x+x}", "\\boxed{2}"], ["2x", "2"], cache=cache) == [False, True]
+    assert judge_many(["\\boxed{x+x}", "\\boxed{2}"], ["2x", "2"], cache=cache) == [Verdict.TIMED_OUT, Verdict.CORRECT]
     assert ("\\boxed{x+x}", "2x") not in cache
     assert cache.get("\\boxed{2}", "2") is True
+    monkeypatch.undo()
+    sandbox.clear_memo()
+    assert judge_many(["\\boxed{x+x}"], ["2x"], cache=cache) == [Verdict.CORRECT]
+    assert cache.get("\\boxed{x+x}", "2x") is True
+
+
+def test_a_tiny_deadline_is_not_cached():
+    # A real timeout (no worker answers within microseconds), not a planted one.
+    sandbox.clear_memo()
+    cache = GradeCache()
+    assert judge_many(["\\boxed{3x+3}"], ["3(x+1)"], timeout_s=1e-6, cache=cache) == [Verdict.TIMED_OUT]
+    assert len(cache) == 0
+    sandbox.clear_memo()
 
 
 def test_save_is_atomic_and_compact(tmp_path):

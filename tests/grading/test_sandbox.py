@@ -1,5 +1,6 @@
 """The math-verify workers: a pathological answer is cut off at its timeout,
-from any thread, and the grader keeps working afterwards."""
+from any thread, and reported timed out (not wrong); starting a worker is
+never a pair's time; the grader keeps working afterwards."""
 
 from __future__ import annotations
 
@@ -8,55 +9,71 @@ import threading
 import time
 
 import pytest
-from grading_cases import TOWER, timed
+from grading_cases import TOWER
 
-from isocompute.grading import grade, grade_with_reason, sandbox, warm_up
+from isocompute.grading import Verdict, grade, judge, sandbox, verdict, warm_up
+from isocompute.grading.worker import Worker
 
 TIMEOUT_S = 1.0
+RETRY_FACTOR = 2.0  # the retry is exercised, at half the shipped cost per tower
 SLACK_S = 1.5  # generous: the suite shares a loaded machine
+CUT_OFF_S = (1 + RETRY_FACTOR) * TIMEOUT_S  # a tower's two budgets
 
 
 @pytest.fixture(scope="module", autouse=True)
 def _worker_ready():
-    # Timing assertions below are about the comparison, not interpreter start-up.
-    warm_up()
+    warm_up(2)  # a spare for the retry after a kill
 
 
 @pytest.fixture(autouse=True)
-def _nothing_remembered():
+def _nothing_remembered(monkeypatch):
     # A tower another test ran out of time on would otherwise come back at once.
+    monkeypatch.setattr(verdict, "RETRY_FACTOR", RETRY_FACTOR)
     sandbox.clear_memo()
     yield
     sandbox.clear_memo()
 
 
-def _timed_grade(completion: str, truth: str, timeout_s: float = TIMEOUT_S) -> tuple[bool, float]:
+def _timed_judge(completion: str, truth: str, timeout_s: float = TIMEOUT_S) -> tuple[tuple[Verdict, str], float]:
     start = time.monotonic()
-    verdict = grade(completion, truth, timeout_s=timeout_s)
-    return verdict, time.monotonic() - start
+    outcome = judge(completion, truth, timeout_s=timeout_s)
+    return outcome, time.monotonic() - start
+
+
+def _counting_comparisons(monkeypatch) -> list[float]:
+    """The budgets math-verify is given from now on, one per comparison."""
+    budgets: list[float] = []
+    compare = sandbox._compare_guarded
+
+    def counted(answer, truth, budget_s):
+        budgets.append(budget_s)
+        return compare(answer, truth, budget_s)
+
+    monkeypatch.setattr(sandbox, "_compare_guarded", counted)
+    return budgets
 
 
 def test_timeout_main_thread():
-    warm_up()  # a worker killed by an earlier timeout may still be restarting
+    warm_up(2)  # a worker killed by an earlier timeout may still be restarting
     handler = signal.getsignal(signal.SIGALRM)
-    verdict, elapsed = _timed_grade(TOWER, "42")
-    assert verdict is False
-    assert 0.9 * TIMEOUT_S <= elapsed < TIMEOUT_S + SLACK_S  # it was slow, and cut off
+    outcome, elapsed = _timed_judge(TOWER, "42")
+    assert outcome == (Verdict.TIMED_OUT, "timeout")
+    assert 0.9 * CUT_OFF_S <= elapsed < CUT_OFF_S + SLACK_S  # it was slow, and cut off
     assert signal.getsignal(signal.SIGALRM) is handler  # the caller's signals are untouched
     # The grader still works afterwards.
     assert grade("\\boxed{1+x^2}", "x^2+1") is True
 
 
 def test_timeout_in_thread():
-    warm_up()
-    out: list[tuple[bool, float]] = []
-    thread = threading.Thread(target=lambda: out.append(_timed_grade(TOWER, "43")))
+    warm_up(2)
+    out: list[tuple[tuple[Verdict, str], float]] = []
+    thread = threading.Thread(target=lambda: out.append(_timed_judge(TOWER, "43")))
     thread.start()
-    thread.join(TIMEOUT_S + 10)
-    assert out, "grade() hung in a thread"
-    verdict, elapsed = out[0]
-    assert verdict is False
-    assert elapsed < TIMEOUT_S + SLACK_S
+    thread.join(CUT_OFF_S + 10)
+    assert out, "judge() hung in a thread"
+    outcome, elapsed = out[0]
+    assert outcome == (Verdict.TIMED_OUT, "timeout")
+    assert elapsed < CUT_OFF_S + SLACK_S
 
 
 def test_timeout_concurrent_threads():
@@ -64,17 +81,16 @@ def test_timeout_concurrent_threads():
     towers = ["\\boxed{9^{9^{9^{9}}}}", "\\boxed{8^{8^{8^{8}}}}", "\\boxed{7^{7^{7^{7}}}}"]
     # The honest answer gets a generous limit: four busy workers may share few cores.
     jobs = [(t, "5", TIMEOUT_S) for t in towers] + [("\\boxed{x^2+2x+1}", "(x+1)^2", 30.0)]
-    out: dict[int, tuple[bool, float]] = {}
+    out: dict[int, tuple[Verdict, str]] = {}
     threads = [
-        threading.Thread(target=lambda i=i, job=job: out.__setitem__(i, _timed_grade(*job)))
+        threading.Thread(target=lambda i=i, job=job: out.__setitem__(i, judge(job[0], job[1], timeout_s=job[2])))
         for i, job in enumerate(jobs)
     ]
     for t in threads:
         t.start()
     for t in threads:
-        t.join(40)
-    assert [out[i][0] for i in range(len(jobs))] == [False, False, False, True]
-    assert max(out[i][1] for i in range(len(towers))) < TIMEOUT_S + SLACK_S
+        t.join(60)
+    assert [out[i][0] for i in range(len(jobs))] == [Verdict.TIMED_OUT] * 3 + [Verdict.CORRECT]
 
 
 def test_symbolic_answer_in_thread():
@@ -86,11 +102,26 @@ def test_symbolic_answer_in_thread():
 
 
 def test_idle_worker_that_died_is_replaced():
+    # Its replacement's start-up is not the pair's time: correct however long it takes.
     warm_up()
     for worker in list(sandbox._POOL._idle):
         worker.proc.kill()
         worker.proc.wait()
-    assert grade("\\boxed{3x+3}", "3(x+1)") is True
+    assert judge("\\boxed{3x+3}", "3(x+1)") == (Verdict.CORRECT, "math-verify")
+
+
+def test_worker_that_dies_on_receipt_is_replaced(monkeypatch):
+    # A worker that looks alive but whose process is gone when the pair is sent
+    # (killed between the pool's check and the write): the pair goes to a fresh one.
+    monkeypatch.setattr(sandbox, "_POOL", sandbox._WorkerPool())
+    warm_up()
+    (dead,) = sandbox._POOL._idle
+    dead.proc.kill()
+    dead.proc.wait()
+    monkeypatch.setattr(Worker, "alive", lambda self: True)
+    assert judge("\\boxed{3x+3}", "3(x+1)") == (Verdict.CORRECT, "math-verify")
+    assert dead not in sandbox._POOL._idle
+    sandbox._POOL.close()
 
 
 def test_without_a_worker_falls_back_to_fork(monkeypatch):
@@ -99,26 +130,43 @@ def test_without_a_worker_falls_back_to_fork(monkeypatch):
     assert grade("\\boxed{2(x+2)}", "2x+4") is True
     assert sandbox._POOL.broken
     start = time.monotonic()
-    assert grade("\\boxed{5^{5^{5^{5}}}}", "1", timeout_s=TIMEOUT_S) is False
-    assert time.monotonic() - start < TIMEOUT_S + SLACK_S
+    assert judge("\\boxed{5^{5^{5^{5}}}}", "1", timeout_s=TIMEOUT_S) == (Verdict.TIMED_OUT, "timeout")
+    assert time.monotonic() - start < CUT_OFF_S + SLACK_S
 
 
-def test_a_repeated_pathological_answer_costs_one_timeout():
-    warm_up()
-    assert _timed_grade(TOWER, "7")[1] >= 0.9 * TIMEOUT_S
-    verdict, elapsed = _timed_grade(TOWER, "7")
-    assert verdict is False and elapsed < 0.1
-    # A longer timeout is a new chance, as a differently keyed cache gave before.
-    assert _timed_grade(TOWER, "7", timeout_s=2 * TIMEOUT_S)[1] >= 0.9 * 2 * TIMEOUT_S
+def test_a_repeated_pathological_answer_costs_one_timeout(monkeypatch):
+    budgets = _counting_comparisons(monkeypatch)
+    timeout_s = 0.2  # a tower never finishes: any budget runs out
+    assert judge(TOWER, "7", timeout_s=timeout_s) == (Verdict.TIMED_OUT, "timeout")
+    assert len(budgets) == 2 and budgets[1] == RETRY_FACTOR * timeout_s  # the budget, then the retry
+    assert judge(TOWER, "7", timeout_s=timeout_s) == (Verdict.TIMED_OUT, "timeout")
+    assert len(budgets) == 2  # remembered: no comparison at all
+    # A longer timeout is a new chance; only its retry exceeds what ran out before.
+    assert judge(TOWER, "7", timeout_s=2 * timeout_s)[0] is Verdict.TIMED_OUT
+    assert budgets[2:] == [RETRY_FACTOR * 2 * timeout_s]
 
 
-def test_waiting_for_a_replacement_worker_counts(monkeypatch):
-    # One worker, killed on a tower: the next call can only wait for its
-    # replacement, and that wait is part of its timeout.
+def test_a_pair_that_ran_out_of_its_first_budget_is_not_remembered(monkeypatch):
+    # Only a pair that ran out of its retry too is remembered as timed out.
+    outcomes = iter([(Verdict.TIMED_OUT, sandbox.TIMEOUT), (Verdict.CORRECT, sandbox.MATH_VERIFY)])
+    monkeypatch.setattr(sandbox, "_compare_guarded", lambda answer, truth, budget_s: next(outcomes))
+    assert judge("\\boxed{3x+3}", "3(x+1)") == (Verdict.CORRECT, "math-verify")
+    assert sandbox._MEMO[("3x+3", "3(x+1)")] == (Verdict.CORRECT, 0.0)
+
+
+def test_waiting_for_a_worker_to_start_does_not_count(monkeypatch):
+    # A worker that takes longer to start than the whole timeout (a loaded
+    # machine): the pair's clock starts once the worker has it.
     monkeypatch.setattr(sandbox, "_POOL", sandbox._WorkerPool())
-    warm_up()
-    assert _timed_grade(TOWER, "11")[0] is False
-    (verdict, reason), elapsed = timed(grade_with_reason, "\\boxed{4x}", "x+3x", timeout_s=0.3)
-    assert elapsed < 0.3 + 0.5
-    assert (verdict, reason) in {(True, "math-verify"), (False, "no time left")}
+    wait_ready = Worker.wait_ready
+
+    def slow_start(self, deadline=None):
+        if not self.ready:
+            time.sleep(0.5)
+        return wait_ready(self, deadline)
+
+    monkeypatch.setattr(Worker, "wait_ready", slow_start)
+    budgets = _counting_comparisons(monkeypatch)
+    assert judge("\\boxed{4x}", "x+3x", timeout_s=0.3) == (Verdict.CORRECT, "math-verify")
+    assert len(budgets) == 1 and 0 < budgets[0] <= 0.3
     sandbox._POOL.close()

@@ -1,14 +1,15 @@
 """`grade` and `grade_many` agree with math-verify on a table of completions,
-say why a completion was graded as it was, and keep one deadline per call."""
+say why a completion was graded as it was and whether it was decided or timed
+out, and keep one deadline per call (and one longer retry)."""
 
 from __future__ import annotations
 
 import time
 
 import pytest
-from grading_cases import TABLE, TOWER, raw_math_verify, timed
+from grading_cases import TABLE, TOWER, raw_math_verify
 
-from isocompute.grading import grade, grade_many, grade_with_reason, sandbox, verdict, warm_up
+from isocompute.grading import Verdict, grade, grade_many, grade_with_reason, judge, judge_many, sandbox, verdict
 
 
 @pytest.mark.parametrize(("completion", "truth", "expected"), TABLE)
@@ -43,8 +44,20 @@ def test_reasons(completion, truth, expected):
     assert grade_with_reason(completion, truth) == expected
 
 
+def _spy_comparisons(monkeypatch, outcome=None) -> list[float]:
+    """The budgets math-verify is given, one per comparison; `outcome` replaces running it."""
+    budgets: list[float] = []
+    compare = sandbox._compare_guarded
+
+    def spy(answer, truth, budget_s):
+        budgets.append(budget_s)
+        return outcome if outcome is not None else compare(answer, truth, budget_s)
+
+    monkeypatch.setattr(sandbox, "_compare_guarded", spy)
+    return budgets
+
+
 def test_one_deadline_covers_extraction(monkeypatch):
-    warm_up()
     read_answer = verdict.read_answer
 
     def slow_read_answer(*args, **kwargs):
@@ -53,23 +66,64 @@ def test_one_deadline_covers_extraction(monkeypatch):
 
     monkeypatch.setattr(verdict, "read_answer", slow_read_answer)
     sandbox.clear_memo()
-    # math-verify gets what extraction left of the second: 0.4 s, not 1 s.
-    (correct, reason), seconds = timed(grade_with_reason, TOWER, "42", timeout_s=1.0)
-    assert (correct, reason) == (False, "timeout")
-    assert 0.9 <= seconds < 1.0 + 0.5
-    # Extraction that outlasts the deadline leaves math-verify nothing.
-    (correct, reason), seconds = timed(grade_with_reason, "\\boxed{x+1}", "1+x", timeout_s=0.5)
-    assert (correct, reason) == (False, "no time left")
-    assert seconds < 0.5 + 0.5
+    budgets = _spy_comparisons(monkeypatch, (Verdict.TIMED_OUT, sandbox.TIMEOUT))
+    # math-verify gets what extraction left of the second (at most 0.4 s), then its retry.
+    assert judge(TOWER, "42", timeout_s=1.0) == (Verdict.TIMED_OUT, "timeout")
+    assert len(budgets) == 2 and budgets[0] <= 0.4 and budgets[1] == verdict.RETRY_FACTOR * 1.0
+    # Extraction that outlasts the deadline leaves math-verify only the retry.
+    budgets.clear()
+    assert judge("\\boxed{x+1}", "1+x", timeout_s=0.5) == (Verdict.TIMED_OUT, "timeout")
+    assert budgets == [verdict.RETRY_FACTOR * 0.5]
     sandbox.clear_memo()
 
 
-def test_grade_many_gives_each_pair_its_own_timeout():
-    # Three ready workers: the honest answer need not wait for the
-    # replacement of a worker killed on a tower (that wait would count).
-    warm_up(3)
+def test_no_budget_at_all_is_no_time_left(monkeypatch):
+    read_answer = verdict.read_answer
+
+    def slow_read_answer(*args, **kwargs):
+        time.sleep(0.2)
+        return read_answer(*args, **kwargs)
+
+    monkeypatch.setattr(verdict, "RETRY_FACTOR", 0.0)  # no retry either
+    monkeypatch.setattr(verdict, "read_answer", slow_read_answer)
     sandbox.clear_memo()
+    budgets = _spy_comparisons(monkeypatch)
+    assert judge("\\boxed{x+1}", "1+x", timeout_s=0.1) == (Verdict.TIMED_OUT, "no time left")
+    assert budgets == []
+    sandbox.clear_memo()
+
+
+def test_a_tiny_deadline_is_timed_out_not_wrong_and_graded_again():
+    # No worker answers within microseconds, retry included; a later call with
+    # the usual timeout grades the same pair on its merits.
+    sandbox.clear_memo()
+    pair = ("\\boxed{3x+3}", "3(x+1)")
+    assert judge(*pair, timeout_s=1e-6) == (Verdict.TIMED_OUT, "timeout")
+    assert grade_with_reason(*pair, timeout_s=1e-6) == (False, "timeout")
+    assert judge(*pair) == (Verdict.CORRECT, "math-verify")
+    sandbox.clear_memo()
+
+
+def test_judge_many_counts_each_kind(monkeypatch):
+    sandbox.clear_memo()
+    completions = ["\\boxed{42}", "\\boxed{41}", "\\boxed{x+x}", "no answer here"]
+    truths = ["42", "42", "2x", "42"]
+    monkeypatch.setattr(sandbox, "slow_verdict", lambda *args: (Verdict.TIMED_OUT, sandbox.TIMEOUT))
+    verdicts = judge_many(completions, truths)
+    assert verdicts == [Verdict.CORRECT, Verdict.WRONG, Verdict.TIMED_OUT, Verdict.WRONG]
+    assert grade_many(completions, truths) == [v.correct for v in verdicts] == [True, False, False, False]
+
+
+def test_grade_many_gives_each_pair_its_own_timeout(monkeypatch):
+    # Each pair's budget is its own timeout (less its extraction), whatever the
+    # pairs before it took, and runs only from when a ready worker has it: the
+    # honest answer is correct even after two workers were killed on towers.
+    monkeypatch.setattr(verdict, "RETRY_FACTOR", 2.0)
+    sandbox.clear_memo()
+    budgets = _spy_comparisons(monkeypatch)
     towers = ["\\boxed{9^{9^{9^{9}}}}", "\\boxed{8^{8^{8^{8}}}}"]
-    verdicts, seconds = timed(grade_many, towers + ["\\boxed{2x}"], ["1", "1", "x+x"], timeout_s=1.0)
-    assert verdicts == [False, False, True]
-    assert seconds < 3 * 1.0 + 0.5
+    verdicts = judge_many(towers + ["\\boxed{2x}"], ["1", "1", "x+x"], timeout_s=0.3)
+    assert verdicts == [Verdict.TIMED_OUT, Verdict.TIMED_OUT, Verdict.CORRECT]
+    assert len(budgets) == 5 and budgets[1] == budgets[3] == 2.0 * 0.3
+    assert all(0.2 < b <= 0.3 for b in budgets[::2])
+    sandbox.clear_memo()

@@ -5,23 +5,29 @@ validation scoring and the verl reward function -- calls `grade`, so they all
 agree on what "correct" means. The pipeline of one call (`verdict`), under one
 deadline for any input: `extract` picks the answer in linear time, `numeric`
 decides plain numbers in microseconds, anything else goes to math-verify in a
-killable worker process (`sandbox`); `cache` keeps verdicts between runs (stamped
-with `version.GRADER_VERSION`), and `adversarial` generates the inputs that keep
-the bound honest.
+killable worker process (`sandbox`, `worker`). `judge` says what a pair came
+to (`outcome.Verdict`: correct, wrong, or timed out -- not graded on its
+merits, counted apart); `cache` keeps definite verdicts between runs (stamped
+with `version.GRADER_VERSION`), and `adversarial` generates the inputs that
+keep the bound honest.
 """
 
 from isocompute.grading.cache import GradeCache
 from isocompute.grading.extract import extract_answer
+from isocompute.grading.outcome import Verdict
 from isocompute.grading.sandbox import warm_up
-from isocompute.grading.verdict import grade, grade_many, grade_with_reason
+from isocompute.grading.verdict import grade, grade_many, grade_with_reason, judge, judge_many
 from isocompute.grading.version import GRADER_VERSION
 
 __all__ = [
     "GRADER_VERSION",
     "GradeCache",
+    "Verdict",
     "extract_answer",
     "grade",
     "grade_many",
     "grade_with_reason",
+    "judge",
+    "judge_many",
     "warm_up",
 ]

@@ -1,8 +1,10 @@
 """Saved verdicts: a run's validation dumps are graded once, then re-scored from here.
 
 `score` (train_stages) loads a GradeCache beside the run, grades only the pairs
-it lacks with `grade_many`, and saves it back; a cache from another
-GRADER_VERSION is ignored, so a changed grader re-grades everything.
+it lacks with `judge_many`, and saves it back; a cache from another
+GRADER_VERSION is ignored, so a changed grader re-grades everything. Only
+definite verdicts (correct or wrong) are saved: a pair that timed out is
+graded again by the next scoring.
 """
 
 from __future__ import annotations

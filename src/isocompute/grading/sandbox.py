@@ -1,12 +1,14 @@
-"""The grader's slow path: math-verify in killable worker processes, within a deadline.
+"""The grader's slow path: math-verify in killable worker processes, within a budget.
 
 Pairs that `numeric` cannot decide come here with the time left of their
-call's deadline. Each concurrent caller gets its own worker (a fresh
-interpreter started with `subprocess`, not a fork of the caller, which may hold
-torch threads); a worker that misses the deadline is killed and replaced, and
-its pair graded False. Waiting for a worker to start counts against the
-deadline too, except the first start of a process, which no input causes.
-Where no interpreter can be started, one fork per comparison does the same job.
+call's deadline, and a longer second budget for a pair that runs out. Each
+concurrent caller gets its own worker (`worker.Worker`: a fresh interpreter
+started with `subprocess`, not a fork of the caller, which may hold torch
+threads); a worker that misses its budget is killed and replaced, and the pair
+is timed out (`Verdict.TIMED_OUT`), not wrong. A pair's budget runs only from
+when a ready worker has it: waiting for a worker to start never counts, so a
+loaded machine slows grading down instead of failing correct answers. Where no
+interpreter can be started, one fork per comparison does the same job.
 
 Hand-written rather than pebble's ProcessPool (measured on 2 cores: round trip
 0.7 vs 0.8-0.9 ms, symbolic pair 8 vs 7-10 ms p50, restart after a timeout
@@ -17,180 +19,29 @@ threaded caller or need a `__main__` guard in every script that grades.
 from __future__ import annotations
 
 import atexit
-import json
 import logging
 import os
 import select
 import signal
-import subprocess
-import sys
+import sys  # noqa: F401  -- tests point sys.executable elsewhere through this module
 import threading
 import time
+
+from isocompute.grading.outcome import Verdict
+from isocompute.grading.worker import SELF_DESTRUCT_GRACE_S, WorkerStartError, mv_compare
+from isocompute.grading.worker import Worker as _Worker
+
+__all__ = ["MATH_VERIFY", "NO_TIME", "TIMEOUT", "clear_memo", "mv_compare", "slow_verdict", "warm_up"]
 
 logger = logging.getLogger(__name__)
 
 # How a slow-path verdict came about (`grade_with_reason` passes these on).
 MATH_VERIFY = "math-verify"  # math-verify decided
-TIMEOUT = "timeout"  # math-verify ran past the deadline, or crashed on the pair
-NO_TIME = "no time left"  # the deadline passed before math-verify could start
+TIMEOUT = "timeout"  # math-verify ran past its budgets, or crashed on the pair
+NO_TIME = "no time left"  # no budget was left for math-verify to start
 
-
-def mv_compare(answer: str, truth: str) -> bool:
-    """math-verify's verdict with its signal-based timeouts off (callers bound time)."""
-    from math_verify import parse, verify
-    from math_verify import grader as _mv_grader
-    from math_verify import parser as _mv_parser
-
-    # The "timeouts disabled" warning is expected here: the caller's guard is the timeout.
-    _mv_parser.TIMEOUT_WARNING_SHOWN = True
-    _mv_grader.TIMEOUT_WARNING_SHOWN = True
-    # Re-boxing the bare strings lets math-verify's LaTeX extraction and
-    # normalisation see both sides exactly as it sees a boxed model answer.
-    gold = parse("\\boxed{" + truth + "}", parsing_timeout=None)
-    if not gold:
-        return False
-    pred = parse("\\boxed{" + answer + "}", parsing_timeout=None)
-    if not pred:
-        return False
-    return bool(verify(gold, pred, timeout_seconds=None))
-
-
-# Covers interpreter start, math-verify import and a warm-up parse: the most a
-# process's first start may take (later starts count against the deadline).
-_STARTUP_TIMEOUT_S = 120.0
-# The worker kills itself this long after the parent's deadline, so a worker
-# whose parent died mid-request cannot spin forever.
-_SELF_DESTRUCT_GRACE_S = 5.0
-_WORKER_MEMORY_HEADROOM = 4 << 30
 # Workers only pile up as far as callers were ever concurrent; each holds ~65 MB.
 _MAX_IDLE_WORKERS = max(8, os.cpu_count() or 8)
-
-_WORKER_BOOT = "from isocompute.grading.sandbox import _worker_main; _worker_main()"
-
-
-def _limit_worker_memory() -> None:
-    # A nested power can try to build a gigabyte-sized integer in seconds;
-    # capping the address space turns that into a MemoryError (False).
-    try:
-        import resource
-
-        with open("/proc/self/statm") as f:
-            vsz = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
-        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-        limit = vsz + _WORKER_MEMORY_HEADROOM
-        if hard != resource.RLIM_INFINITY:
-            limit = min(limit, hard)
-        if soft == resource.RLIM_INFINITY or limit < soft:
-            resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
-    except (OSError, ValueError, ImportError):
-        pass
-
-
-def _worker_main() -> None:
-    """Loop of the worker process: one JSON request line in, one verdict line out."""
-    # Default SIGALRM terminates the process even inside a C-level bigint
-    # operation, which a Python-level handler (math-verify's) cannot interrupt.
-    signal.signal(signal.SIGALRM, signal.SIG_DFL)
-    # The protocol owns the real stdout; anything sympy prints goes to stderr.
-    proto = os.fdopen(os.dup(1), "wb", buffering=0)
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
-    logging.getLogger("math_verify").setLevel(logging.ERROR)
-    mv_compare("1", "1")  # import and compile everything before saying ready
-    _limit_worker_memory()
-    proto.write(b"ready\n")
-    for line in sys.stdin.buffer:
-        request = json.loads(line)
-        signal.setitimer(signal.ITIMER_REAL, float(request["t"]) + _SELF_DESTRUCT_GRACE_S)
-        try:
-            verdict = mv_compare(request["a"], request["g"])
-        except Exception:  # MemoryError and RecursionError included: a bad answer
-            verdict = False
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        proto.write(b"1\n" if verdict else b"0\n")
-
-
-class _WorkerStartError(RuntimeError):
-    pass
-
-
-class _Worker:
-    def __init__(self) -> None:
-        env = dict(os.environ)
-        # The child must import this module from wherever the parent did.
-        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
-        self.proc = subprocess.Popen(
-            [sys.executable, "-c", _WORKER_BOOT],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            env=env,
-        )
-        self.started = time.monotonic()
-        self._fd = self.proc.stdout.fileno()
-        self._buf = b""
-        self.ready = False
-
-    def alive(self) -> bool:
-        return self.proc.poll() is None
-
-    def _readline(self, deadline: float) -> bytes | None:
-        # Looks at the pipe at least once, so a past deadline means "only if already there".
-        while b"\n" not in self._buf:
-            remaining = max(0.0, deadline - time.monotonic())
-            readable, _, _ = select.select([self._fd], [], [], remaining)
-            if not readable:
-                return None
-            chunk = os.read(self._fd, 4096)
-            if not chunk:
-                return None  # the worker died
-            self._buf += chunk
-        line, _, self._buf = self._buf.partition(b"\n")
-        return line
-
-    def wait_ready(self, deadline: float) -> bool:
-        """True once the worker is ready; False if it is still starting at `deadline`."""
-        if self.ready:
-            return True
-        give_up = self.started + _STARTUP_TIMEOUT_S
-        line = self._readline(min(deadline, give_up))
-        if line == b"ready":
-            self.ready = True
-            return True
-        if line is not None or not self.alive() or time.monotonic() >= give_up:
-            raise _WorkerStartError(f"grading worker did not start (exit code {self.proc.poll()})")
-        return False
-
-    def ready_now(self) -> bool:
-        try:
-            return self.wait_ready(0.0)
-        except (OSError, _WorkerStartError):
-            return False
-
-    def compare(self, answer: str, truth: str, deadline: float) -> bool | None:
-        """The verdict, or None if the worker missed the deadline or died."""
-        remaining = deadline - time.monotonic()
-        payload = json.dumps({"a": answer, "g": truth, "t": remaining}).encode() + b"\n"
-        self.proc.stdin.write(payload)
-        self.proc.stdin.flush()
-        line = self._readline(deadline)
-        if line is None:
-            return None
-        return line == b"1"
-
-    def close(self) -> None:
-        try:
-            self.proc.kill()
-        except OSError:
-            pass
-        for stream in (self.proc.stdin, self.proc.stdout):
-            try:
-                stream.close()
-            except OSError:
-                pass
-        try:
-            self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            pass
 
 
 class _WorkerPool:
@@ -201,7 +52,6 @@ class _WorkerPool:
         self._idle: list[_Worker] = []
         self._pid = os.getpid()
         self.broken = False
-        self.ever_ready = False  # a worker of this process has started
 
     def _check_fork(self) -> None:
         # Workers inherited through fork belong to the parent process; talking
@@ -209,7 +59,6 @@ class _WorkerPool:
         if os.getpid() != self._pid:
             self._idle = []
             self._pid = os.getpid()
-            self.ever_ready = False
 
     def acquire(self) -> _Worker:
         """An idle worker, a ready one if any (else the one started first); or a new one."""
@@ -267,37 +116,33 @@ def warm_up(n: int = 1) -> None:
         for _ in range(n):
             workers.append(_POOL.acquire())
         for worker in workers:
-            worker.wait_ready(worker.started + _STARTUP_TIMEOUT_S)
-        _POOL.ever_ready = True
-    except (OSError, _WorkerStartError) as exc:
+            worker.wait_ready()
+    except (OSError, WorkerStartError) as exc:
         logger.warning("math-verify worker unavailable (%s); forking per comparison", exc)
         _POOL.broken = True
     for worker in workers:
         _POOL.release(worker)
 
 
-def _compare_in_fork(answer: str, truth: str, deadline: float) -> tuple[bool, str]:
+def _compare_in_fork(answer: str, truth: str, budget_s: float) -> tuple[Verdict, str]:
     # Fallback where no worker can be started (no usable sys.executable). A
     # thread would not do: a runaway bigint operation holds the GIL, so the
     # caller could not even return. A forked child can always be killed.
     import math_verify  # noqa: F401  -- the child must not need the import lock
 
-    timeout_s = deadline - time.monotonic()
-    if timeout_s <= 0:
-        return False, NO_TIME
     read_fd, write_fd = os.pipe()
     pid = os.fork()
     if pid == 0:  # child: answer once, never return into the caller's code
         try:
             os.close(read_fd)
             signal.signal(signal.SIGALRM, signal.SIG_DFL)
-            signal.setitimer(signal.ITIMER_REAL, timeout_s + _SELF_DESTRUCT_GRACE_S)
+            signal.setitimer(signal.ITIMER_REAL, budget_s + SELF_DESTRUCT_GRACE_S)
             os.write(write_fd, b"1" if mv_compare(answer, truth) else b"0")
         finally:
             os._exit(0)
     os.close(write_fd)
     try:
-        readable, _, _ = select.select([read_fd], [], [], timeout_s)
+        readable, _, _ = select.select([read_fd], [], [], budget_s)
         verdict = os.read(read_fd, 1) if readable else b""
     finally:
         os.close(read_fd)
@@ -306,53 +151,44 @@ def _compare_in_fork(answer: str, truth: str, deadline: float) -> tuple[bool, st
         except ProcessLookupError:
             pass
         os.waitpid(pid, 0)
-    return verdict == b"1", (MATH_VERIFY if verdict else TIMEOUT)
+    if not verdict:
+        return Verdict.TIMED_OUT, TIMEOUT
+    return Verdict.of(verdict == b"1"), MATH_VERIFY
 
 
-def _compare_guarded(answer: str, truth: str, deadline: float) -> tuple[bool, str]:
+def _compare_guarded(answer: str, truth: str, budget_s: float) -> tuple[Verdict, str]:
+    """math-verify on one pair, given `budget_s` seconds from when a ready worker has it."""
     if _POOL.broken:
-        return _compare_in_fork(answer, truth, deadline)
-    for _ in range(2):  # one retry for a pooled worker that died while idle
+        return _compare_in_fork(answer, truth, budget_s)
+    for _ in range(2):  # one retry on a fresh worker for one that died
         try:
             worker = _POOL.acquire()
-            if _POOL.ever_ready:
-                ready = worker.wait_ready(deadline)
-            else:
-                # A process's first start is paid once whatever the input, and
-                # would otherwise fail its first symbolic answers on a slow
-                # machine: the deadline moves by the time it took.
-                waited_from = time.monotonic()
-                ready = worker.wait_ready(worker.started + _STARTUP_TIMEOUT_S)
-                deadline += time.monotonic() - waited_from
-        except (OSError, _WorkerStartError) as exc:
+            # Start-up is not the pair's time: wait for a live, imported worker.
+            worker.wait_ready()
+        except (OSError, WorkerStartError) as exc:
             logger.warning("math-verify worker unavailable (%s); forking per comparison", exc)
             _POOL.broken = True
-            return _compare_in_fork(answer, truth, deadline)
-        if not ready or deadline <= time.monotonic():
-            _POOL.release(worker)  # it goes on starting, for the next call
-            return False, NO_TIME
-        _POOL.ever_ready = True
+            return _compare_in_fork(answer, truth, budget_s)
         try:
-            verdict = worker.compare(answer, truth, deadline)
-        except (BrokenPipeError, OSError):
-            worker.close()
+            verdict = worker.compare(answer, truth, budget_s)
+        except OSError:  # the worker died (killed, or crashed on the pair): try a fresh one
+            _POOL.replace(worker)
             continue
         if verdict is None:
-            # Timed out or crashed on this input: the answer is not gradable, so wrong.
             _POOL.replace(worker)
-            return False, TIMEOUT
+            return Verdict.TIMED_OUT, TIMEOUT
         _POOL.release(worker)
-        return verdict, MATH_VERIFY
-    return False, TIMEOUT
+        return Verdict.of(verdict), MATH_VERIFY
+    return Verdict.TIMED_OUT, TIMEOUT  # it crashed twice: not gradable within any budget
 
 
 # Budgets jitter by a few milliseconds between calls; a pair that ran out of
-# time is not retried with less than this factor more.
+# time is not tried again with less than this factor more.
 _RETRY_BUDGET_FACTOR = 1.1
 _MEMO_SIZE = 1 << 16
-# (answer, truth) -> (verdict, the budget that ran out, or 0 for a verdict).
-# Single get/set operations, atomic under the GIL; emptied when full.
-_MEMO: dict[tuple[str, str], tuple[bool, float]] = {}
+# (answer, truth) -> (verdict, the longest budget it ran out of, or 0 for a
+# definite verdict). Single get/set operations, atomic under the GIL; emptied when full.
+_MEMO: dict[tuple[str, str], tuple[Verdict, float]] = {}
 
 
 def clear_memo() -> None:
@@ -360,29 +196,38 @@ def clear_memo() -> None:
     _MEMO.clear()
 
 
-def _remember(key: tuple[str, str], outcome: tuple[bool, float]) -> None:
+def _remember(key: tuple[str, str], outcome: tuple[Verdict, float]) -> None:
     if len(_MEMO) >= _MEMO_SIZE:
         _MEMO.clear()
     _MEMO[key] = outcome
 
 
-def slow_verdict(answer: str, truth: str, budget_s: float) -> tuple[bool, str]:
-    """(math-verify's verdict, how it came about) within `budget_s` seconds from now."""
-    # Remembered, timeouts included: a policy that repeats one pathological
-    # answer must not cost its timeout per sample.
+def slow_verdict(answer: str, truth: str, budget_s: float, retry_s: float) -> tuple[Verdict, str]:
+    """(math-verify's verdict, how it came about): `budget_s` seconds, then `retry_s` if those run out.
+
+    Each budget is math-verify's own time, counted from when a ready worker
+    has the pair. A pair that runs out of both is TIMED_OUT, and is remembered
+    for this process with the budget it ran out of: a policy that repeats one
+    pathological answer pays its timeout once, while a call with a budget
+    longer than that (by `_RETRY_BUDGET_FACTOR`) tries again. A budget run
+    out of once (the first) is not remembered. Definite verdicts are remembered.
+    """
     key = (answer, truth)
     known = _MEMO.get(key)
+    ran_out = 0.0
     if known is not None:
         verdict, ran_out = known
-        if not ran_out:
+        if verdict.definite:
             return verdict, MATH_VERIFY
-        if budget_s <= ran_out * _RETRY_BUDGET_FACTOR:
-            return False, TIMEOUT
-    if budget_s <= 0:
-        return False, NO_TIME
-    verdict, reason = _compare_guarded(answer, truth, time.monotonic() + budget_s)
-    if reason == MATH_VERIFY:
-        _remember(key, (verdict, 0.0))
-    elif reason == TIMEOUT:
-        _remember(key, (False, budget_s))
-    return verdict, reason
+    outcome = (Verdict.TIMED_OUT, NO_TIME if known is None else TIMEOUT)
+    for budget in (budget_s, retry_s):
+        if budget <= ran_out * _RETRY_BUDGET_FACTOR:
+            continue  # no time, or known to run out of this much
+        outcome = _compare_guarded(answer, truth, budget)
+        if outcome[0].definite:
+            _remember(key, (outcome[0], 0.0))
+            return outcome
+        ran_out = budget
+    if outcome[1] == TIMEOUT and ran_out > 0:
+        _remember(key, (Verdict.TIMED_OUT, ran_out))
+    return outcome

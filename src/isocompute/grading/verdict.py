@@ -1,8 +1,11 @@
 """The grader's entry points: `grade` one completion, `grade_many` a batch.
 
 Each pair goes extract -> numeric fast path -> sandboxed math-verify under one
-deadline; every stage that needs a correctness bit calls these, so all agree
-on "correct".
+deadline, and a pair that math-verify could not decide in it gets one longer
+try (`RETRY_FACTOR`); every stage that needs a correctness bit calls these, so
+all agree on "correct". `judge` and `judge_many` say what a pair came to
+(`Verdict`: correct, wrong or timed out); `grade` and `grade_many` give the bit
+(timed out counts as not correct).
 """
 
 from __future__ import annotations
@@ -16,12 +19,17 @@ from isocompute.grading import sandbox
 from isocompute.grading.cache import GradeCache
 from isocompute.grading.extract import CONTROL_CHARACTER, MAX_CHARS, TOO_LONG, normalize_truth, read_answer
 from isocompute.grading.numeric import fast_verdict
+from isocompute.grading.outcome import Verdict
 
 logger = logging.getLogger(__name__)
 
 # How a verdict came about, besides the reasons of `extract` and `sandbox`.
 NUMERIC = "numeric"  # decided by the fast path
 NO_GROUND_TRUTH = "no ground truth"
+
+# A pair that math-verify could not decide within its call's deadline is tried
+# once more with this many times the timeout before it is reported timed out.
+RETRY_FACTOR = 4.0
 
 # Reasons worth a debug line: the completion was not graded on its merits.
 _UNUSUAL = {TOO_LONG, CONTROL_CHARACTER, sandbox.TIMEOUT, sandbox.NO_TIME}
@@ -49,24 +57,39 @@ def _decide_here(completion: str, ground_truth: object, max_chars: int) -> tuple
     return verdict, NUMERIC, answer, truth
 
 
-def grade_with_reason(
+def _slow(answer: str, truth: str, budget_s: float, timeout_s: float) -> tuple[Verdict, str]:
+    return sandbox.slow_verdict(answer, truth, budget_s, RETRY_FACTOR * timeout_s)
+
+
+def judge(
     completion: str, ground_truth: str, timeout_s: float = 2.0, *, max_chars: int = MAX_CHARS
-) -> tuple[bool, str]:
-    """`grade`'s verdict and how it came about.
+) -> tuple[Verdict, str]:
+    """What grading the completion came to (`Verdict`), and how.
 
     The reason is one of "numeric" or "math-verify" (decided on the merits),
-    "no answer", "no ground truth", "too long" (over `max_chars` characters),
-    "control character", "timeout" (math-verify ran out of time) or "no time
-    left" (the deadline passed before math-verify could start).
+    "no answer", "no ground truth", "too long" (over `max_chars` characters)
+    and "control character" (all WRONG), or "timeout" (math-verify ran out of
+    its time, the retry's included) or "no time left" (none was left for it),
+    both TIMED_OUT.
     """
     _check_arguments(timeout_s, max_chars)
     started = time.monotonic()
-    verdict, reason, answer, truth = _decide_here(completion, ground_truth, max_chars)
-    if verdict is None:
-        verdict, reason = sandbox.slow_verdict(answer, truth, timeout_s - (time.monotonic() - started))
+    correct, reason, answer, truth = _decide_here(completion, ground_truth, max_chars)
+    if correct is not None:
+        verdict = Verdict.of(correct)
+    else:
+        verdict, reason = _slow(answer, truth, timeout_s - (time.monotonic() - started), timeout_s)
     if reason in _UNUSUAL:
-        logger.debug("graded False (%s): completion of %d characters", reason, len(completion or ""))
+        logger.debug("graded %s (%s): completion of %d characters", verdict.value, reason, len(completion or ""))
     return verdict, reason
+
+
+def grade_with_reason(
+    completion: str, ground_truth: str, timeout_s: float = 2.0, *, max_chars: int = MAX_CHARS
+) -> tuple[bool, str]:
+    """`grade`'s verdict and how it came about (the reasons of `judge`)."""
+    verdict, reason = judge(completion, ground_truth, timeout_s, max_chars=max_chars)
+    return verdict.correct, reason
 
 
 def grade(completion: str, ground_truth: str, timeout_s: float = 2.0, *, max_chars: int = MAX_CHARS) -> bool:
@@ -74,14 +97,74 @@ def grade(completion: str, ground_truth: str, timeout_s: float = 2.0, *, max_cha
 
     Plain numbers are compared here with math-verify's verdicts; everything
     else is math-verify's `verify`. Safe from any thread. One deadline,
-    `timeout_s` from the call, covers extraction, waiting for a worker and
-    math-verify, for any input: a completion over `max_chars` characters is
-    False unread, and a comparison still running at the deadline is False.
-    Not counted: the first start of a math-verify worker in a process (about
-    a second; `warm_up` pays it up front). `grade_with_reason` says which case
-    applied.
+    `timeout_s` from the call, covers extraction and math-verify, for any
+    input: a completion over `max_chars` characters is False unread. A
+    comparison still running at the deadline is tried once more with
+    `RETRY_FACTOR` times `timeout_s`, and False if that runs out too (`judge`
+    tells it apart as TIMED_OUT). Not counted: waiting for a math-verify
+    worker to start (about a second; `warm_up` pays it up front, and a worker
+    killed on a timeout is replaced at once).
     """
-    return grade_with_reason(completion, ground_truth, timeout_s, max_chars=max_chars)[0]
+    return judge(completion, ground_truth, timeout_s, max_chars=max_chars)[0].correct
+
+
+def judge_many(
+    completions: Sequence[str],
+    ground_truths: Sequence[str],
+    timeout_s: float = 2.0,
+    cache: GradeCache | None = None,
+    num_workers: int = 1,
+    *,
+    max_chars: int = MAX_CHARS,
+) -> list[Verdict]:
+    """`judge`'s verdict for each pair, reusing and filling `cache` when one is given.
+
+    Each pair has `timeout_s` as `judge` would give it. `num_workers` > 1
+    runs the math-verify comparisons concurrently (one worker process each,
+    started before the first comparison); plain-number pairs never leave this
+    thread. Only definite verdicts are written to `cache`: a timed-out pair is
+    graded again by the next call.
+    """
+    if len(completions) != len(ground_truths):
+        raise ValueError(
+            f"{len(completions)} completions but {len(ground_truths)} ground truths"
+        )
+    _check_arguments(timeout_s, max_chars)
+    results: list[Verdict | None] = [None] * len(completions)
+    pending: list[tuple[int, str, str, float]] = []  # (index, answer, truth, budget left)
+    fresh: list[int] = []  # indices to write back to the cache
+    for i, (completion, truth) in enumerate(zip(completions, ground_truths)):
+        if cache is not None:
+            hit = cache.get(completion, truth)
+            if hit is not None:
+                results[i] = Verdict.of(hit)
+                continue
+            fresh.append(i)
+        started = time.monotonic()
+        correct, _, answer, norm_truth = _decide_here(completion, truth, max_chars)
+        if correct is None:
+            pending.append((i, answer, norm_truth, timeout_s - (time.monotonic() - started)))
+        else:
+            results[i] = Verdict.of(correct)
+
+    def slow(item: tuple[int, str, str, float]) -> tuple[Verdict, str]:
+        return _slow(item[1], item[2], item[3], timeout_s)
+
+    if num_workers > 1 and len(pending) > 1:
+        workers = min(num_workers, len(pending))
+        sandbox.warm_up(workers)  # a batch's start-up, not any pair's time
+        with ThreadPoolExecutor(workers) as executor:
+            outcomes = list(executor.map(slow, pending))
+    else:
+        outcomes = [slow(item) for item in pending]
+    for (i, _, _, _), (verdict, _) in zip(pending, outcomes):
+        results[i] = verdict
+
+    if cache is not None:
+        for i in fresh:
+            if results[i].definite:
+                cache.put(completions[i], ground_truths[i], results[i].correct)
+    return results  # type: ignore[return-value]
 
 
 def grade_many(
@@ -93,53 +176,6 @@ def grade_many(
     *,
     max_chars: int = MAX_CHARS,
 ) -> list[bool]:
-    """`grade` for each pair, reusing and filling `cache` when one is given.
-
-    Each pair has `timeout_s` as `grade` would give it. `num_workers` > 1
-    runs the math-verify comparisons concurrently (one worker process each,
-    started before the first comparison); plain-number pairs never leave this
-    thread. A pair that found no time left is not written to `cache`.
-    """
-    if len(completions) != len(ground_truths):
-        raise ValueError(
-            f"{len(completions)} completions but {len(ground_truths)} ground truths"
-        )
-    _check_arguments(timeout_s, max_chars)
-    results: list[bool | None] = [None] * len(completions)
-    pending: list[tuple[int, str, str, float]] = []  # (index, answer, truth, budget left)
-    fresh: list[int] = []  # indices to write back to the cache
-    for i, (completion, truth) in enumerate(zip(completions, ground_truths)):
-        if cache is not None:
-            hit = cache.get(completion, truth)
-            if hit is not None:
-                results[i] = hit
-                continue
-            fresh.append(i)
-        started = time.monotonic()
-        verdict, _, answer, norm_truth = _decide_here(completion, truth, max_chars)
-        if verdict is None:
-            pending.append((i, answer, norm_truth, timeout_s - (time.monotonic() - started)))
-        else:
-            results[i] = verdict
-
-    def slow(item: tuple[int, str, str, float]) -> tuple[bool, str]:
-        return sandbox.slow_verdict(item[1], item[2], item[3])
-
-    if num_workers > 1 and len(pending) > 1:
-        workers = min(num_workers, len(pending))
-        sandbox.warm_up(workers)  # a batch's start-up, not any pair's time
-        with ThreadPoolExecutor(workers) as executor:
-            outcomes = list(executor.map(slow, pending))
-    else:
-        outcomes = [slow(item) for item in pending]
-    unsettled = set()
-    for (i, _, _, _), (verdict, reason) in zip(pending, outcomes):
-        results[i] = verdict
-        if reason == sandbox.NO_TIME:
-            unsettled.add(i)
-
-    if cache is not None:
-        for i in fresh:
-            if i not in unsettled:
-                cache.put(completions[i], ground_truths[i], results[i])
-    return results  # type: ignore[return-value]
+    """`grade` for each pair: `judge_many`'s verdicts as bits (timed out is not correct)."""
+    verdicts = judge_many(completions, ground_truths, timeout_s, cache, num_workers, max_chars=max_chars)
+    return [v.correct for v in verdicts]

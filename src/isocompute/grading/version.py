@@ -9,5 +9,7 @@ pipeline (which takes a cache) need not import each other's module both ways.
 # version are then ignored. The bounded-time rewrite of the grader keeps version 1:
 # ordinary completions grade as before (tests/grading/test_ordinary.py); only
 # malformed ones may not (control characters, Unicode digits that reach
-# math-verify, over MAX_CHARS characters).
-GRADER_VERSION = "1"
+# math-verify, over MAX_CHARS characters). Version 2: a pair that ran out of
+# time is timed out, not wrong, and never saved; version 1 caches may hold
+# correct answers saved as False after a worker's start-up ate their deadline.
+GRADER_VERSION = "2"

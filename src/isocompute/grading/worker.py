@@ -1,0 +1,191 @@
+"""One math-verify worker process: a fresh interpreter that answers one pair at a time.
+
+`sandbox` pools these and bounds each comparison in time; this module is the
+process itself (`worker_main`, its loop) and the parent's handle on it
+(`Worker`). A pair's clock starts only once a started, imported worker has
+been sent the pair (`Worker.compare`), so interpreter start-up is never a
+pair's time.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+
+
+def mv_compare(answer: str, truth: str) -> bool:
+    """math-verify's verdict with its signal-based timeouts off (callers bound time)."""
+    from math_verify import parse, verify
+    from math_verify import grader as _mv_grader
+    from math_verify import parser as _mv_parser
+
+    # The "timeouts disabled" warning is expected here: the caller's guard is the timeout.
+    _mv_parser.TIMEOUT_WARNING_SHOWN = True
+    _mv_grader.TIMEOUT_WARNING_SHOWN = True
+    # Re-boxing the bare strings lets math-verify's LaTeX extraction and
+    # normalisation see both sides exactly as it sees a boxed model answer.
+    gold = parse("\\boxed{" + truth + "}", parsing_timeout=None)
+    if not gold:
+        return False
+    pred = parse("\\boxed{" + answer + "}", parsing_timeout=None)
+    if not pred:
+        return False
+    return bool(verify(gold, pred, timeout_seconds=None))
+
+
+# Covers interpreter start, math-verify import and a warm-up parse: the most a
+# worker's start may take before grading gives up on worker processes.
+STARTUP_TIMEOUT_S = 120.0
+# The worker kills itself this long after the parent's deadline, so a worker
+# whose parent died mid-request cannot spin forever.
+SELF_DESTRUCT_GRACE_S = 5.0
+_WORKER_MEMORY_HEADROOM = 4 << 30
+
+_WORKER_BOOT = "from isocompute.grading.worker import worker_main; worker_main()"
+
+
+def _limit_worker_memory() -> None:
+    # A nested power can try to build a gigabyte-sized integer in seconds;
+    # capping the address space turns that into a MemoryError (False).
+    try:
+        import resource
+
+        with open("/proc/self/statm") as f:
+            vsz = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        limit = vsz + _WORKER_MEMORY_HEADROOM
+        if hard != resource.RLIM_INFINITY:
+            limit = min(limit, hard)
+        if soft == resource.RLIM_INFINITY or limit < soft:
+            resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    except (OSError, ValueError, ImportError):
+        pass
+
+
+def worker_main() -> None:
+    """Loop of the worker process: one JSON request line in, one verdict line out."""
+    # Default SIGALRM terminates the process even inside a C-level bigint
+    # operation, which a Python-level handler (math-verify's) cannot interrupt.
+    signal.signal(signal.SIGALRM, signal.SIG_DFL)
+    # The protocol owns the real stdout; anything sympy prints goes to stderr.
+    proto = os.fdopen(os.dup(1), "wb", buffering=0)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    logging.getLogger("math_verify").setLevel(logging.ERROR)
+    mv_compare("1", "1")  # import and compile everything before saying ready
+    _limit_worker_memory()
+    proto.write(b"ready\n")
+    for line in sys.stdin.buffer:
+        request = json.loads(line)
+        signal.setitimer(signal.ITIMER_REAL, float(request["t"]) + SELF_DESTRUCT_GRACE_S)
+        try:
+            verdict = mv_compare(request["a"], request["g"])
+        except Exception:  # MemoryError and RecursionError included: a bad answer
+            verdict = False
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        proto.write(b"1\n" if verdict else b"0\n")
+
+
+class WorkerStartError(RuntimeError):
+    """A worker process exited, or said something else than ready, while starting."""
+
+
+class WorkerDied(OSError):
+    """A ready worker's process ended before it answered."""
+
+
+class Worker:
+    def __init__(self) -> None:
+        env = dict(os.environ)
+        # The child must import this module from wherever the parent did.
+        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", _WORKER_BOOT],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
+        )
+        self.started = time.monotonic()
+        self._fd = self.proc.stdout.fileno()
+        self._buf = b""
+        self._eof = False
+        self.ready = False
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def _readline(self, deadline: float) -> bytes | None:
+        # Looks at the pipe at least once, so a past deadline means "only if already there".
+        while b"\n" not in self._buf:
+            remaining = max(0.0, deadline - time.monotonic())
+            readable, _, _ = select.select([self._fd], [], [], remaining)
+            if not readable:
+                return None
+            chunk = os.read(self._fd, 4096)
+            if not chunk:
+                self._eof = True  # the worker died
+                return None
+            self._buf += chunk
+        line, _, self._buf = self._buf.partition(b"\n")
+        return line
+
+    def wait_ready(self, deadline: float | None = None) -> bool:
+        """True once the worker is ready; False if it is still starting at `deadline`.
+
+        Without a deadline, waits for as long as a start may take (raising
+        WorkerStartError past it).
+        """
+        if self.ready:
+            return True
+        give_up = self.started + STARTUP_TIMEOUT_S
+        line = self._readline(give_up if deadline is None else min(deadline, give_up))
+        if line == b"ready":
+            self.ready = True
+            return True
+        if line is not None or not self.alive() or time.monotonic() >= give_up:
+            raise WorkerStartError(f"grading worker did not start (exit code {self.proc.poll()})")
+        return False
+
+    def ready_now(self) -> bool:
+        try:
+            return self.wait_ready(0.0)
+        except (OSError, WorkerStartError):
+            return False
+
+    def compare(self, answer: str, truth: str, budget_s: float) -> bool | None:
+        """The verdict, or None if the worker took more than `budget_s` from receiving the pair.
+
+        Call on a ready worker. Raises WorkerDied (or BrokenPipeError) if its
+        process ended before answering.
+        """
+        payload = json.dumps({"a": answer, "g": truth, "t": budget_s}).encode() + b"\n"
+        self.proc.stdin.write(payload)
+        self.proc.stdin.flush()
+        # The pair's clock starts here: the worker is running and has the pair.
+        line = self._readline(time.monotonic() + budget_s)
+        if line is None and self._eof:
+            raise WorkerDied(f"grading worker died on a pair (exit code {self.proc.poll()})")
+        if line is None:
+            return None
+        return line == b"1"
+
+    def close(self) -> None:
+        try:
+            self.proc.kill()
+        except OSError:
+            pass
+        for stream in (self.proc.stdin, self.proc.stdout):
+            try:
+                stream.close()
+            except OSError:
+                pass
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
