@@ -11,7 +11,8 @@ Columns of an evaluation table (one row per evaluation step of a run):
   first k samples: the paper's definitions), pass@1 (mean correct over all N
   samples), pass@k_unbiased and worst@k_unbiased (the unbiased estimators over
   all N samples; equal to best@k and worst@k when N = k), problems, samples
-  (N per problem), response_length (mean validation completion tokens).
+  (N per problem), response_length (mean validation completion tokens);
+  the `score` stage adds seed and timeouts (samples the grader timed out on).
 """
 
 from __future__ import annotations

@@ -1,6 +1,8 @@
 """Scoring of validation generations (the `score` rule): a run's raw validation
 dumps, re-graded with the project grader, become its evaluation table
-(avg/best/worst@k, unbiased pass@k/worst@k, compute, tokens).
+(avg/best/worst@k, unbiased pass@k/worst@k, compute, tokens, and `timeouts`:
+the samples per step that math-verify could not decide in time, which score
+as not correct but are counted rather than passed off as wrong).
 
 Re-grading here rather than trusting the dumped scores means a changed grader
 or eval.k re-runs scoring only, never training; both backends' dumps go
@@ -52,9 +54,10 @@ def score_run(run_dir: Path | str, k: int, *, B_p: int, n: int, split: str, repl
     has gone past it. `eval_set` scores the dumps of an extra evaluation set instead of the own
     split's (`RunFiles.set_generations`), the same way; the table gets a column `eval_set`.
 
-    Grades are cached in run_dir/grades_cache.json, keyed by the grader version.
+    Grades are cached in run_dir/grades_cache.json, keyed by the grader version;
+    timed-out samples are not, and column `timeouts` counts them per step.
     """
-    from isocompute.grading import GradeCache, grade_many
+    from isocompute.grading import GradeCache, Verdict, judge_many
     from isocompute.metrics import cumulative_tokens, eval_table
     from isocompute.train.run_logs import read_jsonl
 
@@ -71,15 +74,23 @@ def score_run(run_dir: Path | str, k: int, *, B_p: int, n: int, split: str, repl
     before = len(cache)
     outputs = gens["output"].fillna("").astype(str).tolist()
     truths = gens["gts"].astype(str).tolist()
-    correct = grade_many(outputs, truths, cache=cache)
+    verdicts = judge_many(outputs, truths, cache=cache)
     if len(cache) != before:
         cache.save(cache_path)
-    samples = gens.assign(problem=key.astype(str), correct=correct)
+    correct = [v.correct for v in verdicts]
+    timed_out = [v is Verdict.TIMED_OUT for v in verdicts]
+    samples = gens.assign(problem=key.astype(str), correct=correct, timed_out=timed_out)
     keep = [c for c in ("step", "problem", "correct", "sample", "n_tokens") if c in samples.columns]
     tokens = cumulative_tokens(read_jsonl(files.metrics), B_p * n)
     table = eval_table(samples[keep], k, B_p=B_p, n=n, tokens=tokens, split=split,
                        run=run_name(B_p, n, replicate_suffix(replicate)))
     table.insert(4, "seed", int(replicate))
+    per_step = samples.groupby("step")["timed_out"].sum()
+    table["timeouts"] = per_step.reindex(table["step"]).fillna(0).astype(int).to_numpy()
+    if any(timed_out):
+        log.warning("score %s bp%d_n%d%s: %d of %d samples timed out in the grader (scored as not correct; "
+                    "not cached, so re-scoring grades them again)", split, B_p, n, replicate_suffix(replicate),
+                    sum(timed_out), len(timed_out))
     if eval_set:
         table["eval_set"] = eval_set
     dumped = gens["score"].astype(float).to_numpy() if "score" in gens.columns else None
