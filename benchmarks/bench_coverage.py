@@ -31,6 +31,8 @@ The truths, and the pass criteria, were fixed before any was run:
       the frontier reward band at C_max, the n* band at C_max (it covers when it
       holds an n the truth makes optimal), recommend's n* and reward intervals at
       C_max; the law's L and U intervals where the truth has a law (not on nulls)
+    (where n tie at the optimum, as in `step`, the truth is the range between the law
+    of the smallest and of the largest optimal n; an interval covers when it meets it)
     the rate at which the tool claims a rise (or a fall) it should not: <= 5%
     |bias| of the frontier reward at C_max <= 0.005
 
@@ -158,13 +160,16 @@ def true_frontier(params, ns, lengths, grid):
     return rewards, best, optimal
 
 
-def true_law(params, ns, lengths, compute_lo):
-    """The n* law fitted to the true n*(C) (the smallest optimal n) over [compute_lo, C_MAX]."""
+def true_laws(params, ns, lengths, compute_lo):
+    """The n* law fitted to the true n*(C) over [compute_lo, C_MAX]: with the smallest and with the
+    largest optimal n (they differ only where n tie, as in `step`: then the truth is a range of laws)."""
     grid = np.geomspace(compute_lo, C_MAX, 100)
     _, best, optimal = true_frontier(params, ns, lengths, grid)
-    n_star = np.asarray(ns, dtype=float)[optimal.argmax(0)]
-    pts = law_points(pd.DataFrame({"compute": grid, "n_star": n_star, "reward": best}))
-    return fit_n_star_law(pts["log10_x"], pts["log2_n_star_avg"])
+    laws = []
+    for pick in (optimal.argmax(0), len(ns) - 1 - optimal[::-1].argmax(0)):
+        pts = law_points(pd.DataFrame({"compute": grid, "n_star": np.asarray(ns, dtype=float)[pick], "reward": best}))
+        laws.append(fit_n_star_law(pts["log10_x"], pts["log2_n_star_avg"]))
+    return laws
 
 
 def analyse(evals: pd.DataFrame, settings: AnalysisSettings) -> dict:
@@ -216,10 +221,13 @@ def one_replication(name, steps_of, seed, settings, problems) -> dict:
     if not null:
         fits = out["fits"]
         compute_lo = float(fits.loc[fits["status"].isin(("ok", "flat")), "compute_min"].max())
-        t = true_law(params, ns, lengths, compute_lo)
-        if t.status == "ok":
-            for p in ("L", "U"):
-                row[f"{p}_cover"] = _inside(law.get(f"{p}_lo", np.nan), getattr(t, p), law.get(f"{p}_hi", np.nan))
+        laws = true_laws(params, ns, lengths, compute_lo)
+        if all(t.status == "ok" for t in laws):
+            for p in ("L", "U"):     # the interval covers when it meets the range of the true laws' values
+                lo, hi = law.get(f"{p}_lo", np.nan), law.get(f"{p}_hi", np.nan)
+                t_lo, t_hi = sorted(getattr(t, p) for t in laws)
+                row[f"{p}_cover"] = (np.nan if not (np.isfinite(lo) and np.isfinite(hi))
+                                     else float(lo <= t_hi + 1e-12 and t_lo <= hi + 1e-12))
     return row
 
 

@@ -124,3 +124,27 @@ def test_frontier_band_holds_the_maximum_of_tied_runs():
     point = np.max([sigmoid_reward(grid, 0.4, r["A"], 1.5, 1e5) for r in rows], axis=0)
     assert np.all(lo <= point) and np.all(point <= hi)
     assert np.all(lo <= truth) and np.all(truth <= hi)
+
+
+def test_cli_on_identical_curves_says_undetermined(tmp_path, capsys):
+    """`isocompute analyze` and `recommend` on a table of identical curves: n* undetermined, no law drawn."""
+    from isocompute.cli import main
+
+    kept = 0
+    for seed in range(3):     # the common-curve test is a 5% test: a seed may reject it
+        path = tmp_path / f"evals{seed}.csv"
+        _study(lambda B_p, n: crossover_params(B_p, 32), seed=seed).to_csv(path, index=False)
+        out = tmp_path / f"out{seed}"
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            assert main(["analyze", str(path), "--out", str(out), "--bootstrap", "20", "--no-figures"]) == 0
+        said = capsys.readouterr().out
+        summary = pd.read_csv(out / "summary.csv")
+        if summary["model"].iloc[0] != "common":
+            continue
+        kept += 1
+        assert "undetermined: no effect of n detected" in said and NO_EFFECT in said
+        assert main(["recommend", "--budget", "2^20", str(out)]) == 0
+        text = capsys.readouterr().out
+        assert "undetermined" in text and "the smallest n studied at B_p = 32" in text
+    assert kept >= 2

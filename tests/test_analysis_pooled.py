@@ -140,3 +140,15 @@ def test_identical_curves_share_one_curve():
     # a real effect of n is kept
     fits = fit_curves(_study(problems=60), grid=noise_fit_grid("trend"))
     assert (fits["model"] == "trend").all() and (fits["n_effect_p"] < 0.05).all()
+
+
+def test_a_step_in_n_is_fused_into_two_blocks():
+    def step(B_p, n):        # n <= 16 one curve, n >= 32 another: the trend cannot bend that sharply
+        return ({"R0": 0.45, "A": 0.62, "B": 1.5, "C_mid": 5e4} if n <= 16
+                else {"R0": 0.45, "A": 0.72, "B": 1.5, "C_mid": 4e5})
+
+    fits = fit_curves(_study(step), grid=noise_fit_grid("trend")).sort_values("n")
+    assert (fits["model"] == "blocks").all() and fits["pooled"].all()
+    assert fits["A"].round(9).tolist()[:2] == [fits["A"].round(9).iloc[0]] * 2
+    assert fits["A"].round(9).nunique() == 2          # one curve per side of the step
+    assert fits["A"].iloc[0] == pytest.approx(0.62, abs=0.01) and fits["A"].iloc[-1] == pytest.approx(0.72, abs=0.01)

@@ -26,6 +26,10 @@ curve unless it is rejected at `null_alpha`; `model` says which of 'common',
 frontier is the maximum over noisy copies of one curve (biased upward, the
 winner's curse) and its n* jumps between runs that do not differ: a common
 curve makes every n optimal, and the claims (`claims`) say n* is undetermined.
+When each run alone holds (the trend is rejected) and n matters, neighbouring
+runs the data cannot tell apart are fused into blocks that share one curve
+(`fuse_neighbours`, same level; `model` 'blocks'): a step in n is two blocks,
+not seven noisy copies whose maximum is biased.
 A replicate's tests count its draws as observations (a point drawn twice is
 two), as its sums of squares do.
 """
@@ -41,7 +45,8 @@ from isocompute.analysis.fits import FLAT, OK, sigmoid_reward
 from isocompute.registry import registering
 
 POOLED_COLUMN = "pooled"   # True: A, B, C_mid are the trend model's (or the common curve's); False: the run's own fit
-MODELS = ("common", "trend", "runs")   # column `model`: no effect of n, the trend in log2 n, each run alone
+# column `model`: no effect of n, the trend in log2 n, neighbouring n fused into blocks, each run alone
+MODELS = ("common", "trend", "blocks", "runs")
 
 
 def _design(log2_n: np.ndarray, centre: float, degree: int) -> np.ndarray:
@@ -115,7 +120,8 @@ def pool_fits(fits: pd.DataFrame, arrays: dict, R0: float, *, degree: int = 2,
     sse, status, ...); `arrays`: (B_p, n) -> `fits_noise.cell_arrays` of the
     cell. Returns the fits with columns pooled, pool_p (trend against runs),
     model (`MODELS`) and n_effect_p (common curve against the model in force;
-    `null_alpha` None skips that test). Cells without a usable fit (too few
+    `null_alpha` None skips that test, and the fusing of neighbours when each
+    run alone holds: `fuse_neighbours`). Cells without a usable fit (too few
     points, no base) are left as they are; the trend needs `degree + 2` usable
     runs, the common curve two.
     """
@@ -153,6 +159,20 @@ def pool_fits(fits: pd.DataFrame, arrays: dict, R0: float, *, degree: int = 2,
                     n_effect_p[rows] = p
                     if np.isfinite(p) and p >= null_alpha:
                         held = {**held, "trend": common, "degree": 0}
+            if held["trend"] is None and null_alpha is not None and np.unique(n_col[rows]).size > 2:
+                # each run alone holds, and n matters: fuse neighbours in n that the data cannot tell apart
+                order = rows[np.argsort(n_col[rows], kind="stable")]
+                blocks = fuse_neighbours(order, {i: points[list(rows).index(i)] for i in rows},
+                                         {i: (float(sse[i]), 3 if status[i] == OK else 1) for i in rows},
+                                         pd.DataFrame({"n": n_col, "A": A, "B": B, "C_mid": C_mid}), R0, null_alpha)
+                for block in blocks:
+                    if block["fit"] is None:
+                        continue
+                    b_rows = np.asarray(block["rows"])
+                    values = trend_params(block["fit"], n_col[b_rows], 0)
+                    A[b_rows], B[b_rows], C_mid[b_rows] = values["A"], values["B"], values["C_mid"]
+                    status[b_rows], pooled[b_rows], model[b_rows] = OK, True, "blocks"
+                continue
             if held["trend"] is None:
                 continue
             values = trend_params(held["trend"], n_col[rows], held["degree"])
@@ -163,6 +183,41 @@ def pool_fits(fits: pd.DataFrame, arrays: dict, R0: float, *, degree: int = 2,
     out["A"], out["B"], out["C_mid"], out["status"] = A, B, C_mid, status
     out[POOLED_COLUMN], out["pool_p"], out["model"], out["n_effect_p"] = pooled, pool_p, model, n_effect_p
     return out
+
+
+def fuse_neighbours(order, points: dict, own: dict, runs: pd.DataFrame, R0: float, alpha: float) -> list[dict]:
+    """Blocks of neighbouring runs (in n) that share one curve, merged greedily: while the
+    merge of two adjacent blocks that the data contest least is not rejected by an F-test
+    against the two apart (p >= `alpha`), merge them. `order`: row indices by n;
+    `points[i]`, `own[i]` = (sse, parameters) of run i's own fit; `runs`: the run fits
+    (columns n, A, B, C_mid by row, the starting values). Returns the blocks (rows, sse,
+    params, fit: the common curve's `fit_trend` result, None for a single run).
+
+    Without this, n that tie (a step in n: every n above it on one curve) are fitted
+    apart and the frontier takes the luckiest of them (the winner's curse)."""
+    blocks = [{"rows": [i], "sse": own[i][0], "params": own[i][1], "fit": None} for i in order]
+    merged: dict = {}
+
+    def merge(a, b):
+        key = (tuple(a["rows"]), tuple(b["rows"]))
+        if key not in merged:
+            rows = a["rows"] + b["rows"]
+            init = runs.loc[[i for i in rows if own[i][1] == 3]]
+            fit = None if init.empty else fit_trend([points[i] for i in rows], R0, init, degree=0)
+            p = np.nan if fit is None else f_test(fit["sse"], a["sse"] + b["sse"], fit["n_points"], 3,
+                                                  a["params"] + b["params"])
+            merged[key] = {"rows": rows, "sse": np.nan if fit is None else fit["sse"], "params": 3, "fit": fit,
+                           "p": p}
+        return merged[key]
+
+    while len(blocks) > 1:
+        pairs = [merge(blocks[j], blocks[j + 1]) for j in range(len(blocks) - 1)]
+        ps = np.array([m["p"] for m in pairs], dtype=float)
+        if not np.isfinite(ps).any() or np.nanmax(ps) < alpha:
+            break
+        j = int(np.nanargmax(ps))
+        blocks[j:j + 2] = [{k: pairs[j][k] for k in ("rows", "sse", "params", "fit")}]
+    return blocks
 
 
 # ------------------------------------------------------------------ pooling strategies (analysis.pool)

@@ -228,7 +228,21 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     fits = results["fits"]
     log.info("analyze: %d runs (%d fitted), %d files in %s (%.1f s)", len(fits), int((fits["status"] == "ok").sum()),
              len(written), args.out, time.perf_counter() - start)
+    for line in claim_lines(results.get("summary")):
+        print(line)
     return 0
+
+
+def claim_lines(summary) -> list[str]:
+    """What the analysis may say per B_p (summary.csv), as a person reads it."""
+    if summary is None or summary.empty:
+        return []
+    lines = []
+    for r in summary.itertuples(index=False):
+        band = "" if r.reward_lo != r.reward_lo else f" [{r.reward_lo:.3f}, {r.reward_hi:.3f}]"
+        lines.append(f"B_p {r.B_p}: at C = {r.compute:,.0f}, {r.n_star_claim}; frontier {r.reward:.3f}{band}; "
+                     f"n*(C) {r.law_claim}")
+    return lines
 
 
 def cmd_collect(args) -> int:
