@@ -65,3 +65,19 @@ def test_noise_method_figures_with_seed_bands_also_from_tables_on_disk(tmp_path)
         again = plot_all(load_analysis(tmp_path / "out", evals), tmp_path / "again", formats=("png",))
     names = {p.name for p in again}
     assert {"fig5_record_points.png", "fig6_frontier.png", "fig7_n_star.png"} <= names
+
+
+def test_fig7_draws_the_law_only_where_it_is_established():
+    import numpy as np
+
+    from isocompute.analysis.claims import NO_EFFECT, RISES
+    from isocompute.analysis.plots.laws import _draw_law
+
+    compute = np.geomspace(1e3, 1e6, 20)
+    front = pd.DataFrame({"compute": compute, "n_star": np.repeat([8.0, 64.0], 10), "reward": 0.5})
+    law = {"L": 3.0, "U": 6.0, "k": 3.0, "c0": 4.5, "status": "ok"}
+    for claim, drawn in ((RISES, True), (NO_EFFECT, False)):
+        ax = Figure().subplots()
+        _draw_law(ax, front, {**law, "claim": claim}, "compute")
+        assert any(line.get_label() == "sigmoid fit" for line in ax.get_lines()) == drawn
+        assert any("no law drawn" in t.get_text() for t in ax.texts) == (not drawn)

@@ -121,7 +121,9 @@ def summary_table(frontier: pd.DataFrame, laws: pd.DataFrame, fits: pd.DataFrame
     (summary.csv; the report and the README quote it). Columns: by, model (the
     pooling's: common / trend / runs), n_effect_p, compute (the frontier's last
     point), n_star, n_star_lo, n_star_hi, n_star_claim, reward, reward_lo,
-    reward_hi, law_claim, L, U, U_lo, U_hi (the law's, quoted only when established)."""
+    reward_hi, law_claim, L, U, U_lo, U_hi (the law's, quoted only when established); the
+    pipeline adds resampled ('seeds', 'points' or 'none': what the bands resampled; with
+    'points', one seed per cell, the bands do not hold run-to-run variation)."""
     rows = []
     for key, f in frontier.groupby(by, sort=True):
         f = f[np.isfinite(f["reward"].to_numpy(dtype=float))]

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from isocompute.analysis.claims import frontier_claims, law_claims, summary_table
-from isocompute.analysis.bootstrap import bootstrap_fits, bootstrap_intervals, bootstrap_laws
+from isocompute.analysis.bootstrap import bootstrap_fits, bootstrap_intervals, bootstrap_laws, resampling_unit
 from isocompute.analysis.fits_noise import run_groups
 from isocompute.analysis.frontier import frontier_fixed_batch, frontier_fixed_bp, frontier_joint
 from isocompute.analysis.methods import fit_study, pooled_records
@@ -164,7 +164,8 @@ def frontier_tables(evals: pd.DataFrame, fits: pd.DataFrame, R0: float | None, s
     # What may be said of n* follows the bands (`claims`): per grid point, and the law's direction.
     out["frontier"] = frontier_claims(_with_law_points(q1, "B_p", "compute", window), fits)
     laws = law_claims(laws, q1, fits)
-    out["summary"] = summary_table(out["frontier"], laws, fits)
+    unit = (s.bootstrap_unit or resampling_unit(evals)) if s.bootstrap > 0 else "none"
+    out["summary"] = summary_table(out["frontier"], laws, fits).assign(resampled=unit)
     out["frontier_fixed_batch"] = _with_law_points(q2, "B", "M", window)
     out["frontier_joint"] = _with_law_points(q3, None, "compute", window)
     out["n_star_fit"], out["n_star_fit_fixed_batch"], out["n_star_fit_joint"] = laws, laws_q2, laws_q3

@@ -242,6 +242,9 @@ def claim_lines(summary) -> list[str]:
         band = "" if r.reward_lo != r.reward_lo else f" [{r.reward_lo:.3f}, {r.reward_hi:.3f}]"
         lines.append(f"B_p {r.B_p}: at C = {r.compute:,.0f}, {r.n_star_claim}; frontier {r.reward:.3f}{band}; "
                      f"n*(C) {r.law_claim}")
+    if "resampled" in summary.columns and (summary["resampled"] == "points").any():
+        lines.append("(bands from resampling the evaluations of one seed per cell: they do not hold run-to-run "
+                     "variation; grid.<split>.seeds >= 2 gives bands that do)")
     return lines
 
 
