@@ -55,14 +55,16 @@ import numpy as np
 import pandas as pd
 from scipy.stats import beta
 
-from isocompute.analysis.claims import RISES, FALLS
+from bench_frontier_bias import peaked_params, saturating_params   # the held-out truths, defined once
+
+from isocompute.analysis.claims import FALLS, RISES
 from isocompute.analysis.fits import sigmoid_reward
 from isocompute.analysis.methods import fit_study
 from isocompute.analysis.nstar import fit_n_star_law, law_points
 from isocompute.analysis.pipeline import _Clock, frontier_tables
 from isocompute.analysis.recommend import recommendation_table
 from isocompute.analysis.settings import AnalysisSettings
-from isocompute.analysis.synthetic import crossover_params, synthetic_params, synthetic_study
+from isocompute.analysis.synthetic import crossover_params, synthetic_study
 from isocompute.analysis.tables import check_evals
 from isocompute.schedule import compute_schedule_steps
 from isocompute.train.recipe import evaluation_steps
@@ -103,16 +105,6 @@ def _edges(B_p, n):
     return crossover_params(B_p, n, R0=0.03, A_ref=0.82, A_per_doubling=0.025)
 
 
-def _saturating(B_p, n):
-    d = np.log2(n / 8)
-    return {"R0": 0.45, "A": 0.60 + 0.13 * (1 - np.exp(-d / 3)), "B": 1.5,
-            "C_mid": 3e4 * (n / 8) ** 0.55 * (1 + n / 128)}
-
-
-def _peaked(B_p, n):
-    return synthetic_params(B_p, n, R0=0.45, decline=0.02)
-
-
 # name -> (params, n studied, run length as a fraction of C_max per n, noise, null?, held out?)
 TRUTHS = {
     "null": (_same, NS, None, "gaussian", True, False),
@@ -124,8 +116,8 @@ TRUTHS = {
     "step": (_step, NS, None, "gaussian", False, False),
     "edges": (_edges, NS, None, "binomial", False, False),
     "crossover": (crossover_params, NS, None, "gaussian", False, True),
-    "saturating": (_saturating, NS, None, "gaussian", False, True),
-    "peaked": (_peaked, NS, None, "gaussian", False, True),
+    "saturating": (saturating_params, NS, None, "gaussian", False, True),
+    "peaked": (peaked_params, NS, None, "gaussian", False, True),
     "null_binomial": (_same, NS, None, "binomial", True, True),
 }
 
