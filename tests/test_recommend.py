@@ -198,3 +198,13 @@ def test_without_a_bootstrap_the_advice_says_it_has_no_intervals(tmp_path, study
     assert a.B_p == max(a.candidates, key=lambda c: c["reward"])["B_p"] and "no bootstrap" in a.B_p_rule
     assert any("n* has no interval" in note for note in a.notes)
     assert a.as_dict()["n_star_lo"] is None
+
+
+def test_a_law_with_nan_parameters_is_refused_by_name():
+    from isocompute.errors import InputError
+
+    fits = pd.DataFrame({"B_p": [8, 8], "n": [2, 4], "R0": 0.4, "A": [0.6, 0.65], "B": 1.5, "C_mid": [1e3, 2e3],
+                         "status": "ok", "compute_min": 16.0, "compute_max": 8192.0})
+    laws = pd.DataFrame({"B_p": [8], "L": [np.nan], "U": [2.0], "k": [1.0], "c0": [3.0], "status": ["ok"]})
+    with pytest.raises(InputError, match="n_star_fit.csv.*non-finite"):
+        recommend({"fits": fits, "n_star_fit": laws}, 4096, extrapolate=False, ci=0.95, max_extrapolation=4)

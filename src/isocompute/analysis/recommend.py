@@ -263,6 +263,10 @@ def recommend(tables: dict, budget, *, extrapolate: bool, ci: float, max_extrapo
     no_effect = B_p in no_effect_groups(tables["fits"])
     if law_established(law) and not no_effect:
         source, n_star = "law", float(law_n_star(law, budget))
+        if not np.isfinite(n_star):
+            raise InputError(f"n_star_fit.csv: the n* law of B_p = {B_p} has status {law.get('status')!r} but "
+                             f"non-finite parameters (L, U, k, c0 = {[law.get(p) for p in ('L', 'U', 'k', 'c0')]}); "
+                             f"re-run the analysis")
         draws = tables.get("n_star_fit_draws")
         draws = None if draws is None or draws.empty else draws[draws["B_p"] == B_p]
         n_lo, n_hi, used = law_interval(draws, budget, ci)
