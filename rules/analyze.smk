@@ -25,11 +25,11 @@ rule analyze:
         evals=LAYOUT.analysis_evals("{split}"),
         train=LAYOUT.analysis_train("{split}"),
     output:
-        # Of the tables, the allocation advisor's table goes into the report
-        # (the constrained wildcard picks that one file).
+        # Of the tables, what the analysis may say (summary) and the allocation
+        # advisor's table go into the report (the constrained wildcard picks them).
         report(
             directory(LAYOUT.analysis_tables("{split}")),
-            patterns=["{table,recommendations}.csv"],
+            patterns=["{table,summary|recommendations}.csv"],
             caption="../workflow/report/recommendations.rst",
             category="Analysis",
             subcategory="{split}",
