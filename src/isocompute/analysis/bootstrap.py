@@ -15,8 +15,8 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from isocompute.analysis.fits import USABLE, FitGrid, predict
-from isocompute.analysis.frontier import comparable, envelope, study_grid
+from isocompute.analysis.fits import USABLE, FitGrid
+from isocompute.analysis.frontier import comparable, envelope, run_curves, study_grid
 from isocompute.analysis.methods import get_method
 from isocompute.analysis.nstar import LAW_PARAMS, LawGrid, fit_n_star_laws, running_average
 
@@ -109,17 +109,6 @@ def replicate_frontiers(boot: pd.DataFrame, grid, *, extrapolate: bool = True, t
     return pick(best), reward
 
 
-def _run_curves(table: pd.DataFrame, grid, extrapolate: bool) -> np.ndarray:
-    """(..., K, G) each run's fitted reward on `grid`, NaN where unusable or (without
-    `extrapolate`) outside its run's data; `table` sorted by run, one block per replicate."""
-    g = np.asarray(grid, dtype=float)
-    values = predict(table, g)
-    if not extrapolate:
-        lo, hi = (table[c].to_numpy(dtype=float)[:, None] for c in ("compute_min", "compute_max"))
-        values = np.where((g >= lo * (1 - 1e-12)) & (g <= hi * (1 + 1e-12)), values, np.nan)
-    return values
-
-
 def frontier_reward_band(boot: pd.DataFrame, fits: pd.DataFrame, grid, *, extrapolate: bool = True,
                          ci: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
     """(lo, hi) of the frontier reward max_n R_n(C) on `grid`, aware of the selection of n.
@@ -141,12 +130,12 @@ def frontier_reward_band(boot: pd.DataFrame, fits: pd.DataFrame, grid, *, extrap
     ns = ns[np.isin(ns, usable["n"].to_numpy())]
     if boot.empty or ns.size == 0:
         return nan, nan
-    point = _run_curves(usable.set_index("n").loc[ns].reset_index(), g, extrapolate)          # (K, G)
+    point = run_curves(usable.set_index("n").loc[ns].reset_index(), g, extrapolate=extrapolate)  # (K, G)
     boot = boot[boot["n"].isin(ns)].sort_values(["replicate", "n"], kind="stable")
     R = boot["replicate"].nunique()
     if len(boot) != R * ns.size:
         return nan, nan
-    reps = _run_curves(boot, g, extrapolate).reshape(R, ns.size, g.size)                  # (R, K, G)
+    reps = run_curves(boot, g, extrapolate=extrapolate).reshape(R, ns.size, g.size)          # (R, K, G)
     dev = reps - point[None]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)        # a run with no replicate at a grid point
@@ -247,17 +236,25 @@ def bootstrap_laws(boot: pd.DataFrame, fits: pd.DataFrame, laws: pd.DataFrame,
     return out, bands, draws
 
 
-def _fill_bands(bands, rows, reward, n_star, log2_avg, lo_q, hi_q) -> None:
-    """Percentiles over replicates (axis 0) of each grid point, into `bands` rows. `n_star`:
-    (smallest, largest) optimal n per replicate; the band runs from the lower percentile of
-    the first to the upper of the second, so a replicate where n ties spans all the tied n."""
+def n_star_band(n_star, n_star_max, lo_q: float, hi_q: float) -> tuple[np.ndarray, np.ndarray]:
+    """The band of the frontier's n* over replicates (axis 0) at each grid point: from the lower
+    percentile of the smallest optimal n to the upper percentile of the largest (a replicate
+    where n tie spans all the tied n), on the studied n themselves (no interpolation)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)     # a grid point no replicate reaches
-        for name, (low, high), lo_method, hi_method in (("reward", (reward, reward), "linear", "linear"),
-                                                        ("n_star", n_star, "lower", "higher"),
-                                                        ("log2_n_star_avg", (log2_avg, log2_avg), "linear", "linear")):
-            bands.loc[rows, f"{name}_lo"] = np.nanpercentile(low, lo_q, axis=0, method=lo_method)
-            bands.loc[rows, f"{name}_hi"] = np.nanpercentile(high, hi_q, axis=0, method=hi_method)
+        return (np.nanpercentile(n_star, lo_q, axis=0, method="lower"),
+                np.nanpercentile(n_star_max, hi_q, axis=0, method="higher"))
+
+
+def _fill_bands(bands, rows, reward, n_star, log2_avg, lo_q, hi_q) -> None:
+    """Percentiles over replicates (axis 0) of each grid point, into `bands` rows. `n_star`:
+    (smallest, largest) optimal n per replicate (`n_star_band`)."""
+    bands.loc[rows, "n_star_lo"], bands.loc[rows, "n_star_hi"] = n_star_band(*n_star, lo_q, hi_q)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)     # a grid point no replicate reaches
+        for name, values in (("reward", reward), ("log2_n_star_avg", log2_avg)):
+            bands.loc[rows, f"{name}_lo"] = np.nanpercentile(values, lo_q, axis=0)
+            bands.loc[rows, f"{name}_hi"] = np.nanpercentile(values, hi_q, axis=0)
 
 
 def bootstrap_law_intervals(boot: pd.DataFrame, fits: pd.DataFrame, laws: pd.DataFrame, **kw) -> pd.DataFrame:

@@ -159,10 +159,12 @@ def pool_fits(fits: pd.DataFrame, arrays: dict, R0: float, *, degree: int = 2,
                     n_effect_p[rows] = p
                     if np.isfinite(p) and p >= null_alpha:
                         held = {**held, "trend": common, "degree": 0}
-            if held["trend"] is None and null_alpha is not None and np.unique(n_col[rows]).size > 2:
+            if held["trend"] is None:
+                if null_alpha is None or np.unique(n_col[rows]).size <= 2:     # two runs: the common test was it
+                    continue
                 # each run alone holds, and n matters: fuse neighbours in n that the data cannot tell apart
                 order = rows[np.argsort(n_col[rows], kind="stable")]
-                blocks = fuse_neighbours(order, {i: points[list(rows).index(i)] for i in rows},
+                blocks = fuse_neighbours(order, dict(zip(rows, points)),
                                          {i: (float(sse[i]), 3 if status[i] == OK else 1) for i in rows},
                                          pd.DataFrame({"n": n_col, "A": A, "B": B, "C_mid": C_mid}), R0, null_alpha)
                 for block in blocks:
@@ -172,8 +174,6 @@ def pool_fits(fits: pd.DataFrame, arrays: dict, R0: float, *, degree: int = 2,
                     values = trend_params(block["fit"], n_col[b_rows], 0)
                     A[b_rows], B[b_rows], C_mid[b_rows] = values["A"], values["B"], values["C_mid"]
                     status[b_rows], pooled[b_rows], model[b_rows] = OK, True, "blocks"
-                continue
-            if held["trend"] is None:
                 continue
             values = trend_params(held["trend"], n_col[rows], held["degree"])
             A[rows], B[rows], C_mid[rows] = values["A"], values["B"], values["C_mid"]

@@ -30,6 +30,28 @@ def compute_grid(compute, points: int = 100, lo: float | None = None, hi: float 
     return np.geomspace(lo, hi, points)
 
 
+def curve_values(R0, A, B, C_mid, usable, compute_max, grid, *, extrapolate: bool = True,
+                 compute_min=None) -> np.ndarray:
+    """(..., K, G) each curve's reward on `grid`, NaN where the curve is not usable or (without
+    `extrapolate`) outside [compute_min, compute_max]: what the frontier takes the maximum of."""
+    g = np.asarray(grid, dtype=float)
+    expand = lambda x: np.asarray(x, dtype=float)[..., None]  # noqa: E731
+    values = sigmoid_reward(g, expand(R0), expand(A), expand(B), expand(C_mid))   # (..., K, G)
+    ok = np.asarray(usable, dtype=bool)[..., None] & np.isfinite(values)
+    if not extrapolate:
+        ok &= g <= expand(compute_max) * (1 + 1e-12)
+        if compute_min is not None:
+            ok &= g >= expand(compute_min) * (1 - 1e-12)
+    return np.where(ok, values, np.nan)
+
+
+def run_curves(fits: pd.DataFrame, grid, *, extrapolate: bool = True) -> np.ndarray:
+    """(K, G) `curve_values` of the runs of a fits table, in its row order."""
+    col = lambda name: fits[name].to_numpy(dtype=float)  # noqa: E731
+    return curve_values(col("R0"), col("A"), col("B"), col("C_mid"), fits["status"].isin(USABLE).to_numpy(),
+                        col("compute_max"), grid, extrapolate=extrapolate, compute_min=col("compute_min"))
+
+
 def envelope(R0, A, B, C_mid, usable, compute_max, grid, *, extrapolate: bool = True, compute_min=None,
              last: bool = False):
     """Index of the best curve and its reward at each grid point.
@@ -42,15 +64,9 @@ def envelope(R0, A, B, C_mid, usable, compute_max, grid, *, extrapolate: bool = 
     best_last the last curve tied at the maximum (curves with identical
     values, e.g. one common curve for every n, are all optimal).
     """
-    g = np.asarray(grid, dtype=float)
-    expand = lambda x: np.asarray(x, dtype=float)[..., None]  # noqa: E731
-    values = sigmoid_reward(g, expand(R0), expand(A), expand(B), expand(C_mid))   # (..., K, G)
-    ok = np.asarray(usable, dtype=bool)[..., None] & np.isfinite(values)
-    if not extrapolate:
-        ok &= g <= expand(compute_max) * (1 + 1e-12)
-        if compute_min is not None:
-            ok &= g >= expand(compute_min) * (1 - 1e-12)
-    values = np.where(ok, values, -np.inf)
+    values = curve_values(R0, A, B, C_mid, usable, compute_max, grid, extrapolate=extrapolate,
+                          compute_min=compute_min)
+    values = np.where(np.isnan(values), -np.inf, values)
     best = np.argmax(values, axis=-2)
     reward = np.take_along_axis(values, best[..., None, :], axis=-2)[..., 0, :]
     none = ~np.isfinite(reward)

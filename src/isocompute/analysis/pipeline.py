@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from isocompute.analysis.claims import frontier_claims, law_claims, summary_table
 from isocompute.analysis.bootstrap import bootstrap_fits, bootstrap_intervals, bootstrap_laws, resampling_unit
+from isocompute.analysis.claims import frontier_claims, law_claims, summary_table
 from isocompute.analysis.fits_noise import run_groups
 from isocompute.analysis.frontier import frontier_fixed_batch, frontier_fixed_bp, frontier_joint
 from isocompute.analysis.methods import fit_study, pooled_records

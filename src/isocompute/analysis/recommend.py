@@ -33,7 +33,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 
-from isocompute.analysis.bootstrap import frontier_reward_band, replicate_frontiers
+from isocompute.analysis.bootstrap import frontier_reward_band, n_star_band, replicate_frontiers
 from isocompute.analysis.claims import law_established, n_star_claim, no_effect_groups
 from isocompute.analysis.fits import USABLE
 from isocompute.analysis.frontier import frontier
@@ -163,11 +163,8 @@ def frontier_n_band(boot: pd.DataFrame | None, B_p, budget: float, extrapolate: 
         return np.nan, np.nan
     n_star, n_max, _ = replicate_frontiers(boot[boot["B_p"] == B_p], np.array([budget]), extrapolate=extrapolate,
                                            ties=True)
-    lo, hi = n_star[:, 0][np.isfinite(n_star[:, 0])], n_max[:, 0][np.isfinite(n_max[:, 0])]
-    if not lo.size:
-        return np.nan, np.nan
-    return (float(np.percentile(lo, 50 * (1 - ci), method="lower")),
-            float(np.percentile(hi, 50 * (1 + ci), method="higher")))
+    lo, hi = n_star_band(n_star, n_max, 50 * (1 - ci), 50 * (1 + ci))
+    return float(lo[0]), float(hi[0])
 
 
 def snap_n(n_star: float, studied) -> int:

@@ -13,7 +13,8 @@ import pandas as pd
 from matplotlib.collections import LineCollection
 from matplotlib.lines import Line2D
 
-from isocompute.analysis.fits import predict, sigmoid_reward
+from isocompute.analysis.fits import sigmoid_reward
+from isocompute.analysis.frontier import run_curves
 from isocompute.analysis.plots.style import (BP, FORMATS, _band, _log2_x, _n_palette, _panels, _save, _styled,
                                              _subplots)
 
@@ -32,10 +33,7 @@ def _draw_frontier(ax, evals, fits, front, metric, palette, x="compute", legend=
     raw = evals[evals[x] > 0].merge(fits[["B_p", "n"]], on=["B_p", "n"])
     ax.scatter(raw[x], raw[metric], s=4, c=[palette.get(int(n), "grey") for n in raw["n"]], alpha=0.25,
                linewidths=0, rasterized=True)
-    fitted = predict(fits, grid)
-    if not extrapolate:
-        lo, hi = (fits[c].to_numpy(dtype=float)[:, None] for c in ("compute_min", "compute_max"))
-        fitted = np.where((grid >= lo * (1 - 1e-12)) & (grid <= hi * (1 + 1e-12)), fitted, np.nan)
+    fitted = run_curves(fits, grid, extrapolate=extrapolate)
     ok = np.isfinite(fitted).any(axis=1)
     lines = [np.column_stack([grid, f]) for f in fitted[ok]]
     colors = [palette.get(int(n), "grey") for n in fits["n"].to_numpy()[ok]]
