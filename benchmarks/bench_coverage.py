@@ -55,7 +55,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import beta
 
-from bench_frontier_bias import peaked_params, saturating_params   # the held-out truths, defined once
+from bench_frontier_bias import B_P, C_MAX, NS, peaked_params, saturating_params, schedules  # one setting, two benchmarks
 
 from isocompute.analysis.claims import FALLS, RISES
 from isocompute.analysis.fits import sigmoid_reward
@@ -66,13 +66,7 @@ from isocompute.analysis.recommend import recommendation_table
 from isocompute.analysis.settings import AnalysisSettings
 from isocompute.analysis.synthetic import crossover_params, synthetic_study
 from isocompute.analysis.tables import check_evals
-from isocompute.schedule import compute_schedule_steps
-from isocompute.train.recipe import evaluation_steps
 
-B_P = 32
-NS = (8, 16, 32, 64, 128, 256, 512)
-C_MAX = 2.0 ** 22
-SPAN_DOUBLINGS = 10
 EVAL_SAMPLES = 4
 TARGET = {"coverage": (0.90, 0.98), "false_claim": 0.05, "bias": 0.005}
 BASE = crossover_params(B_P, 64)          # the curve every n shares in the null truths
@@ -120,15 +114,6 @@ TRUTHS = {
     "peaked": (peaked_params, NS, None, "gaussian", False, True),
     "null_binomial": (_same, NS, None, "binomial", True, True),
 }
-
-
-def schedules(K: int, matched_points: int) -> dict:
-    lo = C_MAX / 2 ** SPAN_DOUBLINGS
-    return {
-        f"every {K}": lambda B, M_max: evaluation_steps(M_max, K),
-        f"matched {matched_points}": lambda B, M_max: compute_schedule_steps(
-            B, M_max, matched_points, min_compute=lo, c_max=C_MAX),
-    }
 
 
 def _truncated(steps_of, lengths):
@@ -273,14 +258,14 @@ def print_table(table: pd.DataFrame) -> None:
     cols = [("reward_cover", "F band"), ("n_star_cover", "n* band"), ("rec_n_cover", "rec n*"),
             ("rec_reward_cover", "rec F"), ("L_cover", "law L"), ("U_cover", "law U"),
             ("n_star_right", "n* right"), ("point_rise", "pt rise"), ("interval_rise", "U>L int")]
-    head = f"{'truth':<15}{'schedule':<12}{'bias':>8} " + "".join(f"{h:>9}" for _, h in cols) + "  claims / fails"
+    head = f"{'truth':<15}{'schedule':<18}{'bias':>8} " + "".join(f"{h:>9}" for _, h in cols) + "  claims / fails"
     print(head)
     print("-" * len(head))
     for _, r in table.iterrows():
         cells = "".join(f"{r[k]:>9.2f}" if r[f'{k}_n'] else f"{'-':>9}" for k, _ in cols)
         tag = "*" if r["held_out"] else " "
         fails = verdicts(r)
-        print(f"{r['truth'] + tag:<15}{r['schedule']:<12}{r['bias']:>+8.4f} {cells}  {r['claims']}"
+        print(f"{r['truth'] + tag:<15}{r['schedule']:<18}{r['bias']:>+8.4f} {cells}  {r['claims']}"
               + (f"  FAIL: {'; '.join(fails)}" if fails else ""))
     print("(* held out; coverage columns: share of replications whose 95% interval holds the truth)")
 
