@@ -60,15 +60,16 @@ def pack_prompts(prompts: Sequence[Sequence[int]], pad_id: int, device):
 def sample_group(model, prompt_ids: Sequence[Sequence[int]], n: int, params: SamplingParams,
                  eos_id: int, pad_id: int, generator: torch.Generator) -> list[list[list[int]]]:
     """n completions for each of a few prompts, in one KV-cached batch."""
-    from transformers import DynamicCache
+    from isocompute.forward import causal_lm
 
     device = next(model.parameters()).device
     ids, mask, pos = pack_prompts(prompt_ids, pad_id, device)
-    cache = DynamicCache()
-    out = model(input_ids=ids, attention_mask=mask, position_ids=pos, past_key_values=cache, use_cache=True)
+    forward = causal_lm(model)
+    cache = forward.new_cache(capacity=ids.shape[1] + params.max_new_tokens)
+    logits = forward(ids, mask, pos, cache)
     # Prefill once per prompt, then fan the cache out to n rollouts each.
     cache.batch_repeat_interleave(n)
-    logits = out.logits[:, -1].repeat_interleave(n, dim=0)
+    logits = logits[:, -1].repeat_interleave(n, dim=0)
     mask = mask.repeat_interleave(n, dim=0)
     next_pos = pos[:, -1:].repeat_interleave(n, dim=0) + 1
 
@@ -89,9 +90,7 @@ def sample_group(model, prompt_ids: Sequence[Sequence[int]], n: int, params: Sam
             cache.batch_select_indices(keep)
             alive, nxt, mask, next_pos = alive[keep], nxt[keep], mask[keep], next_pos[keep]
         mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=-1)
-        out = model(input_ids=nxt[:, None], attention_mask=mask, position_ids=next_pos,
-                    past_key_values=cache, use_cache=True)
-        logits = out.logits[:, -1]
+        logits = forward(nxt[:, None], mask, next_pos, cache)[:, -1]
         next_pos = next_pos + 1
     return [tokens[i * n:(i + 1) * n] for i in range(len(prompt_ids))]
 

@@ -76,21 +76,19 @@ def response_logits(model, prompts, row_group: torch.Tensor, responses: torch.Te
     (row_group[b] = the prompt of row b), so n rollouts of a problem do not
     pay n times for the prompt; gradients flow back through the shared cache.
     """
-    from transformers import DynamicCache
+    from isocompute.forward import causal_lm
 
     p_ids, p_attn, p_pos = prompts
-    cache = DynamicCache()
-    out = model(input_ids=p_ids, attention_mask=p_attn, position_ids=p_pos, past_key_values=cache, use_cache=True,
-                logits_to_keep=1)
-    first = out.logits[row_group, -1:]  # the prompt's last position predicts response token 0
+    forward = causal_lm(model)
+    cache = forward.new_cache()
+    first = forward(p_ids, p_attn, p_pos, cache, logits_to_keep=1)[row_group, -1:]  # the prompt's last position predicts response token 0
     R = responses.shape[1]
     if R == 1:
         return first.float()
     cache.batch_select_indices(row_group)
     attn = torch.cat([p_attn[row_group], response_mask[:, :R - 1]], dim=-1)
     pos = p_pos[row_group, -1:] + 1 + torch.arange(R - 1, device=responses.device)
-    rest = model(input_ids=responses[:, :R - 1], attention_mask=attn, position_ids=pos, past_key_values=cache,
-                 use_cache=True).logits
+    rest = forward(responses[:, :R - 1], attn, pos, cache)
     return torch.cat([first, rest], dim=1).float()
 
 
