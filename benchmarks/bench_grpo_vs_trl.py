@@ -1,19 +1,34 @@
-"""Throughput of the local GRPO backend against TRL's GRPOTrainer.
+"""Throughput of the local GRPO backend against TRL's GRPOTrainer, and against itself
+at an earlier commit, in one run.
 
-Both train the same tiny base model on the same split at identical settings
-(B_p problems x n rollouts per step, one update per step, same max new tokens,
-temperature, top-p, learning rate, KL and entropy coefficients, token-mean
-loss, group-normalised advantages, the project grader as reward), on the CPU
-with the same torch thread count. Each backend runs in its own subprocess so
-that peak memory is its own. Prints rollouts/s, tokens/s and peak memory of
-each, their ratio, and the local backend's share of the machine's measured
-matmul FLOP rate (~8 * params * tokens FLOPs per rollout: 2 to sample, 6 to
-train; the frozen reference forward for the KL adds 2 more, not counted).
+All train the same tiny base model on the same split at identical settings (B_p
+problems x n rollouts per step, one update per step, same max new tokens,
+temperature, top-p, learning rate, KL and entropy coefficients, token-mean loss,
+group-normalised advantages, the project grader as reward), on the CPU with the
+same torch thread count, each in its own subprocess (its peak memory is its own).
+Two measurements per backend:
 
-    .venv/bin/python benchmarks/bench_grpo_vs_trl.py \
-        --model results/embedded/model/base --train-file results/embedded/splits/easy/train.parquet
+  steady   the update loop alone, after `--warmup` untimed steps: rollouts/s,
+           tokens/s, and the local backend's share of the machine's measured
+           matmul FLOP rate (~8 * params * tokens FLOPs per rollout, prompt
+           tokens counted per rollout: 2 to sample, 6 to train; the frozen
+           reference forward for the KL adds 2 more, not counted)
+  job      a whole training job from process start to exit, as a study runs it:
+           for the local backend `isocompute train` on one grid cell of
+           `--job-steps` steps (start-up, model load, generation, log-probs,
+           updates, checkpoints and the cell's validation evaluations on
+           `--val-file`); for TRL its trainer for the same steps (start-up,
+           model load, training; it has no validation schedule to run)
 
-Needs the `bench` extra (trl).
+Rates are per wall-second and per CPU-second of the process (CPU-seconds stay
+comparable when other jobs share the machine). `--baseline REV` adds the local
+backend of commit REV (a temporary git worktree), the "before" of a speed change.
+
+    .venv/bin/python benchmarks/bench_grpo_vs_trl.py [--baseline REV] [--quick] \
+        [--model results/embedded/model/base] [--train-file results/embedded/splits/easy/train.parquet]
+
+`--quick`: 3 steady steps and a 6-step job at B_p 4, n 4 (tests run it on a tiny model).
+TRL comes from the `bench` extra; without it the TRL rows are skipped and say so.
 """
 
 from __future__ import annotations
@@ -21,11 +36,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def memory_kib() -> dict:
@@ -46,24 +65,38 @@ def load_problems(train_file: str):
     return [list(map(dict, p)) for p in df["prompt"]], list(ground_truths(df))
 
 
+def bench_config(args, steps: int) -> dict:
+    """The checked config of one Easy grid cell, B_p x n for `steps` steps, at the bench's settings."""
+    from isocompute.config import check_config
+
+    B = args.bp * args.n
+    return check_config({
+        "seed": 0, "splits": {"names": ["easy", "hard"]},
+        "grid": {"easy": {"B_p": [args.bp], "n": [args.n], "B_max": B, "C_max": steps * B},
+                 "hard": {"B_p": [args.bp], "n": [args.n], "B_max": B, "C_max": steps * B}},
+        "sampling": {"temperature": args.temperature, "top_p": 1.0, "max_new_tokens": args.max_new_tokens},
+        "train": {"lr_base": args.lr, "B_ref": B, "warmup_steps": 0, "kl_coef": args.kl,
+                  "entropy_coef": args.entropy, "regularized_splits": ["easy"]}})
+
+
+def bench_cell(cfg: dict):
+    from isocompute.grid import grid_cells
+
+    return next(c for c in grid_cells(cfg) if c.split == "easy")
+
+
 # --- the two backends ---------------------------------------------------------------
 
 def run_local(args) -> dict:
-    from isocompute.config import check_config
     from isocompute.data.schema import read_problems
-    from isocompute.grid import Cell
     from isocompute.model.io import load_policy
     from isocompute.train.backends.local import LocalGRPO, Problems
 
-    cfg = check_config({
-        "seed": 0, "splits": {"names": ["easy", "hard"]},
-        "sampling": {"temperature": args.temperature, "top_p": 1.0, "max_new_tokens": args.max_new_tokens},
-        "train": {"lr_base": args.lr, "B_ref": args.bp * args.n, "warmup_steps": 0, "kl_coef": args.kl,
-                  "entropy_coef": args.entropy, "regularized_splits": ["easy"]}})
+    cfg = bench_config(args, args.warmup + args.steps)
     model, tok = load_policy(args.model)
     train = Problems.from_frame(read_problems(args.train_file), tok)
     before = memory_kib()
-    trainer = LocalGRPO(cfg, Cell("easy", args.bp, args.n, args.warmup + args.steps, 0), model, tok, train, train)
+    trainer = LocalGRPO(cfg, bench_cell(cfg), model, tok, train, train)
     tokens = rollouts = 0
     prompt_tokens = []
     for step in range(1, args.warmup + args.steps + 1):
@@ -151,10 +184,93 @@ def worker(args) -> None:
     print("RESULT " + json.dumps(result), flush=True)
 
 
+# --- the parent: subprocesses, timed ---------------------------------------------------
+
+def timed_run(cmd: list[str], env: dict, what: str) -> tuple[subprocess.CompletedProcess, float, float]:
+    """Run `cmd`; (process, wall seconds, CPU seconds of the child), or exit naming `what`."""
+    cpu_before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    wall = time.perf_counter() - start
+    cpu_after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode != 0:
+        sys.stderr.write(proc.stdout[-3000:] + proc.stderr[-5000:])
+        sys.exit(f"bench: {what} failed (exit {proc.returncode})")
+    cpu = (cpu_after.ru_utime - cpu_before.ru_utime) + (cpu_after.ru_stime - cpu_before.ru_stime)
+    return proc, wall, cpu
+
+
+def worker_args(args) -> list[str]:
+    return ["--model", args.model, "--train-file", args.train_file, "--bp", str(args.bp), "--n", str(args.n),
+            "--max-new-tokens", str(args.max_new_tokens), "--temperature", str(args.temperature),
+            "--lr", str(args.lr), "--kl", str(args.kl), "--entropy", str(args.entropy), "--threads", str(args.threads)]
+
+
+def steady(args, backend: str, src: Path, env: dict, label: str) -> dict:
+    cmd = [sys.executable, __file__, "--backend", backend, *worker_args(args), "--warmup", str(args.warmup),
+           "--steps", str(args.steps)]
+    proc, _, _ = timed_run(cmd, {**env, "PYTHONPATH": str(src)}, f"the {label} steady-state run")
+    line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
+    if not line:
+        sys.exit(f"bench: the {label} steady-state run printed no RESULT line")
+    r = json.loads(line[-1][len("RESULT "):])
+    return {**r, "rollouts_per_s": r["rollouts"] / r["seconds"], "tokens_per_s": r["tokens"] / r["seconds"],
+            "rollouts_per_cpu_s": r["rollouts"] / r["cpu_seconds"]}
+
+
+def whole_job(args, backend: str, src: Path, env: dict, label: str) -> dict:
+    """One whole job from process start to exit, timed from outside."""
+    env = {**env, "PYTHONPATH": str(src)}
+    rollouts = args.job_steps * args.bp * args.n
+    if backend == "trl":
+        cmd = [sys.executable, __file__, "--backend", "trl", *worker_args(args), "--warmup", "0",
+               "--steps", str(args.job_steps)]
+        _, wall, cpu = timed_run(cmd, env, f"the {label} whole job")
+        return {"seconds": wall, "cpu_seconds": cpu, "rollouts": rollouts, "evaluations": 0,
+                "rollouts_per_s": rollouts / wall, "rollouts_per_cpu_s": rollouts / cpu}
+    sys.path.insert(0, str(REPO / "src"))
+    from isocompute.jobs import as_json, train_params
+
+    cfg = bench_config(args, args.job_steps)
+    cell = bench_cell(cfg)
+    with tempfile.TemporaryDirectory(prefix="bench_job_") as tmp:
+        run_dir = Path(tmp) / cell.name
+        cmd = [sys.executable, "-m", "isocompute", "train", "--params", as_json(train_params(cfg, cell)),
+               "--split", cell.split, "--bp", str(cell.B_p), "--n", str(cell.n), "--replicate", "0",
+               "--max-steps", str(cell.M_max), "--train-file", args.train_file, "--val-file", args.val_file,
+               "--model", args.model, "--run-dir", str(run_dir), "--threads", str(args.threads)]
+        _, wall, cpu = timed_run(cmd, env, f"the {label} whole job")
+        run = json.loads((run_dir / "run.json").read_text())
+    return {"seconds": wall, "cpu_seconds": cpu, "rollouts": rollouts, "evaluations": len(run["eval_steps"]),
+            "in_loop_seconds": run["wall_s"], "rollouts_per_s": rollouts / wall, "rollouts_per_cpu_s": rollouts / cpu}
+
+
+@contextmanager
+def checkout(rev: str | None):
+    """The src/ of commit `rev` (a temporary detached worktree), or None without one."""
+    if rev is None:
+        yield None
+        return
+    tmp = Path(tempfile.mkdtemp(prefix="bench_baseline_"))
+    subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", "-q", str(tmp / "tree"), rev],
+                   check=True)
+    try:
+        yield tmp / "tree" / "src"
+    finally:
+        subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(tmp / "tree")], check=False)
+
+
+def trl_available() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("trl") is not None
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--model", default="results/embedded/model/base")
     p.add_argument("--train-file", default="results/embedded/splits/easy/train.parquet")
+    p.add_argument("--val-file", default="results/embedded/splits/easy/val.parquet")
     p.add_argument("--bp", type=int, default=16)
     p.add_argument("--n", type=int, default=8)
     p.add_argument("--max-new-tokens", type=int, default=16)
@@ -164,56 +280,71 @@ def main() -> int:
     p.add_argument("--entropy", type=float, default=1e-3)
     p.add_argument("--warmup", type=int, default=2, help="untimed steps first")
     p.add_argument("--steps", type=int, default=8, help="timed steps")
+    p.add_argument("--job-steps", type=int, default=64, help="steps of the whole job")
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--baseline", metavar="REV", help="also measure the local backend of this commit")
+    p.add_argument("--no-trl", action="store_true", help="skip TRL")
+    p.add_argument("--quick", action="store_true", help="3 steady steps, a 6-step job, B_p 4 x n 4")
     p.add_argument("--backend", choices=["local", "trl"], help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.backend:
         worker(args)
         return 0
-    for path in (args.model, args.train_file):
+    if args.quick:
+        args.bp, args.n, args.warmup, args.steps, args.job_steps = 4, 4, 1, 3, 6
+    for path in (args.model, args.train_file, args.val_file):
         if not Path(path).exists():
-            sys.exit(f"bench: {path} not found (build it with the pipeline, or pass --model / --train-file)")
+            sys.exit(f"bench: {path} not found (build it with the pipeline, or pass --model / --train-file / "
+                     f"--val-file)")
     env = {**os.environ, "OMP_NUM_THREADS": str(args.threads), "TOKENIZERS_PARALLELISM": "false"}
-    results = {}
-    for backend in ("local", "trl"):
-        cmd = [sys.executable, __file__, "--backend", backend] + [a for a in sys.argv[1:]]
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
-        line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
-        if proc.returncode != 0 or not line:
-            sys.stderr.write(proc.stdout[-3000:] + proc.stderr[-5000:])
-            sys.exit(f"bench: the {backend} run failed")
-        results[backend] = json.loads(line[-1][len("RESULT "):])
+    use_trl = not args.no_trl and trl_available()
+    if not args.no_trl and not use_trl:
+        print("TRL not installed (pip install -e '.[bench]'): its rows are skipped")
+    results: dict[str, dict] = {}
+    with checkout(args.baseline) as baseline_src:
+        backends = [("local", "local", REPO / "src")]
+        if baseline_src is not None:
+            backends.append((f"local@{args.baseline}", "local", baseline_src))
+        if use_trl:
+            backends.append(("trl", "trl", REPO / "src"))
+        for label, backend, src in backends:
+            results[label] = {"steady": steady(args, backend, src, env, label),
+                              "job": whole_job(args, backend, src, env, label)}
 
     import torch
 
     torch.set_num_threads(args.threads)
     gflops = matmul_gflops()
-    print(f"B_p={args.bp} n={args.n} max_new_tokens={args.max_new_tokens} T={args.temperature} "
-          f"threads={args.threads} steps={args.steps} (+{args.warmup} warm-up), KL {args.kl}, entropy {args.entropy}")
-    # Wall-clock rates, and rates per CPU-second of the (single-threaded) process,
-    # which stay comparable when other jobs share the machine.
-    print(f"{'backend':8s} {'rollouts/s':>11s} {'tokens/s':>9s} {'rollouts/cpu-s':>15s} {'peak MiB':>9s} "
-          f"{'train MiB':>10s}")
-    for name, r in results.items():
-        r["rollouts_per_s"] = r["rollouts"] / r["seconds"]
-        r["tokens_per_s"] = r["tokens"] / r["seconds"]
-        r["rollouts_per_cpu_s"] = r["rollouts"] / r["cpu_seconds"]
-        print(f"{name:8s} {r['rollouts_per_s']:11.1f} {r['tokens_per_s']:9.0f} {r['rollouts_per_cpu_s']:15.1f} "
-              f"{r['peak_kib'] / 1024:9.0f} {(r['peak_kib'] - r['rss_before_train_kib']) / 1024:10.0f}")
-    loc, trl = results["local"], results["trl"]
-    print(f"local / TRL: {loc['rollouts_per_s'] / trl['rollouts_per_s']:.2f}x rollouts/s, "
-          f"{loc['tokens_per_s'] / trl['tokens_per_s']:.2f}x tokens/s (wall clock); "
-          f"{loc['rollouts_per_cpu_s'] / trl['rollouts_per_cpu_s']:.2f}x rollouts per CPU-second")
-    tokens_per_rollout = loc["prompt_tokens_mean"] + loc["tokens"] / loc["rollouts"]
-    flops_per_rollout = 8 * loc["params"] * tokens_per_rollout
-    achieved = loc["rollouts_per_s"] * flops_per_rollout / 1e9
-    achieved_cpu = loc["rollouts_per_cpu_s"] * flops_per_rollout / 1e9
-    print(f"local: {loc['params']} params, {tokens_per_rollout:.1f} tokens/rollout -> {achieved:.2f} GFLOP/s wall, "
-          f"{achieved_cpu:.2f} GFLOP per CPU-second = {100 * achieved / gflops:.1f}% / {100 * achieved_cpu / gflops:.1f}% "
-          f"of the measured matmul peak {gflops:.1f} GFLOP/s ({args.threads} thread(s))")
-    print("JSON " + json.dumps({"results": results, "matmul_gflops": gflops, "local_gflops": achieved,
-                                "local_gflops_per_cpu_s": achieved_cpu}))
+    report(args, results, gflops)
+    print("JSON " + json.dumps({"results": results, "matmul_gflops": gflops}))
     return 0
+
+
+def report(args, results: dict, gflops: float) -> None:
+    print(f"B_p={args.bp} n={args.n} max_new_tokens={args.max_new_tokens} T={args.temperature} "
+          f"threads={args.threads}; steady: {args.steps} steps (+{args.warmup} warm-up); job: {args.job_steps} "
+          f"steps; KL {args.kl}, entropy {args.entropy}; matmul peak {gflops:.1f} GFLOP/s")
+    print(f"{'backend':18s} {'measure':7s} {'rollouts/s':>11s} {'rollouts/cpu-s':>15s} {'% peak':>7s} "
+          f"{'seconds':>8s} {'evals':>6s} {'peak MiB':>9s}")
+    ours = results["local"]
+    for label, r in results.items():
+        for measure in ("steady", "job"):
+            m = r[measure]
+            share = ""
+            if measure == "steady" and "params" in m:
+                flops = 8 * m["params"] * (m["prompt_tokens_mean"] + m["tokens"] / m["rollouts"])
+                m["peak_share_cpu"] = m["rollouts_per_cpu_s"] * flops / 1e9 / gflops
+                share = f"{100 * m['peak_share_cpu']:.1f}"
+            peak = f"{m['peak_kib'] / 1024:.0f}" if "peak_kib" in m else ""
+            print(f"{label:18s} {measure:7s} {m['rollouts_per_s']:11.1f} {m['rollouts_per_cpu_s']:15.1f} "
+                  f"{share:>7s} {m['seconds']:8.1f} {m.get('evaluations', ''):>6} {peak:>9s}")
+    for label, r in results.items():
+        if label == "local":
+            continue
+        print(f"local / {label}: " + ", ".join(
+            f"{measure} {ours[measure]['rollouts_per_s'] / r[measure]['rollouts_per_s']:.2f}x per wall-s, "
+            f"{ours[measure]['rollouts_per_cpu_s'] / r[measure]['rollouts_per_cpu_s']:.2f}x per CPU-s"
+            for measure in ("steady", "job")))
 
 
 if __name__ == "__main__":
