@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 from matplotlib.figure import Figure
 
-from isocompute.analysis.plots import plot_interference, plot_metric_optima
+from isocompute.analysis.plots import plot_interference, plot_mechanism, plot_metric_optima
 from isocompute.analysis.plots.style import _save
 
 
@@ -20,6 +20,19 @@ def test_interference_and_optima_figures(tmp_path):
     optima = pd.DataFrame({"B_p": [32, 32, 64, 64], "metric": ["best@4", "worst@4"] * 2,
                            "compute": 1e6, "n_opt": [16, 64, 32, 128], "value": 0.5, "n_runs": 4})
     assert all(p.is_file() for p in plot_metric_optima(optima, tmp_path / "fig8", formats=("png",)))
+
+
+def test_mechanism_figure_pools_b_p_and_skips_thin_bins(tmp_path):
+    from isocompute.analysis.plots.studies import pooled_mechanism
+
+    mech = pd.DataFrame({"B_p": [4, 8, 4, 8], "n": [2, 2, 16, 16], "compute": 64.0, "groups": [10, 30, 3, 1],
+                         "zero_variance": [1.0, 0.5, 0.0, 1.0], "all_correct": [0.5, 0.0, 0.0, 1.0],
+                         "all_wrong": [0.5, 0.5, 0.0, 0.0], "pass_rate_mean": [0.5, 0.2, 0.4, 0.8]})
+    pooled = pooled_mechanism(mech).set_index("n")
+    assert pooled.loc[2, ["groups", "zero_variance", "all_correct"]].tolist() == [40, 0.625, 0.125]
+    assert pooled.loc[16, "zero_variance"] == 0.25
+    paths = plot_mechanism(mech, tmp_path / "mechanism")
+    assert [p.name for p in paths] == ["mechanism.png", "mechanism.pdf"] and all(p.stat().st_size > 1000 for p in paths)
 
 
 def test_figures_are_saved_atomically(tmp_path):

@@ -113,3 +113,28 @@ def test_extrapolation_check_on_noise_free_curves():
     assert row["observed_reward"] == pytest.approx(best, abs=0.02)
     with pytest.raises(ValueError):
         extrapolation_check(evals, fraction=0)
+
+
+def test_mechanism_table_counts_zero_variance_groups_per_n_and_compute_bin():
+    from isocompute.analysis.studies import interference_rates, mechanism_table
+
+    # B_p 2: n = 2 runs 4 steps (compute 4, 8, 12, 16), n = 4 runs 2 steps (compute 8, 16);
+    # pass rates are multiples of 1/n, 0 and 1 are the groups without signal.
+    rows = [(2, 2, s, 4 * s, pid, r) for s, rates in ((1, (0.0, 1.0)), (2, (0.5, 1.0)), (3, (0.0, 0.0)),
+                                                    (4, (0.5, 0.5))) for pid, r in enumerate(rates)]
+    rows += [(2, 4, s, 8 * s, pid, r) for s, rates in ((1, (0.25, 1.0)), (2, (0.75, 0.5)))
+             for pid, r in enumerate(rates)]
+    train = pd.DataFrame(rows, columns=["B_p", "n", "step", "compute", "problem_id", "pass_rate"]).assign(
+        source="batch")
+    probe = train.iloc[:2].assign(source="probe", pass_rate=0.5)
+    both = pd.concat([train, probe], ignore_index=True)
+    assert interference_rates(both)["source"].eq("probe").all()
+    assert interference_rates(train)["source"].eq("batch").all()
+    mech = mechanism_table(both, bins_per_octave=1).set_index(["n", "compute_lo"])  # the probe is left out
+    # n = 2: bin [4, 8): step 1 (0, 1: both without signal); [8, 16): steps 2, 3 (3 of 4); [16, 32): step 4
+    assert mech.loc[(2, 4.0), ["groups", "zero_variance", "all_correct", "all_wrong"]].tolist() == [2, 1.0, 0.5, 0.5]
+    assert mech.loc[(2, 8.0), ["steps", "groups", "zero_variance"]].tolist() == [2, 4, 0.75]
+    assert mech.loc[(2, 16.0), "zero_variance"] == 0.0
+    assert mech.loc[(4, 8.0), ["zero_variance", "all_correct", "pass_rate_mean"]].tolist() == [0.5, 0.5, 0.625]
+    assert mech.loc[(4, 16.0), "pass_rate_q50"] == pytest.approx(0.625)
+    assert mech.loc[(2, 8.0), "compute"] == pytest.approx(8 * 2 ** 0.5)   # the bin's geometric centre

@@ -1,7 +1,7 @@
 """Gathering a split's runs into the study tables the analysis reads: the
 evaluation points of every run, and the training pass rates of the
-interference figure (the fixed probe's when the runs have one, else the
-training batches'; column `source`). In an adaptive sweep a stopped run is
+interference figure and the mechanism table (the training batches', and the
+fixed probe's when the runs have one; column `source`). In an adaptive sweep a stopped run is
 gathered from the rung where it stopped. The only I/O is in `read_run_tables`."""
 
 from __future__ import annotations
@@ -31,14 +31,15 @@ def read_run_tables(run_dir: Path | str) -> tuple[pd.DataFrame, pd.DataFrame]:
     meta = json.loads(marker.read_text())
     B_p, n = int(meta["B_p"]), int(meta["n"])
     last_step = int(meta["stop_at_step"]) if stopped else None
+    # The training batches' pass rates (the mechanism table: zero-variance groups by n), and the
+    # fixed probe's when the run has one (the same problems and draws for every n, at a nominal
+    # matched compute: what the interference figure reads then).
+    path = files.pass_rates
+    batch = pd.read_json(path, lines=True) if path.is_file() and path.stat().st_size else pd.DataFrame(
+        columns=["step", "problem_id", "pass_rate"])
+    rates = batch.assign(source="batch", compute=batch["step"].astype("int64") * B_p * n)
     if files.probe.is_file() and files.probe.stat().st_size:
-        # The fixed probe (same problems and draws for every n, at a nominal matched compute).
-        rates = pd.read_json(files.probe, lines=True).assign(source="probe")
-    else:
-        path = files.pass_rates
-        rates = pd.read_json(path, lines=True) if path.is_file() and path.stat().st_size else pd.DataFrame(
-            columns=["step", "problem_id", "pass_rate"])
-        rates = rates.assign(source="batch", compute=rates["step"].astype("int64") * B_p * n)
+        rates = pd.concat([rates, pd.read_json(files.probe, lines=True).assign(source="probe")], ignore_index=True)
     if last_step is not None and len(rates):
         rates = rates[rates["step"] <= last_step]
     rates = rates.assign(B_p=B_p, n=n, seed=int(meta.get("replicate", 0)))
@@ -55,7 +56,7 @@ def collect_runs(run_dirs) -> tuple[pd.DataFrame, pd.DataFrame]:
     all_evals = all_evals.sort_values(keys, kind="stable")
     all_rates = pd.concat(rates, ignore_index=True)
     if len(all_rates):
-        all_rates = all_rates.sort_values(["B_p", "n", "seed", "step", "problem_id"], kind="stable")
+        all_rates = all_rates.sort_values(["B_p", "n", "seed", "source", "step", "problem_id"], kind="stable")
     return all_evals.reset_index(drop=True), all_rates.reset_index(drop=True)
 
 

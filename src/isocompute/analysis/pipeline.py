@@ -25,7 +25,8 @@ from isocompute.analysis.nstar import law_points, n_star_laws
 from isocompute.analysis.recommend import recommendation_table
 from isocompute.analysis.records import record_points_by_run
 from isocompute.analysis.settings import AnalysisSettings
-from isocompute.analysis.studies import (extrapolation_check, interference_histograms, metric_fits, metric_frontiers,
+from isocompute.analysis.studies import (extrapolation_check, interference_histograms, interference_rates,
+                                         mechanism_table, metric_fits, metric_frontiers,
                                          metric_optima, sensitivity)
 from isocompute.analysis.tables import check_evals, check_train, se_column
 from isocompute.atomic import atomic_dir
@@ -51,6 +52,7 @@ TABLE_FILES = {
     "frontier_metrics": "frontier_metrics.csv",
     "sensitivity": "sensitivity.csv",
     "interference": "interference.csv",
+    "mechanism": "mechanism.csv",
     "fits_tokens": "fits_tokens.csv",
     "frontier_tokens": "frontier_tokens.csv",
     "n_star_fit_tokens": "n_star_fit_tokens.csv",
@@ -175,7 +177,8 @@ def frontier_tables(evals: pd.DataFrame, fits: pd.DataFrame, R0: float | None, s
 def study_tables(evals: pd.DataFrame, fits: pd.DataFrame, R0: float | None, train: pd.DataFrame | None,
                  s: AnalysisSettings) -> dict:
     """The secondary studies: optima and frontiers of the other metrics (Figs. 8, 20),
-    sensitivity (Fig. 10), the extrapolation check, interference (Fig. 11, with `train`)."""
+    sensitivity (Fig. 10), the extrapolation check, interference (Fig. 11, with `train`) and
+    the mechanism table (zero-variance groups by n, with `train`)."""
     by_metric = metric_fits(evals, s.optima_metrics, method=s.method, fit_grid=s.grid, min_compute=s.min_compute,
                             bin_width=s.bin_width, ema_alpha=s.ema_alpha)
     out = {"optima": metric_optima(evals, s.optima_metrics, method=s.method, fits=by_metric),
@@ -184,7 +187,8 @@ def study_tables(evals: pd.DataFrame, fits: pd.DataFrame, R0: float | None, trai
            "extrapolation": extrapolation_check(evals, s.metric, fraction=s.extrapolate_fraction, fits=fits, R0=R0,
                                                 method=s.method, **s.fit_kw())}
     if train is not None:
-        out["interference"] = interference_histograms(train, bins=s.hist_bins)
+        out["interference"] = interference_histograms(interference_rates(train), bins=s.hist_bins)
+        out["mechanism"] = mechanism_table(train)
     return out
 
 

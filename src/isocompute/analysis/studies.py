@@ -173,6 +173,47 @@ def interference_histograms(train: pd.DataFrame, *, bins: int = 10, compute: flo
     return pd.DataFrame(rows, columns=["B_p", "n", "compute", "step", "bin_lo", "bin_hi", "count", "fraction"])
 
 
+def interference_rates(train: pd.DataFrame) -> pd.DataFrame:
+    """The rates Fig. 11 reads: the fixed probe's where the runs have one, else the batches'."""
+    if "source" not in train.columns:
+        return train
+    probe = train[train["source"] == "probe"]
+    return probe if len(probe) else train[train["source"] == "batch"]
+
+
+MECHANISM_COLUMNS = ["B_p", "n", "compute", "compute_lo", "compute_hi", "steps", "groups", "zero_variance",
+                     "all_correct", "all_wrong", "pass_rate_mean", "pass_rate_q25", "pass_rate_q50", "pass_rate_q75"]
+
+
+def mechanism_table(train: pd.DataFrame, *, bins_per_octave: int = 2) -> pd.DataFrame:
+    """Why n* moves or does not: the learning signal each n keeps, step by step.
+
+    From the training batches' pass rates (one row per problem of a step: the share of
+    its n rollouts that were correct), per (B_p, n) and compute bin (`bins_per_octave`
+    bins per doubling, the same edges for every run): the share of zero-variance groups
+    (all n correct or all wrong: a zero advantage, no gradient), split into all-correct and
+    all-wrong, and the distribution of the groups' pass rates (mean and quartiles).
+    `compute` is the bin's geometric centre."""
+    batch = train[train["source"] == "batch"] if "source" in train.columns else train
+    if batch.empty:
+        return pd.DataFrame(columns=MECHANISM_COLUMNS)
+    p = batch["pass_rate"].to_numpy(dtype=float)
+    df = batch.assign(bin=np.floor(np.log2(batch["compute"].to_numpy(dtype=float)) * bins_per_octave).astype(int),
+                      all_correct=p >= 1.0, all_wrong=p <= 0.0)
+    rows = []
+    for (B_p, n, k), g in df.groupby(["B_p", "n", "bin"], sort=True):
+        rates = g["pass_rate"].to_numpy(dtype=float)
+        q25, q50, q75 = np.quantile(rates, [0.25, 0.5, 0.75])
+        rows.append({"B_p": B_p, "n": n, "compute": 2.0 ** ((k + 0.5) / bins_per_octave),
+                     "compute_lo": 2.0 ** (k / bins_per_octave), "compute_hi": 2.0 ** ((k + 1) / bins_per_octave),
+                     "steps": int(g["step"].nunique()), "groups": len(g),
+                     "zero_variance": float((g["all_correct"] | g["all_wrong"]).mean()),
+                     "all_correct": float(g["all_correct"].mean()), "all_wrong": float(g["all_wrong"].mean()),
+                     "pass_rate_mean": float(rates.mean()), "pass_rate_q25": float(q25), "pass_rate_q50": float(q50),
+                     "pass_rate_q75": float(q75)})
+    return pd.DataFrame(rows, columns=MECHANISM_COLUMNS)
+
+
 def extrapolation_check(evals: pd.DataFrame, metric: str = "avg@4", *, fraction: float = 0.25,
                         fits: pd.DataFrame | None = None, bin_width: float = 0.01,
                         ema_alpha: float | None = None, min_compute: float | None = None,

@@ -158,7 +158,7 @@ def check_train(train: pd.DataFrame, what: str = "training table") -> pd.DataFra
     df["pass_rate"] = _numeric(df, "pass_rate", what)
     if ((df["pass_rate"] < 0) | (df["pass_rate"] > 1)).any():
         raise InputError(f"{what}: column 'pass_rate' must be in [0, 1]")
-    keys = ["B_p", "n"] + (["seed"] if "seed" in df.columns else []) + ["step", "problem_id"]
+    keys = (["B_p", "n"] + [k for k in ("seed", "source") if k in df.columns] + ["step", "problem_id"])
     if df.duplicated(keys).any():
         raise InputError(f"{what}: duplicate ({', '.join(keys)}) in columns {', '.join(repr(k) for k in keys)}")
     return df

@@ -19,14 +19,15 @@ from isocompute.analysis.plots.frontier import (plot_frontier, plot_frontiers_fi
                                                 plot_record_points)
 from isocompute.analysis.plots.laws import (plot_fixed_batch, plot_joint, plot_n_star_law, plot_n_star_law_grid,
                                             plot_n_star_laws)
-from isocompute.analysis.plots.studies import (plot_interference, plot_metric_frontiers, plot_metric_optima,
-                                               plot_sensitivity)
+from isocompute.analysis.plots.studies import (plot_interference, plot_mechanism, plot_metric_frontiers,
+                                               plot_metric_optima, plot_sensitivity)
 from isocompute.analysis.plots.style import FORMATS
 from isocompute.analysis.settings import AnalysisSettings
 
 __all__ = ["FORMATS", "plot_all", "plot_fixed_batch", "plot_frontier", "plot_frontiers_fixed_batch",
-           "plot_frontiers_grid", "plot_interference", "plot_joint", "plot_metric_frontiers", "plot_metric_optima",
-           "plot_n_star_law", "plot_n_star_law_grid", "plot_n_star_laws", "plot_record_points", "plot_sensitivity"]
+           "plot_frontiers_grid", "plot_interference", "plot_joint", "plot_mechanism", "plot_metric_frontiers",
+           "plot_metric_optima", "plot_n_star_law", "plot_n_star_law_grid", "plot_n_star_laws", "plot_record_points",
+           "plot_sensitivity"]
 
 
 def plot_all(results: dict, fig_dir, *, formats=FORMATS) -> list[Path]:
@@ -68,6 +69,8 @@ def plot_all(results: dict, fig_dir, *, formats=FORMATS) -> list[Path]:
                                   formats=formats)
     if len(results.get("interference", [])):
         paths += plot_interference(results["interference"], fig_dir / "fig11_interference", formats=formats)
+    if len(results.get("mechanism", [])):
+        paths += plot_mechanism(results["mechanism"], fig_dir / "mechanism_zero_variance", formats=formats)
     if len(results.get("frontier_joint", [])) and results["frontier_joint"]["n_star"].notna().any():
         paths += plot_joint(results["frontier_joint"], results["n_star_fit_joint"], fig_dir / "appendix_joint",
                             formats=formats)

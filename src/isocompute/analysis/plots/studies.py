@@ -1,6 +1,7 @@
 """Figures of the secondary studies: metric-specific optimal n (paper Fig. 8),
 sensitivity to n vs B_p (Fig. 10), training pass@1 histograms at matched
-compute (Fig. 11) and the best@4 and worst@4 frontiers (appendix, Fig. 20).
+compute (Fig. 11), the learning signal each n keeps (the mechanism) and the best@4 and
+worst@4 frontiers (appendix, Fig. 20).
 """
 
 from __future__ import annotations
@@ -67,6 +68,48 @@ def plot_interference(hist: pd.DataFrame, path_stem, *, ns=None, formats=FORMATS
         ax.set_ylabel("fraction of problems")
         ax.set_title(f"{BP} = {B_p}, C = {h['compute'].iloc[0]:.3g}")
         ax.legend(fontsize=7, loc="upper right")
+    return _save(fig, path_stem, formats)
+
+
+# ------------------------------------------------------------------ the mechanism
+
+MIN_GROUPS = 8
+
+
+def pooled_mechanism(mech: pd.DataFrame) -> pd.DataFrame:
+    """The mechanism table pooled over B_p: per (n, compute bin), shares weighted by groups."""
+    cols = ["zero_variance", "all_correct", "all_wrong", "pass_rate_mean"]
+    weighted = mech.assign(**{c: mech[c] * mech["groups"] for c in cols})
+    out = weighted.groupby(["n", "compute"], sort=True)[cols + ["groups"]].sum().reset_index()
+    return out.assign(**{c: out[c] / out["groups"] for c in cols})
+
+
+@_styled
+def plot_mechanism(mech: pd.DataFrame, path_stem, *, formats=FORMATS) -> list[Path]:
+    """The learning signal each n keeps during training (pooled over B_p): the share of
+    zero-variance groups (all rollouts of a problem correct or all wrong: no gradient), that
+    share split into all-correct and all-wrong, and the mean training pass rate; compute
+    bins holding fewer than MIN_GROUPS groups are not drawn."""
+    pooled = pooled_mechanism(mech)
+    pooled = pooled[pooled["groups"] >= MIN_GROUPS]  # a bin a run barely entered is noise
+    palette = _n_palette(pooled["n"])
+    fig, axes = _subplots(1, 3, panel=(3.4, 2.7), wgap=0.7)
+    ax_zero, ax_split, ax_rate = axes[0]
+    for n, g in pooled.groupby("n", sort=True):
+        color = palette[int(n)]
+        ax_zero.plot(g["compute"], g["zero_variance"], "-o", color=color, ms=2.5, lw=1.2, label=f"n={n}")
+        ax_split.plot(g["compute"], g["all_correct"], "-", color=color, lw=1.2)
+        ax_split.plot(g["compute"], g["all_wrong"], "--", color=color, lw=1.2)
+        ax_rate.plot(g["compute"], g["pass_rate_mean"], "-", color=color, lw=1.2)
+    for ax, label in ((ax_zero, "zero-variance groups (no signal)"), (ax_split, "share of groups"),
+                      (ax_rate, "mean training pass rate")):
+        _log2_x(ax)
+        ax.set_ylim(-0.02, 1.02)
+        ax.set_ylabel(label)
+    ax_zero.set_title("groups with no learning signal")
+    ax_split.set_title("all correct (solid), all wrong (dashed)")
+    ax_rate.set_title("training batches' pass rate")
+    ax_zero.legend(fontsize=6, loc="best")
     return _save(fig, path_stem, formats)
 
 
