@@ -121,3 +121,47 @@ def test_what_the_lean_forward_does_not_cover_keeps_the_library():
     assert lean.lean_model(scaled) is None
     assert isinstance(lean.causal_lm(scaled), lean.LibraryCausalLM)
     assert isinstance(lean.causal_lm(tiny("qwen2")), lean.LeanCausalLM)
+
+
+@pytest.mark.parametrize("family", ["llama", "qwen2"])
+def test_the_lean_loader_builds_the_library_models_parameters(family, tmp_path):
+    from isocompute.model.io import load_policy
+    from isocompute.model.tokenizer import build_char_tokenizer
+
+    library_model = tiny(family)
+    library_model.save_pretrained(tmp_path)
+    build_char_tokenizer().save_pretrained(tmp_path)
+    (tmp_path / "isocompute_meta.json").write_text("{}")  # as the embedded model's directory has
+    model, tok = load_policy(tmp_path, lean=True)
+    ref, ref_tok = load_policy(tmp_path)
+    assert isinstance(model, lean.LeanModule) and not isinstance(ref, lean.LeanModule)
+    # The same names in the same order (an optimiser's state and a checkpoint carry over), equal values.
+    assert [n for n, _ in model.named_parameters()] == [n for n, _ in ref.named_parameters()]
+    assert list(model.state_dict()) == list(ref.state_dict())
+    assert all(torch.equal(v, ref.state_dict()[k]) for k, v in model.state_dict().items())
+    assert (model.lm_head.weight is model.model.embed_tokens.weight) == (family == "llama")
+    ids, mask, pos = pack_prompts(PROMPTS["padded"], 0, "cpu")
+    with torch.no_grad():
+        got = lean.causal_lm(model)(ids, mask, pos, lean.causal_lm(model).new_cache())
+        want = library(ref, ids, mask, pos, None)
+    assert torch.equal(got[mask.bool()], want[mask.bool()])
+    chat = [{"role": "user", "content": "Compute 1+2."}]
+    assert type(tok) is type(ref_tok)  # (Qwen2's is AutoTokenizer's own: it picks a Qwen2 class)
+    for text in ("Compute 12+34. \\boxed{46}", "  a\tb\n(7*8)-9"):
+        ids = tok(text, add_special_tokens=False)["input_ids"]
+        assert ids == ref_tok(text, add_special_tokens=False)["input_ids"]
+        assert tok.decode(ids, skip_special_tokens=True) == ref_tok.decode(ids, skip_special_tokens=True)
+    assert (tok.apply_chat_template(chat, tokenize=False, add_generation_prompt=True)
+            == ref_tok.apply_chat_template(chat, tokenize=False, add_generation_prompt=True))
+    with pytest.raises(TypeError, match="causal_lm"):
+        model(ids)
+
+
+def test_the_lean_loader_leaves_other_models_to_the_library(tmp_path):
+    from isocompute.model.io import load_policy
+    from isocompute.model.tokenizer import build_char_tokenizer
+
+    tiny("llama", rope_scaling={"rope_type": "linear", "factor": 2.0}).save_pretrained(tmp_path)
+    build_char_tokenizer().save_pretrained(tmp_path)
+    model, _ = load_policy(tmp_path, lean=True)
+    assert not isinstance(model, lean.LeanModule)

@@ -59,7 +59,7 @@ def make_sampler(cfg: dict, model_path: str, *, engine_seed: int | None = None):
     from isocompute.model.io import load_policy, pick_device
     from isocompute.sampling import LocalSampler
 
-    model, tok = load_policy(model_path, device=pick_device())
+    model, tok = load_policy(model_path, device=pick_device(), lean=True)
     return LocalSampler(model, tok, batch_size=cfg["sampling"]["batch_size"])
 
 

@@ -228,7 +228,7 @@ def train_local(cfg: dict, cell, paths, stop_at_step: int | None = None, on_step
     run_hash = config_hash(identity)
     checkpoint_file = ckpt.checkpoint_path(paths.run_dir)
     device = pick_device(cfg["train"]["device"])
-    model, tokenizer = load_policy(paths.model, device=device)
+    model, tokenizer = load_policy(paths.model, device=device, lean=True)
     train = Problems.from_frame(read_problems(paths.train_file), tokenizer)
     val = Problems.from_frame(read_problems(paths.val_file), tokenizer)
     extra = {name: Problems.from_frame(read_eval_set(path, name), tokenizer) for name, path in paths.eval_sets}
