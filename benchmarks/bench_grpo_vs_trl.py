@@ -28,7 +28,14 @@ backend of commit REV (a temporary git worktree), the "before" of a speed change
         [--model results/embedded/model/base] [--train-file results/embedded/splits/easy/train.parquet]
 
 `--quick`: 3 steady steps and a 6-step job at B_p 4, n 4 (tests run it on a tiny model).
-TRL comes from the `bench` extra; without it the TRL rows are skipped and say so.
+
+TRL runs in a venv of its own (`--trl-python`): verl 0.9.1 patches trl whenever it is
+importable and fails on trl 1.16, so the project's venv must not hold it. Make it once with
+
+    python3 -m venv .venv-trl && .venv-trl/bin/pip install torch==2.13.0 \
+        && .venv-trl/bin/pip install -c constraints.txt -e ".[bench]"
+
+and pass `--trl-python .venv-trl/bin/python`; without one the TRL rows are skipped and say so.
 """
 
 from __future__ import annotations
@@ -206,8 +213,12 @@ def worker_args(args) -> list[str]:
             "--lr", str(args.lr), "--kl", str(args.kl), "--entropy", str(args.entropy), "--threads", str(args.threads)]
 
 
+def python_of(args, backend: str) -> str:
+    return args.trl_python if backend == "trl" else sys.executable
+
+
 def steady(args, backend: str, src: Path, env: dict, label: str) -> dict:
-    cmd = [sys.executable, __file__, "--backend", backend, *worker_args(args), "--warmup", str(args.warmup),
+    cmd = [python_of(args, backend), __file__, "--backend", backend, *worker_args(args), "--warmup", str(args.warmup),
            "--steps", str(args.steps)]
     proc, _, _ = timed_run(cmd, {**env, "PYTHONPATH": str(src)}, f"the {label} steady-state run")
     line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
@@ -223,7 +234,7 @@ def whole_job(args, backend: str, src: Path, env: dict, label: str) -> dict:
     env = {**env, "PYTHONPATH": str(src)}
     rollouts = args.job_steps * args.bp * args.n
     if backend == "trl":
-        cmd = [sys.executable, __file__, "--backend", "trl", *worker_args(args), "--warmup", "0",
+        cmd = [python_of(args, "trl"), __file__, "--backend", "trl", *worker_args(args), "--warmup", "0",
                "--steps", str(args.job_steps)]
         _, wall, cpu = timed_run(cmd, env, f"the {label} whole job")
         return {"seconds": wall, "cpu_seconds": cpu, "rollouts": rollouts, "evaluations": 0,
@@ -260,10 +271,9 @@ def checkout(rev: str | None):
         subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(tmp / "tree")], check=False)
 
 
-def trl_available() -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec("trl") is not None
+def trl_available(python: str) -> bool:
+    probe = "import importlib.util, sys; sys.exit(importlib.util.find_spec('trl') is None)"
+    return subprocess.run([python, "-c", probe]).returncode == 0
 
 
 def main() -> int:
@@ -283,6 +293,7 @@ def main() -> int:
     p.add_argument("--job-steps", type=int, default=64, help="steps of the whole job")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--baseline", metavar="REV", help="also measure the local backend of this commit")
+    p.add_argument("--trl-python", default=sys.executable, help="the interpreter of a venv with TRL")
     p.add_argument("--no-trl", action="store_true", help="skip TRL")
     p.add_argument("--quick", action="store_true", help="3 steady steps, a 6-step job, B_p 4 x n 4")
     p.add_argument("--backend", choices=["local", "trl"], help=argparse.SUPPRESS)
@@ -297,9 +308,9 @@ def main() -> int:
             sys.exit(f"bench: {path} not found (build it with the pipeline, or pass --model / --train-file / "
                      f"--val-file)")
     env = {**os.environ, "OMP_NUM_THREADS": str(args.threads), "TOKENIZERS_PARALLELISM": "false"}
-    use_trl = not args.no_trl and trl_available()
+    use_trl = not args.no_trl and trl_available(args.trl_python)
     if not args.no_trl and not use_trl:
-        print("TRL not installed (pip install -e '.[bench]'): its rows are skipped")
+        print(f"TRL not importable by {args.trl_python} (see --trl-python): its rows are skipped")
     results: dict[str, dict] = {}
     with checkout(args.baseline) as baseline_src:
         backends = [("local", "local", REPO / "src")]

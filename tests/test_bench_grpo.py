@@ -1,9 +1,10 @@
 """benchmarks/bench_grpo_vs_trl.py --quick, on a tiny model: both measurements of every
-backend run to the end and report what they measured (not how fast: no timing asserted)."""
+backend run to the end (TRL where ISOCOMPUTE_TRL_PYTHON names a venv with it) and report what they measured (not how fast: no timing asserted)."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -27,15 +28,19 @@ def test_quick_bench_measures_the_local_backend_and_trl(tmp_path):
     pool.iloc[40:44].to_parquet(tmp_path / "val.parquet")
     proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / "bench_grpo_vs_trl.py"), "--quick",
                            "--model", str(tmp_path / "model"), "--train-file", str(tmp_path / "train.parquet"),
-                           "--val-file", str(tmp_path / "val.parquet")],
+                           "--val-file", str(tmp_path / "val.parquet"),
+                           *(["--trl-python", os.environ["ISOCOMPUTE_TRL_PYTHON"]]
+                             if os.environ.get("ISOCOMPUTE_TRL_PYTHON") else [])],
                           capture_output=True, text=True, cwd=tmp_path, timeout=900)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     results = json.loads(next(ln for ln in proc.stdout.splitlines() if ln.startswith("JSON "))[5:])["results"]
-    assert set(results) == {"local", "trl"}  # TRL comes with the test extra
+    # TRL lives in a venv of its own (verl breaks with it installed): measured when one is given.
+    assert set(results) == {"local"} | ({"trl"} if os.environ.get("ISOCOMPUTE_TRL_PYTHON") else set())
     for backend, r in results.items():
         assert r["steady"]["rollouts"] == 3 * 4 * 4, backend   # 3 timed steps of B_p 4 x n 4
         assert r["job"]["rollouts"] == 6 * 4 * 4, backend
         assert r["steady"]["rollouts_per_cpu_s"] > 0 and r["job"]["rollouts_per_cpu_s"] > 0
     # The local job ran its validation schedule (step 0 and the last step at least); TRL has none.
-    assert results["local"]["job"]["evaluations"] >= 2 and results["trl"]["job"]["evaluations"] == 0
+    assert results["local"]["job"]["evaluations"] >= 2
+    assert results.get("trl", {"job": {"evaluations": 0}})["job"]["evaluations"] == 0
     assert 0 < results["local"]["steady"]["peak_share_cpu"] < 1
