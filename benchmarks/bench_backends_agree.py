@@ -54,11 +54,16 @@ VERL_CLUSTER = {"train": {"gpus": 1, "cpus_per_gpu": 8},
 def study_config(B_p: int, n: int, steps: int, backend: str, seed: int = 0, samples: int = 4) -> dict:
     from conftest import TINY_CONFIG
 
+    from isocompute.train.recipe import MIN_EVALUATIONS
+
+    # Only step 0 is compared, but a run must validate at MIN_EVALUATIONS steps at least.
+    interval = max(1, steps // (MIN_EVALUATIONS - 1))
+
     return {
         **TINY_CONFIG, "experiment": EXPERIMENT, "seed": seed,
         "grid": {"easy": {"B_p": [B_p], "n": [n], "B_max": B_p * n, "C_max": B_p * n * steps}},
         "train": {"backend": backend, "device": "cpu", "max_response_length": 16, "lr_base": 1e-3, "B_ref": 8,
-                  "warmup_steps": 1, "probe_problems": 0, "eval_schedule": "steps", "eval_interval": steps},
+                  "warmup_steps": 1, "probe_problems": 0, "eval_schedule": "steps", "eval_interval": interval},
         "eval": {"k": 4, "samples": samples},
         "cluster": VERL_CLUSTER,
     }
@@ -157,6 +162,11 @@ def paired(a: dict, b: dict) -> tuple[float, float]:
     return m, sd / math.sqrt(len(d))
 
 
+def z_score(diff: float, se: float) -> float:
+    """diff / se; NaN when se is 0 (both runs scored every problem alike: nothing to scale by)."""
+    return diff / se if se > 0 else float("nan")
+
+
 def loss_diffs() -> dict:
     from test_backends_agree_loss import TOL, max_abs_diffs
 
@@ -182,7 +192,7 @@ def report(runs: list[dict], losses: dict) -> str:
     for other in local[1:] + verl:
         diff, se = paired(local[0]["step0"], other["step0"])
         lines.append(f"    {other['backend']}_s{other['seed']} - local_s{local[0]['seed']}: {diff:+.3f}, paired se "
-                     f"{se:.3f}, z = {diff / se:+.2f}")
+                     f"{se:.3f}, z = {z_score(diff, se):+.2f}")
     steps = len(runs[0]["rewards"])
     B = runs[0]["B"]
     lines.append(f"(3) training reward per step (mean of {B} rollouts; binomial se of one step "
