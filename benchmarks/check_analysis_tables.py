@@ -25,6 +25,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from isocompute import jobs
+from isocompute.config import check_config
+
 HERE = Path(__file__).resolve().parents[1]
 RUN = "import sys; from isocompute.cli import main; sys.exit(main(sys.argv[1:]))"
 
@@ -36,8 +39,9 @@ SYNTHETIC = {
     "noise_unknown_se": (["--bootstrap", "8", "--grid-points", "25", "--no-observed-range"], dict(noise=0.01)),
     "paper_ema": (["--method", "paper", "--ema", "0.5", "--bootstrap", "8", "--grid-points", "25"],
                   dict(noise=0.01)),
-    # What the analyze rule passes for a config without an analysis section (the embedded study's).
-    "rule_params_defaults": (["--params", json.dumps({"seed": 0, "analysis": {}, "eval": {"k": 4}})],
+    # What the analyze rule passes for a config without an analysis section (the embedded study's):
+    # the schema's defaults, filled in by check_config (a job's --params are filled with nothing).
+    "rule_params_defaults": (["--params", jobs.as_json(jobs.analysis_params(check_config({})))],
                              dict(problems=200, seeds=1)),
 }
 
@@ -102,11 +106,7 @@ def rule_params(config: Path) -> str:
     """The analyze rule's --params for a config file (rules/common.smk, `analysis_params_json`)."""
     import yaml
 
-    from isocompute.config import check_config
-
-    cfg = check_config(yaml.safe_load(config.read_text()) or {})
-    return json.dumps({"seed": cfg["seed"], "analysis": cfg["analysis"], "eval": {"k": cfg["eval"]["k"]}},
-                      sort_keys=True)
+    return jobs.as_json(jobs.analysis_params(check_config(yaml.safe_load(config.read_text()) or {})))
 
 
 def main(argv=None) -> int:
