@@ -76,8 +76,9 @@ def test_analysis_quick_runs_the_cli_chain_on_every_run(tmp_path):
 @pytest.mark.slow
 def test_backends_agree_quick_trains_both_backends_on_the_same_problems(tmp_path):
     """The data stages of the tiny study, two local runs and one verl session (minutes). verl
-    0.9.1 patches trl's value-head model whenever trl is importable, and fails on trl 1.16 (the
-    `bench` extra's): this needs a venv without it, as `make test` builds."""
+    0.9.1 patches trl's value-head model whenever trl is importable and cannot import it from
+    trl 1.16 (the `bench` extra's): in a venv with that extra, verl's model init fails here, as
+    in test_pipeline_verl_cpu.py."""
     from bench_backends_agree import QUICK
 
     report = tmp_path / "runs.json"
