@@ -17,7 +17,10 @@ The rule's defaults (eta sqrt 2, 11 rungs, z 2.5, neighbours 0) were chosen on
 seeds 100-109 (`--first-seed 100 --seeds 10`); the report uses seeds 0-19,
 which the tuning never saw.
 
-    PYTHONPATH=src .venv/bin/python benchmarks/bench_adaptive_replay.py [--seeds 20] [--first-seed 0] [--out runs.csv]
+    PYTHONPATH=src .venv/bin/python benchmarks/bench_adaptive_replay.py [--seeds 20] [--first-seed 0] [--out runs.csv] [--quick]
+
+--quick replays 2 studies instead of 20 (seconds; what `make test` runs, in
+tests/test_benchmarks.py): the same code, too few seeds for the verdict to mean much.
 """
 
 from __future__ import annotations
@@ -73,12 +76,15 @@ def verdict(table: pd.DataFrame) -> list[str]:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--seeds", type=int, default=20, help="studies (default: 20)")
+    parser.add_argument("--seeds", type=int, default=None, help="studies (default: 20, or 2 with --quick)")
     parser.add_argument("--first-seed", type=int, default=0,
                         help="seed of the first study (default: 0; the rule was tuned on 100-109)")
     parser.add_argument("--probes", type=int, default=20, help="probe budgets for n* (default: 20)")
     parser.add_argument("--out", default=None, help="write where each run stopped, per seed, as CSV")
+    parser.add_argument("--quick", action="store_true", help="2 studies unless --seeds says otherwise (a smoke run)")
     args = parser.parse_args(argv)
+    if args.seeds is None:
+        args.seeds = 2 if args.quick else 20
     if args.seeds < 1:
         parser.error("--seeds must be >= 1")
     seeds = range(args.first_seed, args.first_seed + args.seeds)

@@ -5,7 +5,11 @@ through the command-line code path (CSV -> all tables and figures, default
 settings: 200 bootstrap resamples, 100 grid points) and prints the time per
 phase. Target: under 10 s wall-clock on the 2-core development machine.
 
-    .venv/bin/python benchmarks/bench_analysis.py [--bootstrap N] [--blas-threads N|auto] [--keep DIR]
+    .venv/bin/python benchmarks/bench_analysis.py [--bootstrap N] [--blas-threads N|auto] [--keep DIR] [--quick]
+
+--quick runs the same chain on 2 B_p x 4 n runs of 30 points with 10 bootstrap
+resamples (seconds; what `make test` runs, in tests/test_benchmarks.py), and
+judges no target.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from pathlib import Path
 TARGET_S = 10.0
 B_PS = (32, 64, 128, 256, 512, 1024)
 NS = (8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
+QUICK = {"B_ps": B_PS[:2], "ns": NS[:4], "points": 30, "bootstrap": 10}
 
 
 def main(argv=None) -> int:
@@ -28,10 +33,16 @@ def main(argv=None) -> int:
     parser.add_argument("--blas-threads", default="auto",
                         help="set OPENBLAS_NUM_THREADS for the run (default: auto, leave the environment "
                              "as it is)")
-    parser.add_argument("--bootstrap", type=int, default=200, help="bootstrap resamples (default: 200)")
-    parser.add_argument("--points", type=int, default=200, help="evaluation points per run (default: 200)")
+    parser.add_argument("--bootstrap", type=int, default=None, help="bootstrap resamples (default: 200)")
+    parser.add_argument("--points", type=int, default=None, help="evaluation points per run (default: 200)")
     parser.add_argument("--keep", type=Path, default=None, help="keep the table and outputs in this folder")
+    parser.add_argument("--quick", action="store_true",
+                        help=f"{len(QUICK['B_ps'])} B_p x {len(QUICK['ns'])} n, {QUICK['points']} points, "
+                             f"{QUICK['bootstrap']} resamples unless given (a smoke run)")
     args = parser.parse_args(argv)
+    size = QUICK if args.quick else {"B_ps": B_PS, "ns": NS, "points": 200, "bootstrap": 200}
+    args.points = size["points"] if args.points is None else args.points
+    args.bootstrap = size["bootstrap"] if args.bootstrap is None else args.bootstrap
     if "numpy" in sys.modules and args.blas_threads != "auto":
         print("note: numpy already imported, --blas-threads has no effect", file=sys.stderr)
     if args.blas_threads != "auto":
@@ -45,7 +56,7 @@ def main(argv=None) -> int:
     work = Path(tempfile.mkdtemp(prefix="bench_analysis_")) if args.keep is None else args.keep
     work.mkdir(parents=True, exist_ok=True)
     try:
-        evals = synthetic_evals(B_ps=B_PS, ns=NS, points=args.points, noise=0.01, seed=0)
+        evals = synthetic_evals(B_ps=size["B_ps"], ns=size["ns"], points=args.points, noise=0.01, seed=0)
         csv = work / "evals.csv"
         evals.to_csv(csv, index=False)
         runs = evals.groupby(["B_p", "n"]).ngroups
@@ -69,10 +80,10 @@ def main(argv=None) -> int:
         print(f"{'total (wall)':<20}{wall:>10.2f}")
         print(f"{'total (CPU)':<20}{cpu:>10.2f}")
         figures = len(list((out / "figures").iterdir()))
-        verdict = "within" if wall < TARGET_S else "OVER"
+        verdict = ("no target (quick)" if args.quick
+                   else f"{'within' if wall < TARGET_S else 'OVER'} the {TARGET_S:.0f} s target")
         print(f"\n{figures} figure files; load average at start {load:.1f} on {os.cpu_count()} cores; "
-              f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}; "
-              f"{verdict} the {TARGET_S:.0f} s target")
+              f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}; {verdict}")
         return 0
     finally:
         if args.keep is None:

@@ -23,12 +23,17 @@ rollout.seed), and verl's dataloader draws a step's problems in its own order (i
 sampler seeded from data.seed), so step t trains on other problems. Only distributions
 can agree.
 
-    PYTHONPATH=src .venv/bin/python benchmarks/bench_backends_agree.py [--study DIR]
+    PYTHONPATH=src .venv/bin/python benchmarks/bench_backends_agree.py [--study DIR] [--out runs.json] [--quick]
 
 --study reuses a study folder that has the e2e test's data (results/tinyverl/: the
 base model and the Easy split; e.g. the basetemp of tests/test_pipeline_verl_cpu.py);
 without it, the tiny study's data stages are built first (about a minute). One verl
 session (about 3-4 minutes on 2 cores) and two local runs (seconds each).
+
+--quick: the same runs at the smallest sizes (B_p = 2, n = 2, 2 steps, 8 validation
+problems x 4 samples; about 5 minutes on 2 busy cores with the data stages, the verl
+session most of it): what `make test` runs (tests/test_benchmarks.py, a slow test).
+Its numbers are too few to tell the backends apart; it shows the comparison still runs.
 """
 
 from __future__ import annotations
@@ -47,6 +52,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
 EXPERIMENT = "tinyverl"  # the e2e test's (tests/test_pipeline_verl_cpu.py), so its data can be reused
+QUICK = {"bp": 2, "n": 2, "steps": 2, "val_problems": 8, "samples": 4}
+FULL = {"bp": 4, "n": 8, "steps": 4, "val_problems": 64, "samples": 16}
 VERL_CLUSTER = {"train": {"gpus": 1, "cpus_per_gpu": 8},
                 "verl": {"storage_units": 1, "max_prompt_length": 64, "max_token_len_per_gpu": 512}}
 
@@ -54,11 +61,16 @@ VERL_CLUSTER = {"train": {"gpus": 1, "cpus_per_gpu": 8},
 def study_config(B_p: int, n: int, steps: int, backend: str, seed: int = 0, samples: int = 4) -> dict:
     from conftest import TINY_CONFIG
 
+    from isocompute.train.recipe import MIN_EVALUATIONS
+
+    # Only step 0 is compared, but a run must validate at MIN_EVALUATIONS steps at least.
+    interval = max(1, steps // (MIN_EVALUATIONS - 1))
+
     return {
         **TINY_CONFIG, "experiment": EXPERIMENT, "seed": seed,
         "grid": {"easy": {"B_p": [B_p], "n": [n], "B_max": B_p * n, "C_max": B_p * n * steps}},
         "train": {"backend": backend, "device": "cpu", "max_response_length": 16, "lr_base": 1e-3, "B_ref": 8,
-                  "warmup_steps": 1, "probe_problems": 0, "eval_schedule": "steps", "eval_interval": steps},
+                  "warmup_steps": 1, "probe_problems": 0, "eval_schedule": "steps", "eval_interval": interval},
         "eval": {"k": 4, "samples": samples},
         "cluster": VERL_CLUSTER,
     }
@@ -157,6 +169,11 @@ def paired(a: dict, b: dict) -> tuple[float, float]:
     return m, sd / math.sqrt(len(d))
 
 
+def z_score(diff: float, se: float) -> float:
+    """diff / se; NaN when se is 0 (both runs scored every problem alike: nothing to scale by)."""
+    return diff / se if se > 0 else float("nan")
+
+
 def loss_diffs() -> dict:
     from test_backends_agree_loss import TOL, max_abs_diffs
 
@@ -182,7 +199,7 @@ def report(runs: list[dict], losses: dict) -> str:
     for other in local[1:] + verl:
         diff, se = paired(local[0]["step0"], other["step0"])
         lines.append(f"    {other['backend']}_s{other['seed']} - local_s{local[0]['seed']}: {diff:+.3f}, paired se "
-                     f"{se:.3f}, z = {diff / se:+.2f}")
+                     f"{se:.3f}, z = {z_score(diff, se):+.2f}")
     steps = len(runs[0]["rewards"])
     B = runs[0]["B"]
     lines.append(f"(3) training reward per step (mean of {B} rollouts; binomial se of one step "
@@ -208,16 +225,22 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--study", type=Path, default=None, help="a study folder with the e2e test's data (results/tinyverl)")
     p.add_argument("--work", type=Path, default=Path("/tmp/isocompute_bench_backends_agree"))
-    p.add_argument("--bp", type=int, default=4)
-    p.add_argument("--n", type=int, default=8)
-    p.add_argument("--steps", type=int, default=4)
-    p.add_argument("--val-problems", type=int, default=64)
-    p.add_argument("--samples", type=int, default=16, help="validation samples per problem (eval.samples)")
+    p.add_argument("--bp", type=int, default=None, help=f"B_p (default: {FULL['bp']})")
+    p.add_argument("--n", type=int, default=None, help=f"n (default: {FULL['n']})")
+    p.add_argument("--steps", type=int, default=None, help=f"training steps (default: {FULL['steps']})")
+    p.add_argument("--val-problems", type=int, default=None, help=f"default: {FULL['val_problems']}")
+    p.add_argument("--samples", type=int, default=None,
+                   help=f"validation samples per problem (eval.samples; default: {FULL['samples']})")
+    p.add_argument("--quick", action="store_true",
+                   help="the sizes of QUICK where not given: " + ", ".join(f"{k} {v}" for k, v in QUICK.items()))
     p.add_argument("--local-seeds", type=int, nargs="+", default=[0, 1])
     p.add_argument("--verl-seeds", type=int, nargs="+", default=[0])
     p.add_argument("--timeout", type=float, default=900.0, help="seconds per run (verl: its whole process group)")
     p.add_argument("--out", type=Path, default=None, help="JSON of every number")
     args = p.parse_args(argv)
+    for key, value in (QUICK if args.quick else FULL).items():
+        if getattr(args, key) is None:
+            setattr(args, key, value)
 
     work = (args.study or args.work / "study").resolve()
     if not (work / "results" / EXPERIMENT / "splits" / "easy" / "train.parquet").is_file():

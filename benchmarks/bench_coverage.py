@@ -42,6 +42,10 @@ the count and the binomial 95% interval of every rate; a criterion fails only
 when that interval lies outside the target.
 
     PYTHONPATH=src .venv/bin/python benchmarks/bench_coverage.py [--seeds 20] [--truths null step] [--quick]
+
+--quick: 4 seeds (unless --seeds says otherwise) and 50 bootstrap replicates (about ten
+minutes over every truth on 2 cores); `make test` runs it on two truths, one schedule and 2
+seeds (tests/test_benchmarks.py).
 """
 
 from __future__ import annotations
@@ -272,7 +276,7 @@ def print_table(table: pd.DataFrame) -> None:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--seeds", type=int, default=20)
+    parser.add_argument("--seeds", type=int, default=None, help="replications (default: 20, or 4 with --quick)")
     parser.add_argument("--truths", nargs="+", choices=sorted(TRUTHS), default=list(TRUTHS))
     parser.add_argument("--eval-every", type=int, default=10, metavar="K")
     parser.add_argument("--matched-points", type=int, default=41,
@@ -281,10 +285,14 @@ def main(argv=None) -> int:
     parser.add_argument("--bootstrap", type=int, default=200, help="bootstrap replicates (default: 200, the tool's)")
     parser.add_argument("--schedules", nargs="+", choices=("every", "matched"), default=["every", "matched"])
     parser.add_argument("--pool", choices=("trend", "none"), default="trend")
-    parser.add_argument("--quick", action="store_true", help="4 seeds, 50 bootstrap replicates (a smoke run)")
+    parser.add_argument("--quick", action="store_true",
+                        help="4 seeds unless --seeds is given, 50 bootstrap replicates (a smoke run)")
     parser.add_argument("--out", default=None, help="write the table as CSV")
     args = parser.parse_args(argv)
-    seeds, n_boot = (4, 50) if args.quick else (args.seeds, args.bootstrap)
+    seeds = args.seeds if args.seeds is not None else 4 if args.quick else 20
+    n_boot = 50 if args.quick else args.bootstrap
+    if seeds < 1:
+        parser.error("--seeds must be >= 1")
     settings = AnalysisSettings(bootstrap=n_boot, pool=args.pool)
     problems = int(round(0.6 * 0.4 / (EVAL_SAMPLES * 0.03 ** 2)))    # binomial sd 0.03 at 0.6
     start = time.perf_counter()

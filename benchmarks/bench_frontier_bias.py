@@ -24,6 +24,9 @@ fitted n*(C) law (L, U, c0, mean over replications) against the same fit to
 the true n*(C). The fitting is `pipeline.fit_study`, as in `run_analysis`.
 
     PYTHONPATH=src .venv/bin/python benchmarks/bench_frontier_bias.py [--seeds 20] [--quick] [--out table.csv]
+
+--quick: 4 replications at sigma 0.03 only (about 10 s); `make test` runs it on the
+crossover and the null truth (tests/test_benchmarks.py).
 """
 
 from __future__ import annotations
@@ -44,7 +47,6 @@ from isocompute.analysis.frontier import frontier, frontier_fixed_bp
 from isocompute.analysis.methods import fit_study, get_method
 from isocompute.analysis.nstar import fit_n_star_law, law_points, n_star_laws
 from isocompute.analysis.settings import AnalysisSettings
-from isocompute.schedule import compute_schedule_steps
 from isocompute.analysis.synthetic import crossover_params, synthetic_params, synthetic_study
 from isocompute.analysis.tables import check_evals
 from isocompute.schedule import compute_schedule_steps

@@ -2,19 +2,29 @@
 
 Grades the adversarial corpus of `isocompute.grading.adversarial` one `grade`
 call at a time and prints the total, the worst call (its kind and length) and
-the per-call p50/p99; then grades 100k ordinary integer completions with
-`grade_many` (the numeric fast path), so that a speed regression there shows.
-Before the bound, 1,000 such completions took 1,025 s, 35 calls over 10 s.
+the per-call p50/p99, against the bound of a call: its timeout, then the one
+retry of `verdict.RETRY_FACTOR` times it, plus 0.5 s; then grades 100k ordinary
+integer completions with `grade_many` (the numeric fast path), so that a speed
+regression there shows. Before the bound, 1,000 such completions took 1,025 s,
+35 calls over 10 s.
 
-    .venv/bin/python benchmarks/bench_grader_adversarial.py [--n 1000] [--seed 14] [--timeout 1.0]
+    .venv/bin/python benchmarks/bench_grader_adversarial.py [--n 1000] [--seed 14] [--timeout 1.0] [--out calls.json] [--quick]
+
+--quick grades one completion of each kind with a 0.25 s timeout and 2,000 ordinary
+ones (seconds; what `make test` runs, in tests/test_benchmarks.py); --out writes every
+call (kind, length, seconds, verdict, reason) and the ordinary count as JSON.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import time
 from collections import Counter
+from pathlib import Path
+
+SLACK_S = 0.5  # a call's time beyond its budgets: worker hand-over, extraction
 
 
 def percentile(sorted_values: list[float], q: float) -> float:
@@ -23,13 +33,23 @@ def percentile(sorted_values: list[float], q: float) -> float:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--n", type=int, default=1_000, help="adversarial completions (default: 1000)")
+    parser.add_argument("--n", type=int, default=None, help="adversarial completions (default: 1000)")
     parser.add_argument("--seed", type=int, default=14, help="corpus seed (default: 14)")
-    parser.add_argument("--timeout", type=float, default=1.0, help="timeout_s of each call (default: 1.0)")
-    parser.add_argument("--ordinary", type=int, default=100_000, help="ordinary completions (default: 100000)")
+    parser.add_argument("--timeout", type=float, default=None, help="timeout_s of each call (default: 1.0)")
+    parser.add_argument("--ordinary", type=int, default=None, help="ordinary completions (default: 100000)")
+    parser.add_argument("--out", type=Path, default=None, help="write every call and the ordinary count as JSON")
+    parser.add_argument("--quick", action="store_true",
+                        help="one completion per kind, timeout 0.25 s, 2000 ordinary, unless given (a smoke run)")
     args = parser.parse_args(argv)
 
     from isocompute.grading import adversarial, grade_many, grade_with_reason, warm_up
+    from isocompute.grading.verdict import RETRY_FACTOR
+
+    sizes = (("n", 1_000, len(adversarial.KINDS)), ("timeout", 1.0, 0.25), ("ordinary", 100_000, 2_000))
+    for key, full, quick in sizes:
+        if getattr(args, key) is None:
+            setattr(args, key, quick if args.quick else full)
+    bound = (1 + RETRY_FACTOR) * args.timeout + SLACK_S
 
     start = time.perf_counter()
     cases = adversarial.corpus(args.n, seed=args.seed)
@@ -37,12 +57,12 @@ def main(argv=None) -> int:
           f"generated in {time.perf_counter() - start:.1f} s")
     warm_up(2)
 
-    calls = []  # (seconds, kind, length, reason)
+    calls = []  # (seconds, kind, length, reason, correct)
     start = time.perf_counter()
     for case in cases:
         t0 = time.perf_counter()
-        _, reason = grade_with_reason(case.completion, case.ground_truth, timeout_s=args.timeout)
-        calls.append((time.perf_counter() - t0, case.kind, len(case.completion), reason))
+        correct, reason = grade_with_reason(case.completion, case.ground_truth, timeout_s=args.timeout)
+        calls.append((time.perf_counter() - t0, case.kind, len(case.completion), reason, correct))
     total = time.perf_counter() - start
 
     seconds = sorted(c[0] for c in calls)
@@ -50,10 +70,11 @@ def main(argv=None) -> int:
     print(f"adversarial: total {total:.2f} s, mean {statistics.fmean(seconds) * 1e3:.1f} ms, "
           f"p50 {percentile(seconds, 0.5) * 1e3:.2f} ms, p99 {percentile(seconds, 0.99) * 1e3:.0f} ms")
     print(f"  worst call: {worst[0]:.3f} s ({worst[1]}, {worst[2]:,} characters, {worst[3]}); "
-          f"bound timeout + 0.5 = {args.timeout + 0.5:.1f} s; over it: {sum(s > args.timeout + 0.5 for s in seconds)}")
+          f"bound (1 + {RETRY_FACTOR:g}) x timeout + {SLACK_S} = {bound:.2f} s; "
+          f"over it: {sum(s > bound for s in seconds)}")
     print("  outcomes: " + ", ".join(f"{reason} {count}" for reason, count in Counter(c[3] for c in calls).most_common()))
     by_kind: dict[str, float] = {}
-    for s, kind, _, _ in calls:
+    for s, kind, *_ in calls:
         by_kind[kind] = by_kind.get(kind, 0.0) + s
     print("  seconds by kind: " + ", ".join(f"{k} {v:.2f}" for k, v in sorted(by_kind.items(), key=lambda kv: -kv[1])))
 
@@ -62,10 +83,16 @@ def main(argv=None) -> int:
     runs = []
     for _ in range(3):
         t0 = time.perf_counter()
-        grade_many(completions, truths)
+        verdicts = grade_many(completions, truths)
         runs.append(time.perf_counter() - t0)
+    right = sum(verdicts)
     print(f"ordinary: {args.ordinary:,} integer completions (fast path) in {min(runs):.3f} s "
-          f"(best of 3; {min(runs) / args.ordinary * 1e6:.2f} us each)")
+          f"(best of 3; {min(runs) / args.ordinary * 1e6:.2f} us each); {right:,} graded correct")
+    if args.out:
+        args.out.write_text(json.dumps({
+            "timeout_s": args.timeout, "bound_s": bound, "seed": args.seed,
+            "calls": [{"seconds": s, "kind": k, "length": n, "reason": r, "correct": c} for s, k, n, r, c in calls],
+            "ordinary": {"completions": args.ordinary, "correct": right, "seconds": min(runs)}}, indent=1))
     return 0
 
 

@@ -5,7 +5,12 @@ on collected inputs and compare every CSV of tables/ exactly with a reference.
     python benchmarks/check_analysis_tables.py study /work/baseline/results/embedded/analysis/{easy,hard} \
         --config /work/baseline/config/config.yaml        # or --params '<the rule's JSON>'
     # small synthetic studies, the reference computed by other code (a source tree, e.g. `git archive`)
-    python benchmarks/check_analysis_tables.py synthetic --reference-src /tmp/before/src --work /tmp/check
+    python benchmarks/check_analysis_tables.py synthetic --reference-src /tmp/before/src --work /tmp/check [--quick]
+
+`synthetic --quick` runs one case only (QUICK_CASE: seconds, where the five take
+minutes, the embedded study's 200 resamples most of them); `make test` runs it with this
+checkout as its own reference, and the study mode on a copy and on a changed copy of its
+tables (tests/test_benchmarks.py).
 
 Each CSV is read back with pandas and compared with
 `assert_frame_equal(check_exact=True)`; params.json is not compared (its shape
@@ -25,6 +30,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from isocompute import jobs
+from isocompute.config import check_config
+
 HERE = Path(__file__).resolve().parents[1]
 RUN = "import sys; from isocompute.cli import main; sys.exit(main(sys.argv[1:]))"
 
@@ -36,10 +44,14 @@ SYNTHETIC = {
     "noise_unknown_se": (["--bootstrap", "8", "--grid-points", "25", "--no-observed-range"], dict(noise=0.01)),
     "paper_ema": (["--method", "paper", "--ema", "0.5", "--bootstrap", "8", "--grid-points", "25"],
                   dict(noise=0.01)),
-    # What the analyze rule passes for a config without an analysis section (the embedded study's).
-    "rule_params_defaults": (["--params", json.dumps({"seed": 0, "analysis": {}, "eval": {"k": 4}})],
+    # What the analyze rule passes for a config without an analysis section (the embedded study's):
+    # the schema's defaults, filled in by check_config (a job's --params are filled with nothing).
+    "rule_params_defaults": (["--params", jobs.as_json(jobs.analysis_params(check_config({})))],
                              dict(problems=200, seeds=1)),
 }
+
+
+QUICK_CASE = "noise_seeds_pool_none"  # the fastest case (about a second), two seeds a cell
 
 
 def analyze(evals: Path, train: Path | None, out: Path, options, src: Path) -> None:
@@ -76,13 +88,14 @@ def _read(path: Path) -> pd.DataFrame:
         return pd.DataFrame()
 
 
-def synthetic_inputs(work: Path) -> dict[str, tuple[Path, Path, list[str]]]:
+def synthetic_inputs(work: Path, names=tuple(SYNTHETIC)) -> dict[str, tuple[Path, Path, list[str]]]:
     import numpy as np
 
     from isocompute.analysis.synthetic import synthetic_study
 
     cases = {}
-    for name, (options, how) in SYNTHETIC.items():
+    for name in names:
+        options, how = SYNTHETIC[name]
         d = work / name
         d.mkdir(parents=True, exist_ok=True)
         evals = synthetic_study((16, 32), (4, 8, 16, 32), c_max=2 ** 15,
@@ -102,11 +115,7 @@ def rule_params(config: Path) -> str:
     """The analyze rule's --params for a config file (rules/common.smk, `analysis_params_json`)."""
     import yaml
 
-    from isocompute.config import check_config
-
-    cfg = check_config(yaml.safe_load(config.read_text()) or {})
-    return json.dumps({"seed": cfg["seed"], "analysis": cfg["analysis"], "eval": {"k": cfg["eval"]["k"]}},
-                      sort_keys=True)
+    return jobs.as_json(jobs.analysis_params(check_config(yaml.safe_load(config.read_text()) or {})))
 
 
 def main(argv=None) -> int:
@@ -121,6 +130,7 @@ def main(argv=None) -> int:
     y = sub.add_parser("synthetic", help="small synthetic studies, reference by --reference-src")
     y.add_argument("--reference-src", type=Path, required=True)
     y.add_argument("--work", type=Path, default=None)
+    y.add_argument("--quick", action="store_true", help=f"the case {QUICK_CASE} only (a smoke run)")
     for p in (s, y):
         p.add_argument("--src", type=Path, default=HERE / "src", help="the code under test")
     args = ap.parse_args(argv)
@@ -135,7 +145,8 @@ def main(argv=None) -> int:
         else:
             work = args.work or Path(tmp)
             cases = {}
-            for name, (evals, train, options) in synthetic_inputs(work).items():
+            names = (QUICK_CASE,) if args.quick else tuple(SYNTHETIC)
+            for name, (evals, train, options) in synthetic_inputs(work, names).items():
                 ref = work / name / "reference"
                 if not (ref / "fits.csv").is_file():
                     analyze(evals, train, ref, options, args.reference_src)
