@@ -2,8 +2,8 @@
 src/ first), so that none breaks unseen: it exits 0, prints its table, and its numbers
 hold what they must whatever the machine's speed (a rate within [0, 1] and inside its
 interval, a count equal to what was asked, the known answer of a case where the truth
-is trivial). The GPU check's parts have their own tests (test_gpu_check.py); the TRL
-comparison (bench_grpo_vs_trl.py) needs the `bench` extra and is not run here."""
+is trivial). The GPU check's parts have their own tests (test_gpu_check.py), and so has
+the TRL comparison (test_bench_grpo.py: its local half always, TRL given a venv with it)."""
 
 from __future__ import annotations
 
@@ -75,10 +75,9 @@ def test_analysis_quick_runs_the_cli_chain_on_every_run(tmp_path):
 
 @pytest.mark.slow
 def test_backends_agree_quick_trains_both_backends_on_the_same_problems(tmp_path):
-    """The data stages of the tiny study, two local runs and one verl session (minutes). verl
-    0.9.1 patches trl's value-head model whenever trl is importable and cannot import it from
-    trl 1.16 (the `bench` extra's): in a venv with that extra, verl's model init fails here, as
-    in test_pipeline_verl_cpu.py."""
+    """The data stages of the tiny study, two local runs and one verl session (minutes). (verl
+    0.9.1 patches trl's value-head model whenever trl is importable and fails on trl 1.16: the
+    project's venv must not hold trl, which is why the TRL benchmark takes a venv of its own.)"""
     from bench_backends_agree import QUICK
 
     report = tmp_path / "runs.json"
