@@ -222,22 +222,26 @@ def print_table(table: pd.DataFrame, gpu_speedup: float) -> None:
 
 
 def choose(table: pd.DataFrame, gpu_speedup: float) -> str:
-    ok = table[(table["power"] >= TARGET["power"]) & (table["false"] <= TARGET["false_claim"])]
-    if ok.empty:
-        best = table.sort_values(["power", "wall_min"], ascending=[False, True]).iloc[0]
-        return (f"no design reaches power >= {TARGET['power']:.0%} with false claims <= {TARGET['false_claim']:.0%}; "
-                f"the most powerful: {best['design']} ({best['describe']}), power {best['power']:.2f}, "
-                f"{best['wall_min']:.0f} min")
-    pick = ok.sort_values("wall_min").iloc[0]
-    said = (f"cheapest design with power >= {TARGET['power']:.0%} and false claims <= {TARGET['false_claim']:.0%}: "
-            f"{pick['design']} ({pick['describe']}): power {pick['power']:.2f} [{pick['power_lo']:.2f}, "
-            f"{pick['power_hi']:.2f}], false {pick['false']:.2f} [{pick['false_lo']:.2f}, {pick['false_hi']:.2f}], "
-            f"{pick['rollouts']:.3g} training rollouts + {pick['val_samples']:.3g} validation samples, "
-            f"{pick['wall_min']:.0f} min wall")
-    if pick["wall_min"] > TARGET["wall_min"]:
-        said += (f"\n  it does not fit in {TARGET['wall_min']:.0f} min on this machine; on one GPU "
-                 f"(a guess: {gpu_speedup:g}x) about {pick['wall_min'] / gpu_speedup:.0f} min")
-    return said
+    """Per split: the cheapest design with power and false claims on target (point estimates), or the most powerful."""
+    lines = []
+    for split, sub in table.groupby("split", sort=False):
+        ok = sub[(sub["power"] >= TARGET["power"]) & (sub["false"] <= TARGET["false_claim"])]
+        if ok.empty:
+            best = sub.sort_values(["power", "wall_min"], ascending=[False, True]).iloc[0]
+            lines.append(f"{split}: no design reaches power >= {TARGET['power']:.0%} with false claims <= "
+                         f"{TARGET['false_claim']:.0%}; the most powerful: {best['design']} ({best['describe']}), "
+                         f"power {best['power']:.2f}, {best['wall_min']:.0f} min wall")
+            continue
+        pick = ok.sort_values("wall_min").iloc[0]
+        lines.append(f"{split}: cheapest design with power >= {TARGET['power']:.0%} and false claims <= "
+                     f"{TARGET['false_claim']:.0%}: {pick['design']} ({pick['describe']}): power {pick['power']:.2f} "
+                     f"[{pick['power_lo']:.2f}, {pick['power_hi']:.2f}], false {pick['false']:.2f} "
+                     f"[{pick['false_lo']:.2f}, {pick['false_hi']:.2f}], {pick['rollouts']:.3g} training rollouts + "
+                     f"{pick['val_samples']:.3g} validation samples, {pick['wall_min']:.0f} min wall")
+        if pick["wall_min"] > TARGET["wall_min"]:
+            lines.append(f"  it does not fit in {TARGET['wall_min']:.0f} min on this machine; on one GPU "
+                         f"(a guess: {gpu_speedup:g}x) about {pick['wall_min'] / gpu_speedup:.0f} min")
+    return "\n".join(lines)
 
 
 def main(argv=None) -> int:
