@@ -153,14 +153,15 @@ def true_laws(params, ns, lengths, compute_lo):
     return laws
 
 
-def analyse(evals: pd.DataFrame, settings: AnalysisSettings) -> dict:
-    """The tool's tables: fits, frontier (with bands), n_star_fit (with intervals and claims), recommendations."""
+def analyse(evals: pd.DataFrame, settings: AnalysisSettings, budgets=(C_MAX,)) -> dict:
+    """The tool's tables: fits, frontier (with bands), n_star_fit (with intervals and claims), recommendations
+    (at `budgets`; the benchmarks of other studies pass their own C_max)."""
     evals = check_evals(evals, settings.metric)
     out = {"settings": settings}
     out["evals"], out["fits"], base = fit_study(evals, settings)
     R0 = None if base is None else float(base["R0"].iloc[0])
     out.update(frontier_tables(out["evals"], out["fits"], R0, settings, _Clock()))
-    out["recommendations"] = recommendation_table(out, [C_MAX], extrapolate=not settings.observed_range,
+    out["recommendations"] = recommendation_table(out, list(budgets), extrapolate=not settings.observed_range,
                                                   ci=settings.ci, max_extrapolation=settings.max_extrapolation)
     return out
 
