@@ -91,7 +91,14 @@ def test_analysis_tables_figures_and_partial_rerun(tiny_grid):
         assert (res / "tables" / table).is_file(), table
     assert (res / "figures" / "fig11_interference.png").is_file()
     train = pd.read_parquet(res / "train_pass_rates.parquet")
-    assert (train["source"] == "probe").all() and set(train["compute"]) == {12.0, 24.0}
+    # The fixed probe's rates (Fig. 11 reads them) and the batches' (the mechanism table).
+    assert set(train["source"]) == {"probe", "batch"}
+    assert set(train.loc[train["source"] == "probe", "compute"]) == {12.0, 24.0}
+    batch = train[train["source"] == "batch"]
+    assert (batch["compute"] == batch["step"] * batch["B_p"] * batch["n"]).all()
+    mechanism = pd.read_csv(res / "tables" / "mechanism.csv")
+    assert sorted(mechanism["n"].unique()) == [2, 4] and mechanism["groups"].sum() == len(batch)
+    assert (res / "figures" / "mechanism_zero_variance.png").is_file()
     interference = pd.read_csv(res / "tables" / "interference.csv")
     assert set(interference["compute"]) == {24.0} and (interference.groupby("n")["count"].sum() == 6).all()
     # Analysis parameters are rule params: a new bin width re-runs analysis and figures only.
