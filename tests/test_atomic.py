@@ -52,3 +52,21 @@ def test_analyze_never_deletes_a_folder_or_file_it_did_not_make(tmp_path, monkey
     assert main(["analyze", "evals.csv", "--out", target, "--no-figures", "--bootstrap", "0"]) == 2
     assert "refusing to replace" in capsys.readouterr().err
     assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")) == before
+
+
+def test_outputs_get_the_modes_of_a_plain_write_not_a_temporarys(tmp_path):
+    import os
+    import stat
+
+    from isocompute import atomic
+
+    old = os.umask(0o027)
+    try:
+        assert atomic.current_umask() == 0o027
+        written = atomic.write_text(tmp_path / "table.csv", "a,b\n")
+        with atomic.atomic_dir(tmp_path / "model") as d:
+            (d / "weights").write_text("w")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(written.stat().st_mode) == 0o640        # not mkstemp's 0600
+    assert stat.S_IMODE((tmp_path / "model").stat().st_mode) == 0o750   # not mkdtemp's 0700

@@ -4,6 +4,8 @@ A file is written beside its target under a hidden temporary name and renamed
 into place; a folder is built beside its target and swapped in only once
 complete. On any error the temporary is removed and the old output (if any) is
 left as it was. Readers (Snakemake, a resumed run, a user) never see half a file.
+Outputs get the modes a plain write would (0666 / 0777 less the umask), not the
+private 0600 / 0700 of a temporary: a results folder shared by a group stays readable.
 """
 
 from __future__ import annotations
@@ -31,12 +33,27 @@ def atomic_path(path: Path | str) -> Iterator[Path]:
     fd, name = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=f".tmp{path.suffix}", dir=path.parent)
     os.close(fd)
     tmp = Path(name)
+    os.chmod(tmp, 0o666 & ~current_umask())
     try:
         yield tmp
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def current_umask() -> int:
+    """The process's umask, read without changing it (Linux /proc), else set and restored."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except OSError:
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def write_text(path: Path | str, text: str) -> Path:
@@ -94,6 +111,7 @@ def atomic_dir(path: Path | str) -> Iterator[Path]:
     check_replaceable(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp-", dir=path.parent))
+    os.chmod(tmp, 0o777 & ~current_umask())
     try:
         yield tmp
         (tmp / OUTPUT_MARK).write_text("written by isocompute (atomic.atomic_dir)\n")
