@@ -73,12 +73,9 @@ def lean_model(model) -> "LeanCausalLM | None":
     """The lean forward of `model`, or None where it does not reproduce the library's."""
     if isinstance(model, LeanModule):
         return LeanCausalLM(model)
-    cfg = model.config
-    rope = getattr(cfg, "rope_parameters", None) or {}
-    if (cfg.model_type not in SUPPORTED or rope.get("rope_type", "default") != "default"
-            or getattr(cfg, "hidden_act", "silu") != "silu" or getattr(cfg, "use_sliding_window", False)
-            or getattr(cfg, "_attn_implementation", "sdpa") not in ("sdpa", "eager")
-            or getattr(cfg, "attention_dropout", 0.0) != 0.0 or getattr(cfg, "pretraining_tp", 1) != 1):
+    cfg = model.config  # what the lean loader checks of a config.json, plus the attention kernel
+    if (getattr(cfg, "_attn_implementation", "sdpa") not in ("sdpa", "eager")
+            or not LeanConfig(cfg.to_dict()).supported()):
         return None
     return LeanCausalLM(model)
 

@@ -81,7 +81,8 @@ def response_logits(model, prompts, row_group: torch.Tensor, responses: torch.Te
     p_ids, p_attn, p_pos = prompts
     forward = causal_lm(model)
     cache = forward.new_cache()
-    first = forward(p_ids, p_attn, p_pos, cache, logits_to_keep=1)[row_group, -1:]  # the prompt's last position predicts response token 0
+    # The prompt's last position predicts response token 0.
+    first = forward(p_ids, p_attn, p_pos, cache, logits_to_keep=1)[row_group, -1:]
     R = responses.shape[1]
     if R == 1:
         return first.float()
