@@ -138,6 +138,28 @@ def test_replay_spends_less_and_finds_the_same_frontier(small_study):
     assert len(res["probes"]) == 12 and res["budgets"][-1] == C_MAX
 
 
+def test_replay_bills_validation_beside_training(small_study):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        res = replay(small_study, probes=6, eval_rollouts=1200)
+    runs, b = res["runs"], res["bill"]
+    assert res["validation_counted"]
+    assert list(runs["evaluations_full"]) == list(small_study.groupby("n").size())   # step 0 counts too
+    assert (runs["evaluations_spent"] <= runs["evaluations_full"]).all()
+    assert (runs["evaluations_spent"] < runs["evaluations_full"]).any()              # a stopped run stops validating
+    assert b["grid"]["validation"] == 1200 * len(small_study)
+    assert b["adaptive"]["validation"] == 1200 * runs["evaluations_spent"].sum()
+    assert res["share"] == pytest.approx((runs["spent"].sum() + b["adaptive"]["validation"])
+                                         / (runs["full_compute"].sum() + b["grid"]["validation"]))
+    assert res["share_training"] == pytest.approx(runs["spent"].sum() / runs["full_compute"].sum())
+    # A table that says what an evaluation costs (problems x samples) is billed from its own columns.
+    priced = small_study.assign(problems=300, samples=4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        again = replay(priced, probes=6)
+    assert again["bill"] == b
+
+
 def test_replay_with_one_rung_is_the_full_grid(small_study):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
@@ -152,8 +174,23 @@ def test_replay_command_json(tmp_path, small_study, capsys):
         warnings.simplefilter("ignore", UserWarning)
         assert main(["replay-adaptive", str(path), "--json", "--probes", "6", "--eta", "2", "--rungs", "4"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert {"share", "agreement", "reward_diff", "budgets", "runs", "params"} <= set(out)
+    assert {"share", "share_training", "share_validation", "bill", "agreement", "reward_diff", "budgets", "runs",
+            "params"} <= set(out)
     assert out["budgets"] == [C_MAX / 8, C_MAX / 4, C_MAX / 2, C_MAX] and len(out["runs"]) == len(SMALL_NS)
+    assert not out["validation_counted"] and out["bill"]["grid"]["validation"] == 0
+
+
+def test_replay_command_prints_both_parts_of_the_bill(tmp_path, small_study, capsys):
+    path = tmp_path / "evals.csv"
+    small_study.to_csv(path, index=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        assert main(["replay-adaptive", str(path), "--probes", "4", "--eta", "2", "--rungs", "3"]) == 0
+        assert "validation NOT counted" in capsys.readouterr().out
+        assert main(["replay-adaptive", str(path), "--probes", "4", "--eta", "2", "--rungs", "3",
+                     "--eval-rollouts", "1200"]) == 0
+    out = capsys.readouterr().out
+    assert "whole bill:" in out and "training rollouts" in out and "validation generations" in out
 
 
 @pytest.mark.parametrize("args, message", [
@@ -161,6 +198,7 @@ def test_replay_command_json(tmp_path, small_study, capsys):
     (["--eta", "-2"], "--eta: expected a number > 1, got -2"),
     (["--rungs", "0"], "--rungs: expected an integer >= 1"),
     (["--c-max", "0"], "--c-max: expected a positive compute"),
+    (["--eval-rollouts", "-1"], "--eval-rollouts: expected a number >= 0"),
 ])
 def test_replay_command_bad_option_is_one_line(tmp_path, small_study, capsys, args, message):
     path = tmp_path / "evals.csv"

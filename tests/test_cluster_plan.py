@@ -60,7 +60,7 @@ def test_paper_configs_check_and_plan(path, tmp_path):
                           capture_output=True, text=True, env={**os.environ, "XDG_CACHE_HOME": str(tmp_path)})
     assert proc.returncode == 0 and "GPU-hours" in proc.stdout, proc.stderr
     if grid_cells(cfg):
-        assert "adaptive sweep" in proc.stdout and "of the training rollouts" in proc.stdout
+        assert "adaptive sweep" in proc.stdout and "whole bill" in proc.stdout and "training rollouts" in proc.stdout
 
 
 def check_compare_only_config(path, cfg, tmp_path):
@@ -100,13 +100,20 @@ def test_adaptive_estimate_scales_each_cell_by_its_share():
     cfg["cluster"]["throughput"].update(TINY["cluster"]["throughput"])
     est = adaptive_estimate(cfg, seeds=1)
     frac = est["fractions"].set_index("n")["fraction"]
+    eval_frac = est["fractions"].set_index("n")["eval_fraction"]
     assert set(frac.index) == {8, 64, 512} and (frac > 0).all() and (frac <= 1).all()
     assert frac[512] == 1.0 and frac[8] < 0.5           # n* at C_max trains all the way; n = 8 stops early
+    assert eval_frac[512] == 1.0 and eval_frac[8] < 1.0  # and a stopped run stops validating
     assert list(est["replays"]["split"]) == ["easy"]
+    rep = est["replays"].iloc[0]
+    assert rep["share_training"] <= rep["share"] <= rep["share_validation"] or \
+        rep["share_validation"] <= rep["share"] <= rep["share_training"]      # the whole bill lies between its parts
     text = format_plan(cfg, est)
-    costs = cell_costs(cfg)
-    expected = (costs.set_index("n")["gpu_hours"] * frac).sum()
+    costs = cell_costs(cfg).set_index("n")
+    eval_gpu = costs["eval_rollouts"] / TINY["cluster"]["throughput"]["rollouts_per_gpu_hour"]
+    expected = ((costs["gpu_hours"] - eval_gpu) * frac + eval_gpu * eval_frac).sum()
     assert f"~{expected:,.0f} GPU-hours instead of ~{costs['gpu_hours'].sum():,.0f}" in text
+    assert "whole bill" in text and "validation generations" in text
     assert "1 synthetic studies per split" in text and "easy" in text
 
 

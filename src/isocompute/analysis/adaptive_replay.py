@@ -5,8 +5,9 @@ evaluations up to the rung's compute only; a stopped run keeps its
 evaluations up to where it stopped. The adaptive study (what the sweep would
 have recorded) and the full grid are then analysed the same way
 (`methods.fit_study` and the frontier, each curve used where its run has
-data), and compared: rollouts spent, n* at probe budgets, frontier reward at
-C_max. `isocompute replay-adaptive EVALS` is the command line.
+data), and compared: the bill (training rollouts and validation generations:
+each evaluation row costs its problems x samples), n* at probe budgets,
+frontier reward at C_max. `isocompute replay-adaptive EVALS` is the command line.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from isocompute.analysis.settings import AnalysisSettings
 from isocompute.analysis.tables import check_evals
 from isocompute.schedule import rung_budgets
 
-RUN_COLUMNS = ["B_p", "n", "full_compute", "spent", "stopped_at", "reason"]
+RUN_COLUMNS = ["B_p", "n", "full_compute", "spent", "stopped_at", "reason", "evaluations_full", "evaluations_spent",
+               "validation_full", "validation_spent"]
 PROBE_COLUMNS = ["B_p", "compute", "n_star_full", "n_star_adaptive", "reward_full", "reward_adaptive"]
 
 
@@ -34,15 +36,31 @@ def _visible(evals: pd.DataFrame, limit: dict) -> pd.DataFrame:
     return evals[evals["compute"].to_numpy() <= cap * (1 + 1e-9)]
 
 
+def validation_cost(evals: pd.DataFrame, eval_rollouts: float | None = None) -> np.ndarray:
+    """The generations each evaluation row cost: `eval_rollouts` when given (one number for every
+    evaluation), else the row's problems x samples, else 0 (a table that does not say; the caller
+    reports validation as not counted)."""
+    if eval_rollouts is not None:
+        if not eval_rollouts >= 0:
+            raise ValueError(f"eval_rollouts must be >= 0, got {eval_rollouts!r}")
+        return np.full(len(evals), float(eval_rollouts))
+    if {"problems", "samples"} <= set(evals.columns):
+        return (evals["problems"].to_numpy(dtype=float) * evals["samples"].to_numpy(dtype=float))
+    return np.zeros(len(evals))
+
+
 def replay_sweep(evals: pd.DataFrame, *, c_max: float, params: dict | None = None,
-                 settings: AnalysisSettings | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+                 settings: AnalysisSettings | None = None,
+                 eval_rollouts: float | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Run the rule rung by rung on a checked full-grid table.
 
     Returns (the adaptive study's evaluations, one row per run: B_p, n,
     full_compute (the run's last compute in `evals`), spent (the rollouts it
     trains in the sweep: whole steps up to the rung where it stopped),
     stopped_at (that rung's compute; c_max for runs that went all the way),
-    reason (the rule's)).
+    reason (the rule's), evaluations_full / evaluations_spent (its evaluation
+    rows in the grid / in the sweep, step 0 included) and validation_full /
+    validation_spent (the generations they cost: `validation_cost`)).
     """
     p = rule_params(params)
     budgets = rung_budgets(c_max, p["eta"], p["rungs"])
@@ -63,14 +81,40 @@ def replay_sweep(evals: pd.DataFrame, *, c_max: float, params: dict | None = Non
             else:
                 active.discard(key)
                 reason[key] = why
+    visible = _visible(evals, limit)
+    cost = pd.Series(validation_cost(evals, eval_rollouts), index=evals.index)
+    keys = ["B_p", "n"]
+    counts_full, counts_spent = evals.groupby(keys).size(), visible.groupby(keys).size()
+    val_full, val_spent = cost.groupby([evals[k] for k in keys]).sum(), cost[visible.index].groupby(
+        [visible[k] for k in keys]).sum()
     rows = []
     for (B_p, n), full in runs.items():
         batch = B_p * n
         stop = min(limit[(B_p, n)], float(full))
         spent = min(np.floor(stop / batch + 1e-9) * batch, float(full))
         rows.append({"B_p": B_p, "n": n, "full_compute": float(full), "spent": float(spent),
-                     "stopped_at": limit[(B_p, n)], "reason": reason[(B_p, n)]})
-    return _visible(evals, limit), pd.DataFrame(rows, columns=RUN_COLUMNS)
+                     "stopped_at": limit[(B_p, n)], "reason": reason[(B_p, n)],
+                     "evaluations_full": int(counts_full.get((B_p, n), 0)),
+                     "evaluations_spent": int(counts_spent.get((B_p, n), 0)),
+                     "validation_full": float(val_full.get((B_p, n), 0.0)),
+                     "validation_spent": float(val_spent.get((B_p, n), 0.0))})
+    return visible, pd.DataFrame(rows, columns=RUN_COLUMNS)
+
+
+def bill(runs: pd.DataFrame) -> dict:
+    """The whole bill of a replay's runs (`replay_sweep`): {"grid"|"adaptive": {"training",
+    "validation", "total"}} in rollouts and validation generations, and the adaptive sweep's
+    shares of the grid's: "share" (the total), "share_training", "share_validation" (NaN when the
+    grid has no validation cost on record)."""
+    out = {}
+    for name, train, val in (("grid", "full_compute", "validation_full"), ("adaptive", "spent", "validation_spent")):
+        t, v = float(runs[train].sum()), float(runs[val].sum())
+        out[name] = {"training": t, "validation": v, "total": t + v}
+    ratio = lambda a, b: a / b if b > 0 else np.nan  # noqa: E731
+    out["share"] = ratio(out["adaptive"]["total"], out["grid"]["total"])
+    out["share_training"] = ratio(out["adaptive"]["training"], out["grid"]["training"])
+    out["share_validation"] = ratio(out["adaptive"]["validation"], out["grid"]["validation"])
+    return out
 
 
 def _frontiers(fits: pd.DataFrame, probes, joint: bool) -> pd.DataFrame:
@@ -92,16 +136,21 @@ def probe_budgets(fits: pd.DataFrame, c_max: float, probes: int) -> np.ndarray:
 
 
 def replay(evals: pd.DataFrame, *, c_max: float | None = None, params: dict | None = None, probes=20,
-           settings: AnalysisSettings | None = None, split: str | None = None) -> dict:
+           settings: AnalysisSettings | None = None, split: str | None = None,
+           eval_rollouts: float | None = None) -> dict:
     """Replay the adaptive rule on a finished full-grid evaluation table, and score it.
 
     `c_max` defaults to the table's largest compute; `params` the sweep
     section's rule keys (schema defaults for the rest); `settings` the analysis
     settings the runs are fitted with (by the noise method; default: the
     schema's); `probes` a number of
-    log-spaced budgets over the studied range or the budgets themselves.
-    Returns a dict: share (rollouts spent by the adaptive sweep / the full
-    grid's), agreement (share of (frontier, probe) pairs where both studies
+    log-spaced budgets over the studied range or the budgets themselves;
+    `eval_rollouts` the generations of one evaluation (default: each row's
+    problems x samples; `validation_cost`).
+    Returns a dict: share (the adaptive sweep's whole bill, training rollouts
+    plus validation generations, over the full grid's), share_training,
+    share_validation and bill (`bill`), validation_counted (whether the
+    table said what an evaluation costs), agreement (share of (frontier, probe) pairs where both studies
     name the same n*), reward_diff (adaptive - full frontier reward at
     c_max, averaged over the frontiers: one per B_p, or one joint),
     budgets (the rungs), params, runs (per run, see `replay_sweep`) and
@@ -114,7 +163,7 @@ def replay(evals: pd.DataFrame, *, c_max: float | None = None, params: dict | No
         raise ValueError(f"c_max must be > 0, got {c_max!r}")
     p = rule_params(params)
     evals = evals[evals["compute"] <= c_max * (1 + 1e-9)]
-    adaptive, runs = replay_sweep(evals, c_max=c_max, params=p, settings=s)
+    adaptive, runs = replay_sweep(evals, c_max=c_max, params=p, settings=s, eval_rollouts=eval_rollouts)
     _, fits_full, _ = fit_study(evals, s)
     _, fits_adaptive, _ = fit_study(adaptive, s)
     grid = (probe_budgets(fits_full, c_max, int(probes)) if np.ndim(probes) == 0
@@ -127,8 +176,11 @@ def replay(evals: pd.DataFrame, *, c_max: float | None = None, params: dict | No
     defined = table["n_star_full"].notna()
     same = (table["n_star_full"] == table["n_star_adaptive"])[defined]
     at_max = table[np.isclose(table["compute"], grid[-1])]
+    cost = bill(runs)
     return {
-        "share": float(runs["spent"].sum() / runs["full_compute"].sum()),
+        "share": cost["share"], "share_training": cost["share_training"],
+        "share_validation": cost["share_validation"], "bill": {k: cost[k] for k in ("grid", "adaptive")},
+        "validation_counted": bool(cost["grid"]["validation"] > 0),
         "agreement": float(same.mean()) if len(same) else np.nan,
         "reward_diff": float((at_max["reward_adaptive"] - at_max["reward_full"]).mean()),
         "budgets": rung_budgets(c_max, p["eta"], p["rungs"]),

@@ -302,7 +302,9 @@ full-grid evaluation table: at each rung it sees every surviving run's
 evaluations up to the rung's compute only, and a stopped run keeps its
 evaluations up to where it stopped. Both studies are then analysed the same
 way (noise-method fits, frontiers where runs have data) and compared:
-rollouts the adaptive sweep spends as a share of the full grid's, the share of
+the bill the adaptive sweep runs up as a share of the full grid's (training
+rollouts plus validation generations, each evaluation costing its problems x
+samples, or --eval-rollouts; both parts are printed), the share of
 probe budgets (log-spaced over the studied range) where both name the same n*,
 and the frontier reward at C_max (adaptive - full). EVALS as for `analyze`.
 """
@@ -325,6 +327,9 @@ def register_replay(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--probes", type=int, default=20, help="probe budgets for the n* agreement (default: 20)")
     p.add_argument("--metric", default="avg@4", help="metric the fits use (default: avg@4)")
     p.add_argument("--split", default=None, help="the split to replay when EVALS has several")
+    p.add_argument("--eval-rollouts", type=float, default=None, metavar="G",
+                   help="generations one evaluation costs (default: each row's problems x samples; a table "
+                        "without those columns counts no validation, and says so)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=cmd_replay_adaptive)
     return p
@@ -342,6 +347,8 @@ def _replay_params(args) -> dict:
         raise InputError(f"--c-max: expected a positive compute, got {args.c_max:g}")
     if args.probes < 1:
         raise InputError(f"--probes: expected an integer >= 1, got {args.probes}")
+    if args.eval_rollouts is not None and not args.eval_rollouts >= 0:
+        raise InputError(f"--eval-rollouts: expected a number >= 0, got {args.eval_rollouts:g}")
     return given
 
 
@@ -355,10 +362,12 @@ def cmd_replay_adaptive(args) -> int:
     params = _replay_params(args)
     evals = read_evals(args.evals)
     res = replay(evals, c_max=args.c_max, params=params, probes=args.probes,
-                 settings=AnalysisSettings(metric=args.metric), split=args.split)
+                 settings=AnalysisSettings(metric=args.metric), split=args.split, eval_rollouts=args.eval_rollouts)
     runs = res["runs"]
     if args.json:
-        print(json.dumps({"evals": str(args.evals), "share": res["share"], "agreement": res["agreement"],
+        print(json.dumps({"evals": str(args.evals), "share": res["share"], "share_training": res["share_training"],
+                          "share_validation": res["share_validation"], "bill": res["bill"],
+                          "validation_counted": res["validation_counted"], "agreement": res["agreement"],
                           "reward_diff": res["reward_diff"], "c_max": res["c_max"], "budgets": res["budgets"],
                           "params": res["params"], "runs": runs.to_dict(orient="records")}, indent=2))
         return 0
@@ -366,7 +375,15 @@ def cmd_replay_adaptive(args) -> int:
     print(f"adaptive replay of {args.evals}: {len(runs)} runs, C_max = {res['c_max']:.6g}, {p['rungs']} rungs "
           f"from C_max/{p['eta']:.4g}^{p['rungs'] - 1} = {res['budgets'][0]:.4g} (z {p['z']}, neighbours "
           f"{p['neighbours']}, min_evals {p['min_evals']}, frontier {p['frontier']})")
-    print(f"rollouts spent: {res['share']:.1%} of the full grid's")
+    b = res["bill"]
+    if res["validation_counted"]:
+        print(f"whole bill: {res['share']:.1%} of the full grid's ({b['adaptive']['total']:,.0f} of "
+              f"{b['grid']['total']:,.0f}: training rollouts {res['share_training']:.1%} "
+              f"({b['adaptive']['training']:,.0f} of {b['grid']['training']:,.0f}), validation generations "
+              f"{res['share_validation']:.1%} ({b['adaptive']['validation']:,.0f} of {b['grid']['validation']:,.0f}))")
+    else:
+        print(f"training rollouts: {res['share_training']:.1%} of the full grid's; validation NOT counted: "
+              f"{args.evals} has no problems and samples columns (give --eval-rollouts)")
     print(f"same n* as the full grid: {res['agreement']:.1%} of {args.probes} probe budgets per frontier")
     print(f"frontier reward at C_max, adaptive - full: {res['reward_diff']:+.4f}")
     table = runs.assign(share=runs["spent"] / runs["full_compute"])[["B_p", "n", "share", "stopped_at", "reason"]]

@@ -11,7 +11,8 @@ from one measured run:
 
 The adaptive sweep's expected cost (config section sweep) comes from replaying
 its rule on synthetic studies shaped like the config's grid (`adaptive_estimate`):
-each cell trains the mean share of its budget the replay gave it.
+each cell trains the mean share of its budget the replay gave it, and runs the
+mean share of its evaluations; both parts of the bill are printed.
 """
 
 from __future__ import annotations
@@ -112,8 +113,9 @@ def synthetic_split_study(cfg: dict, split: str, seed: int) -> pd.DataFrame:
 def adaptive_estimate(cfg: dict, seeds: int = PLAN_REPLAY_SEEDS, progress=None) -> dict:
     """The adaptive sweep's expected cost, from `seeds` replays per split (`adaptive_replay.replay`
     with the config's sweep section). Returns {"fractions": one row per (split, B_p, n): the mean
-    share of its rollouts the cell trains; "replays": one row per (split, seed): share, agreement,
-    reward_diff}. `progress(total=...)`, if given, makes a bar that each replay advances (a replay
+    share of its rollouts the cell trains (fraction) and of its evaluations it runs
+    (eval_fraction); "replays": one row per (split, seed): share (the whole bill: training rollouts
+    and validation generations), share_training, share_validation, agreement, reward_diff}. `progress(total=...)`, if given, makes a bar that each replay advances (a replay
     of a paper-scale grid takes seconds)."""
     from isocompute.analysis.adaptive_replay import replay
 
@@ -127,17 +129,21 @@ def adaptive_estimate(cfg: dict, seeds: int = PLAN_REPLAY_SEEDS, progress=None) 
                 res = replay(synthetic_split_study(cfg, split, seed), c_max=float(cfg["grid"][split]["C_max"]),
                              params=params)
             runs = res["runs"]
-            fractions.append(runs.assign(split=split, fraction=runs["spent"] / runs["full_compute"]))
-            replays.append({"split": split, "seed": seed, "share": res["share"], "agreement": res["agreement"],
-                            "reward_diff": res["reward_diff"]})
+            fractions.append(runs.assign(split=split, fraction=runs["spent"] / runs["full_compute"],
+                                         eval_fraction=runs["evaluations_spent"] / runs["evaluations_full"]))
+            replays.append({"split": split, "seed": seed, "share": res["share"],
+                            "share_training": res["share_training"], "share_validation": res["share_validation"],
+                            "agreement": res["agreement"], "reward_diff": res["reward_diff"]})
             if bar is not None:
                 bar.update(1)
     if bar is not None:
         bar.close()
     if not fractions:
-        return {"fractions": pd.DataFrame(columns=["split", "B_p", "n", "fraction"]),
-                "replays": pd.DataFrame(columns=["split", "seed", "share", "agreement", "reward_diff"])}
-    frac = pd.concat(fractions).groupby(["split", "B_p", "n"], sort=False, as_index=False)["fraction"].mean()
+        return {"fractions": pd.DataFrame(columns=["split", "B_p", "n", "fraction", "eval_fraction"]),
+                "replays": pd.DataFrame(columns=["split", "seed", "share", "share_training", "share_validation",
+                                                 "agreement", "reward_diff"])}
+    frac = pd.concat(fractions).groupby(["split", "B_p", "n"], sort=False, as_index=False)[
+        ["fraction", "eval_fraction"]].mean()
     return {"fractions": frac, "replays": pd.DataFrame(replays)}
 
 
@@ -152,22 +158,30 @@ def adaptive_cache_key(cfg: dict, seeds: int = PLAN_REPLAY_SEEDS) -> str:
     digest = hashlib.sha256(json.dumps(state, sort_keys=True, default=str).encode())
     for name in _RULE_MODULES:
         digest.update(Path(importlib.import_module(f"isocompute.analysis.{name}").__file__).read_bytes())
+    digest.update(Path(__file__).read_bytes())          # the synthetic studies and the estimate's columns
     return digest.hexdigest()[:20]
 
 
 def _adaptive_lines(cfg: dict, costs: pd.DataFrame, adaptive: dict) -> list[str]:
     frac = adaptive["fractions"]
-    merged = costs.merge(frac, on=["split", "B_p", "n"], how="left").fillna({"fraction": 1.0})
-    gpu = float((merged["gpu_hours"] * merged["fraction"]).sum())
+    merged = costs.merge(frac, on=["split", "B_p", "n"], how="left").fillna({"fraction": 1.0, "eval_fraction": 1.0})
+    # A run's GPU-hours are its training and its evaluations (cell_costs); each part scales with its own share.
+    eval_gpu = merged["eval_rollouts"] / float(cfg["cluster"]["throughput"]["rollouts_per_gpu_hour"])
+    gpu = float(((merged["gpu_hours"] - eval_gpu) * merged["fraction"] + eval_gpu * merged["eval_fraction"]).sum())
     full = float(costs["gpu_hours"].sum())
-    share = float((merged["rollouts"] * merged["fraction"]).sum() / merged["rollouts"].sum())
+    train, val = (merged["rollouts"] * merged["fraction"]).sum(), (merged["eval_rollouts"] * merged["eval_fraction"]).sum()
+    share = float(train / merged["rollouts"].sum())
+    val_share = float(val / merged["eval_rollouts"].sum()) if merged["eval_rollouts"].sum() > 0 else float("nan")
+    bill = float((train + val) / (merged["rollouts"].sum() + merged["eval_rollouts"].sum()))
     rep = adaptive["replays"]
     per_split = "; ".join(f"{split} {g['share'].mean():.0%} [{g['share'].min():.0%}-{g['share'].max():.0%}]"
                           for split, g in rep.groupby("split", sort=False))
     sw = cfg["sweep"]
     mode = "this config's mode" if sw["mode"] == "adaptive" else "sweep.mode adaptive; this config: grid"
-    return [f"adaptive sweep ({mode}): ~{gpu:,.0f} GPU-hours instead of ~{full:,.0f}, "
-            f"{share:.0%} of the training rollouts (per split, mean [range]: {per_split})",
+    return [f"adaptive sweep ({mode}): ~{gpu:,.0f} GPU-hours instead of ~{full:,.0f}; whole bill {bill:.0%} "
+            f"({train + val:,.0f} of {merged['rollouts'].sum() + merged['eval_rollouts'].sum():,.0f} rollouts and "
+            f"validation generations): training rollouts {share:.0%}, validation generations {val_share:.0%}",
+            f"  whole bill per split, mean [range]: {per_split}",
             f"  expected from replaying the rule (eta {sw['eta']:.4g}, {sw['rungs']} rungs, z {sw['z']}) on "
             f"{rep['seed'].nunique()} synthetic studies per split shaped like this grid (its cells, C_max, "
             f"validation steps and {cfg['splits']['val_size']} x {cfg['eval']['k']} validation draws; the known "
