@@ -11,7 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from isocompute.analysis.adaptive import decide, prune, rule_params
+from isocompute.analysis.adaptive import apply_pooled, decide, prune, rule_params
+from isocompute.analysis.adaptive_pooled import pooled_chances
 from isocompute.analysis.adaptive_replay import replay
 from isocompute.analysis.synthetic import crossover_params, synthetic_study
 from isocompute.cli import main
@@ -34,6 +35,37 @@ def test_rule_params_take_the_schema_defaults():
     assert p["z"] == 3.0 and p["eta"] == pytest.approx(2 ** 0.5) and p["frontier"] == "fixed_B_p"
     with pytest.raises(ValueError, match="unknown adaptive rule key"):
         rule_params({"zz": 1})
+    assert p["bands"] == "pooled" and p["mature_width"] == pytest.approx(0.06)
+    with pytest.raises(ValueError, match="bands must be 'pooled' or 'runs'"):
+        rule_params({"bands": "trend"})
+    with pytest.raises(ValueError, match="mature_width must be >= 0"):
+        rule_params({"mature_width": -0.1})
+
+
+def _decisions(rows):
+    """Per-run decisions as `prune` writes them: (n, continue, reason, band width at C_max)."""
+    return pd.DataFrame([{"B_p": 32, "n": n, "continue": go, "reason": why, "band_width_at_c_max": width,
+                          "p_n_star": np.nan} for n, go, why, width in rows])
+
+
+def test_apply_pooled_judges_only_runs_whose_own_data_pin_their_future():
+    decisions = _decisions([
+        (8, True, "band reaches the frontier's lower band at C = 1e6", 0.02),    # narrow, never n*: stops
+        (16, True, "band reaches the frontier's lower band at C = 1e6", 0.02),   # narrow, n* in 30%: goes on
+        (32, True, "band reaches the frontier's lower band at C = 1e6", 0.20),   # too wide to judge: goes on
+        (64, True, "too few evaluations to fit", 0.01),
+        (128, False, "reached C_max", 0.01),
+    ])
+    chances = pd.DataFrame({"B_p": 32, "n": [8, 16, 32, 64, 128], "p_n_star": [0.001, 0.3, 0.0, 0.0, 0.0],
+                            "model": "trend"})
+    out = apply_pooled(decisions, chances, z=2.5, mature_width=0.06).set_index("n")
+    assert not out.loc[8, "continue"] and out.loc[8, "reason"].startswith("pooled trend: n* ahead in 0.1%")
+    assert out.loc[16, "continue"] and "30.0%" in out.loc[16, "reason"]
+    assert out.loc[32, "continue"] and out.loc[32, "reason"].startswith("band reaches")
+    assert out.loc[64, "continue"] and not out.loc[128, "continue"]
+    assert list(out["p_n_star"]) == [0.001, 0.3, 0.0, 0.0, 0.0]
+    # Without a trend in force (no chances) the per-run decisions stand.
+    assert apply_pooled(decisions, chances.iloc[:0], z=2.5, mature_width=0.06).equals(decisions)
 
 
 def _bands(curves: dict, reached: float, compute=(100.0, 200.0, 400.0, 800.0), B_p: int = 1, fitted=None):
@@ -112,6 +144,37 @@ def test_decide_stops_dominated_runs_and_keeps_the_frontier(crossover_study):
     true_best = max(crossover_params(32, n)["A"] for n in out.index)
     assert out.loc[512, "reward_hi_at_c_max"] <= true_best + 0.2
     assert set(out.columns) >= {"continue", "reason", "reward_hi_at_c_max", "frontier_lo_at_c_max"}
+
+
+def test_pooled_chances_follow_the_trend_and_are_deterministic(crossover_study):
+    from isocompute.analysis.methods import fit_study
+    from isocompute.analysis.settings import AnalysisSettings
+    from isocompute.analysis.tables import check_evals
+
+    rung = C_MAX / 4
+    seen = check_evals(crossover_study, "avg@4")
+    seen = seen[seen["compute"] <= rung]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        seen, fits, _ = fit_study(seen, AnalysisSettings())
+        kw = dict(metric="avg@4", rung_compute=rung, c_max=C_MAX, grid_points=16, degree=2)
+        first, again = pooled_chances(seen, fits, **kw), pooled_chances(seen, fits, **kw)
+    assert (fits["model"] == "trend").all()
+    pd.testing.assert_frame_equal(first, again)
+    p = first.set_index("n")["p_n_star"]
+    # The truth's n* ahead of C_max / 4 is 256 then 512; the plateaued small n are never it.
+    assert p[8] == 0 and p[16] == 0 and p[512] > 0.5
+    assert ((p >= 0) & (p <= 1)).all()
+
+
+def test_decide_reports_the_pooled_chance_only_with_pooled_bands(crossover_study):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        pooled = decide(crossover_study, rung_compute=C_MAX / 4, c_max=C_MAX).set_index("n")
+        runs = decide(crossover_study, rung_compute=C_MAX / 4, c_max=C_MAX, params={"bands": "runs"}).set_index("n")
+    assert pooled["p_n_star"].notna().all() and runs["p_n_star"].isna().all()
+    assert pooled.loc[512, "continue"] and runs.loc[512, "continue"]
+    assert pooled["continue"].sum() <= runs["continue"].sum()      # the pooled verdict only ever stops more here
 
 
 # --- the offline replay and its command -------------------------------------------------

@@ -40,20 +40,27 @@ def test_adaptive_replay_quick_spends_less_than_the_grid_it_replays(tmp_path):
     out = run_benchmark("bench_adaptive_replay.py", "--quick", "--out", str(tmp_path / "stops.csv"))
     assert re.search(r"^\s+mean\s+min\s+max$", out, flags=re.M), out
     rows = {m.group(1): [float(v) / 100 for v in m.groups()[1:]]
-            for m in re.finditer(r"^(rollouts spent / full grid|same n\* at probe budgets)\s+"
-                                 r"([\d.]+)%\s+([\d.]+)%\s+([\d.]+)%$", out, flags=re.M)}
-    assert len(rows) == 2, out
+            for m in re.finditer(r"^(whole bill / full grid|training rollouts / grid|validation / grid|"
+                                 r"same n\* at probe budgets)\s+([\d.]+)%\s+([\d.]+)%\s+([\d.]+)%$", out, flags=re.M)}
+    assert len(rows) == 4, out
     for mean, lo, hi in rows.values():
         assert 0 <= lo <= mean <= hi <= 1
-    assert "done-when: " in out
+    assert "done-when (4 per doubling, sigma 0.013, crossover): " in out
     stops = pd.read_csv(tmp_path / "stops.csv")
     assert sorted(stops["seed"].unique()) == [0, 1]                 # the 2 studies of --quick
     for _, runs in stops.groupby("seed"):
         assert sorted(runs["n"]) == list(NS)                        # every run of the grid, once
     assert (stops["spent"] <= stops["full_compute"]).all() and (stops["stopped_at"] <= C_MAX * (1 + 1e-9)).all()
-    # the printed share is the rollouts of the runs as they stopped over those of the full grid
+    assert (stops["evaluations_spent"] <= stops["evaluations_full"]).all()
+    # the printed shares are the runs' bill as they stopped over the full grid's: training rollouts, and
+    # with them the validation generations (1,200 per evaluation)
+    bill = lambda r, t, v: r[t].sum() + r[v].sum()  # noqa: E731
     shares = stops.groupby("seed").apply(lambda r: r["spent"].sum() / r["full_compute"].sum(), include_groups=False)
-    assert shares.mean() == pytest.approx(rows["rollouts spent / full grid"][0], abs=6e-4)
+    assert shares.mean() == pytest.approx(rows["training rollouts / grid"][0], abs=6e-4)
+    whole = stops.groupby("seed").apply(lambda r: bill(r, "spent", "validation_spent")
+                                        / bill(r, "full_compute", "validation_full"), include_groups=False)
+    assert whole.mean() == pytest.approx(rows["whole bill / full grid"][0], abs=6e-4)
+    assert (stops["validation_full"] == 1200 * stops["evaluations_full"]).all()
 
 
 def test_analysis_quick_runs_the_cli_chain_on_every_run(tmp_path):

@@ -7,6 +7,9 @@ could still reach the frontier, or it sits next to the predicted n*, at some
 compute it has not reached yet. `prediction_bands` turns fits into bands,
 `prune` decides from bands alone (pure, testable on hand-built bands), and
 `decide` chains them on an evaluation table. The replay is `adaptive_replay`.
+With `bands: pooled` (the default) a run whose own data pin its future is
+judged by its B_p's pooled trend instead (`adaptive_pooled`): it goes on only if
+it is n* at some compute ahead in at least 1 - Phi(z) of the trend's draws.
 
 A band is a profile-likelihood band: every sigmoid on a grid of (C_mid, B),
 with every A whose weighted SSE lies within z^2 of the best fit's, is a
@@ -22,7 +25,9 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 from scipy.special import expit
+from scipy.stats import norm
 
+from isocompute.analysis.adaptive_pooled import pooled_chances
 from isocompute.analysis.fits import USABLE, sigmoid_reward
 from isocompute.analysis.fits_noise import NOISE_FIT_GRID, cell_arrays
 from isocompute.analysis.methods import fit_study
@@ -32,10 +37,10 @@ from isocompute.config import schema_defaults
 
 # The sweep section of the config schema is the one home of the rule's defaults.
 DEFAULTS = schema_defaults("sweep")
-RULE_KEYS = ("eta", "rungs", "z", "neighbours", "min_evals", "frontier", "grid_points")
+RULE_KEYS = ("eta", "rungs", "z", "neighbours", "min_evals", "frontier", "grid_points", "bands", "mature_width")
 BAND_COLUMNS = ["B_p", "n", "compute", "reward", "reward_lo", "reward_hi", "reached", "fitted", "n_evals"]
 DECISION_COLUMNS = ["B_p", "n", "continue", "reason", "reached", "fitted", "n_evals", "reward_hi_at_c_max",
-                    "frontier_lo_at_c_max", "gap", "n_star_at_c_max"]
+                    "frontier_lo_at_c_max", "gap", "n_star_at_c_max", "band_width_at_c_max", "p_n_star"]
 # The (C_mid, B) grids of the bands (coarse, then fine): C_mid from a decade
 # below a run's first evaluation to a decade beyond C_max, B over the noise
 # fit's bounds.
@@ -57,6 +62,10 @@ def rule_params(params: dict | None = None) -> dict:
         raise ValueError(f"rungs must be >= 1, got {out['rungs']!r}")
     if out["frontier"] not in ("fixed_B_p", "joint"):
         raise ValueError(f"frontier must be 'fixed_B_p' or 'joint', got {out['frontier']!r}")
+    if out["bands"] not in ("pooled", "runs"):
+        raise ValueError(f"bands must be 'pooled' or 'runs', got {out['bands']!r}")
+    if not out["mature_width"] >= 0:
+        raise ValueError(f"mature_width must be >= 0, got {out['mature_width']!r}")
     return out
 
 
@@ -217,7 +226,8 @@ def prune(bands: pd.DataFrame, *, neighbours: int = DEFAULTS["neighbours"], min_
                          "fitted": bool(fitted[i]), "n_evals": int(n_evals[i]), "reward_hi_at_c_max": hi[i, last],
                          "frontier_lo_at_c_max": front_lo[last],
                          "gap": float(np.max(gap[i])) if np.isfinite(gap[i]).any() else np.nan,
-                         "n_star_at_c_max": n_vals[best[last]] if any_mid[last] else np.nan})
+                         "n_star_at_c_max": n_vals[best[last]] if any_mid[last] else np.nan,
+                         "band_width_at_c_max": hi[i, last] - lo[i, last], "p_n_star": np.nan})
     out = pd.DataFrame(rows, columns=DECISION_COLUMNS)
     return out.sort_values(["B_p", "n"], kind="stable").reset_index(drop=True)
 
@@ -248,4 +258,35 @@ def decide(evals: pd.DataFrame, *, rung_compute: float, c_max: float, params: di
     seen, fits, _ = fit_study(seen, s)
     bands = prediction_bands(seen, fits, c_max=c_max, c_from=rung_compute, metric=metric, z=p["z"],
                              grid_points=p["grid_points"])
-    return prune(bands, neighbours=p["neighbours"], min_evals=p["min_evals"], frontier=p["frontier"], c_max=c_max)
+    out = prune(bands, neighbours=p["neighbours"], min_evals=p["min_evals"], frontier=p["frontier"], c_max=c_max)
+    if p["bands"] == "pooled" and p["frontier"] == "fixed_B_p" and "model" in fits.columns:
+        chances = pooled_chances(seen, fits, metric=metric, rung_compute=rung_compute, c_max=c_max,
+                                 grid_points=p["grid_points"], degree=s.pool_degree)
+        out = apply_pooled(out, chances, z=p["z"], mature_width=p["mature_width"])
+    return out
+
+
+def apply_pooled(decisions: pd.DataFrame, chances: pd.DataFrame, *, z: float, mature_width: float) -> pd.DataFrame:
+    """The per-run decisions (`prune`) with the pooled trend's verdict on the runs it may judge (pure).
+
+    A run with a pooled chance (`adaptive_pooled.pooled_chances`) that the per-run rule lets go on
+    because its band reaches the frontier, and whose own band at C_max is at most `mature_width`
+    wide, goes on only if its chance of being n* ahead is at least 1 - Phi(z). The other decisions
+    (reached C_max, too few evaluations, next to n*, a band already below the frontier, a band too
+    wide to trust the trend for) stand; every run gets its chance in p_n_star.
+    """
+    out = decisions.copy()
+    if chances.empty:
+        return out
+    chance = out[["B_p", "n"]].merge(chances, on=["B_p", "n"], how="left")["p_n_star"].to_numpy(dtype=float)
+    out["p_n_star"] = chance
+    floor = float(norm.sf(z))
+    judged = (np.isfinite(chance) & out["reason"].str.startswith("band reaches").to_numpy()
+              & (out["band_width_at_c_max"].to_numpy(dtype=float) <= mature_width))
+    for i in np.flatnonzero(judged):
+        width = out.at[i, "band_width_at_c_max"]
+        go = chance[i] >= floor
+        out.at[i, "continue"] = bool(go)
+        out.at[i, "reason"] = (f"pooled trend: n* ahead in {chance[i]:.1%} of its draws "
+                               f"({'>=' if go else '<'} {floor:.1%}; own band at C_max {width:.3f} wide)")
+    return out

@@ -66,9 +66,9 @@ def fit_trend(points: list[dict], R0: float, init: pd.DataFrame, *, degree: int 
     """Least-squares trend fit of the runs in `points` (one dict per run:
     n, compute, values, weights; a bootstrap replicate's weights are its
     drawn counts times 1/se^2), started from the run-by-run fits `init`
-    (columns n, A, B, C_mid). Returns theta, centre, sse (weighted) and
-    n_points (the draws behind the points: a point's `draws`, default 1),
-    or None when the solver fails. `degree` 0 is one curve for every run.
+    (columns n, A, B, C_mid). Returns theta, centre, sse (weighted),
+    n_points (the draws behind the points: a point's `draws`, default 1) and
+    jac (the weighted residuals' Jacobian at theta), or None when the solver fails. `degree` 0 is one curve for every run.
     """
     log2_n = np.log2([p["n"] for p in points]).astype(float)
     centre = float(log2_n.mean())
@@ -92,7 +92,7 @@ def fit_trend(points: list[dict], R0: float, init: pd.DataFrame, *, degree: int 
     if not (res.success and np.all(np.isfinite(res.x)) and res.x[0] > 0):
         return None
     return {"theta": res.x, "centre": centre, "sse": float(np.sum(res.fun ** 2)),
-            "n_points": int(round(draws[keep].sum()))}
+            "n_points": int(round(draws[keep].sum())), "jac": res.jac}
 
 
 def trend_params(trend: dict, n, degree: int) -> dict:

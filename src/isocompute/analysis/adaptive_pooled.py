@@ -1,0 +1,83 @@
+"""The adaptive sweep's pooled predictions (`sweep.bands: pooled`, the default).
+
+At 2-4 evaluations per doubling one run's own band (`adaptive.prediction_bands`)
+is wide at both edges, so a run near the frontier can almost never be shown to
+fall behind it: the rule prunes little. The default analysis pools the runs of
+a B_p (`fits_pooled`: A and log C_mid polynomials in log2 n, one B, kept
+unless an F-test rejects it), and the rule uses the same model: its parameters'
+sampling distribution (Gaussian, from the fit's Jacobian, widened by the reduced
+chi-square when above 1) is drawn `DRAWS` times, every draw gives every run of
+the B_p a curve, and a run's chance of being n* at some compute ahead of it is
+the share of draws in which its curve is the highest of the runs still training
+there. The draws are joint, so what the runs share cancels in the comparison,
+which per-run envelopes cannot do.
+
+A trend fitted before a run's midpoint extrapolates that run's asymptote from
+its neighbours in n, and the Gaussian approximation is overconfident there (on
+the crossover benchmark it stopped future winners at the first rung). So the
+pooled chance decides only for a run whose own data already pin its future:
+its own band at C_max is at most `mature_width` wide. Any other run continues,
+and where the trend is not in force (rejected, the common curve, too few runs)
+the per-run rule decides, as before.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy.special import expit
+
+from isocompute.analysis.fits import USABLE
+from isocompute.analysis.fits_noise import cell_arrays
+from isocompute.analysis.fits_pooled import _design, fit_trend
+
+DRAWS = 4000          # parameter draws per B_p: the tail share 1 - Phi(2.5) = 0.6% is ~25 draws
+POOLED_COLUMNS = ["B_p", "n", "p_n_star", "model"]
+
+
+def trend_covariance(trend: dict) -> np.ndarray:
+    """The trend fit's parameter covariance: (J'J)^-1 times the reduced chi-square when above 1."""
+    jac = trend["jac"]
+    dof = max(jac.shape[0] - jac.shape[1], 1)
+    cov = np.linalg.pinv(jac.T @ jac) * max(1.0, trend["sse"] / dof)
+    return (cov + cov.T) / 2                  # pinv's rounding leaves it a hair off symmetric
+
+
+def pooled_chances(seen: pd.DataFrame, fits: pd.DataFrame, *, metric: str, rung_compute: float, c_max: float,
+                   grid_points: int, degree: int, seed: int = 0) -> pd.DataFrame:
+    """Each run's chance of being n* at some compute ahead of it, under its B_p's trend model.
+
+    `seen`: the evaluations up to the rung; `fits`: their noise fits (`methods.fit_study`, with the
+    columns model and R0). Only B_p whose runs are pooled by the trend ('model' trend) get a chance;
+    the runs still training at the rung (their last evaluation within one step of it) are the
+    competitors, on `grid_points` log-spaced computes from the rung to c_max. Returns
+    POOLED_COLUMNS, one row per run of such a B_p (p_n_star NaN for a run that stopped earlier).
+    Deterministic: the draws are seeded by `seed`.
+    """
+    rows = []
+    grid = np.geomspace(rung_compute, c_max, grid_points) if rung_compute < c_max else np.array([float(c_max)])
+    cells = dict(iter(seen.groupby(["B_p", "n"], sort=False)))
+    rng = np.random.default_rng(seed)
+    for B_p, group in fits.groupby("B_p", sort=True):
+        g = group[group["status"].isin(USABLE) & (group["model"] == "trend")].sort_values("n")
+        if len(g) < 2 or not all((B_p, n) in cells for n in g["n"]):
+            continue
+        R0 = float(g["R0"].iloc[0])
+        points = [{"n": float(n), **cell_arrays(cells[(B_p, n)], metric)} for n in g["n"]]
+        trend = fit_trend(points, R0, g[["n", "A", "B", "C_mid"]], degree=degree)
+        if trend is None:
+            continue
+        theta = rng.multivariate_normal(trend["theta"], trend_covariance(trend), size=DRAWS, method="eigh")
+        X = _design(np.log2(g["n"].to_numpy(dtype=float)), trend["centre"], degree)          # (R, degree + 1)
+        A, log_mid = theta[:, 1:degree + 2] @ X.T, theta[:, degree + 2:] @ X.T                # (K, R)
+        B = np.maximum(theta[:, :1, None], 1e-6)
+        curves = R0 + (A - R0)[:, :, None] * expit(B * (np.log(grid)[None, None, :] - log_mid[:, :, None]))
+        reached = g["compute_max"].to_numpy(dtype=float)
+        active = reached + B_p * g["n"].to_numpy(dtype=float) > rung_compute * (1 - 1e-9)
+        curves = np.where(active[None, :, None], curves, -np.inf)
+        top = curves.max(axis=1)                                                             # (K, G)
+        for i, n in enumerate(g["n"]):
+            ahead = grid > reached[i] * (1 + 1e-9)
+            chance = float(((curves[:, i, :] >= top - 1e-12) & ahead[None, :]).any(axis=1).mean())
+            rows.append({"B_p": B_p, "n": n, "p_n_star": chance if active[i] else np.nan, "model": "trend"})
+    return pd.DataFrame(rows, columns=POOLED_COLUMNS)
