@@ -231,3 +231,13 @@ def test_split_column_needs_a_choice(tmp_path, evals, capsys):
     assert "split" in capsys.readouterr().err
     assert main(["analyze", str(path), "--out", str(out), "--split", "hard", "--bootstrap", "0",
                  "--no-figures"]) == 0
+
+
+def test_params_missing_a_key_is_one_line_naming_it(tmp_path, csv, capsys):
+    # --params is a job's config: a section without the key the analysis reads is refused by name,
+    # not answered with a default or a KeyError traceback.
+    out = tmp_path / "out"
+    assert main(["analyze", str(csv), "--out", str(out), "--params", '{"analysis": {}}']) == 2
+    err = capsys.readouterr().err.strip()
+    assert "config key 'analysis." in err and "was not given" in err and "\n" not in err
+    assert not out.exists()

@@ -83,7 +83,8 @@ class AnalysisSettings:
     def from_config(cls, cfg: dict, **overrides) -> "AnalysisSettings":
         """From a checked config (its `analysis` section, `seed` and, for the default
         metric, `eval.k`), with `overrides` (schema keys, or `seed`) on top."""
-        section = {**cfg["analysis"], **{k: v for k, v in overrides.items() if k in SCHEMA_KEYS}}
+        # Key by key, so that a job's config (job_config.JobConfig) names a key its rule did not pass.
+        section = {k: overrides[k] if k in overrides else cfg["analysis"][k] for k in SCHEMA_KEYS}
         section["metric"] = section["metric"] or f"avg@{cfg['eval']['k']}"
         extra = {k: v for k, v in overrides.items() if k not in SCHEMA_KEYS}
         return cls(**section, **{"seed": cfg["seed"], **extra})
