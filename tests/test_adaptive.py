@@ -257,11 +257,15 @@ def test_replay_command_prints_both_parts_of_the_bill(tmp_path, small_study, cap
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--eta", "0"], "--eta: expected a number > 1, got 0"),
-    (["--eta", "-2"], "--eta: expected a number > 1, got -2"),
-    (["--rungs", "0"], "--rungs: expected an integer >= 1"),
-    (["--c-max", "0"], "--c-max: expected a positive compute"),
-    (["--eval-rollouts", "-1"], "--eval-rollouts: expected a number >= 0"),
+    (["--eta", "0"], "--eta: expected a finite number > 1, got 0"),
+    (["--eta", "-2"], "--eta: expected a finite number > 1, got -2"),
+    (["--rungs", "0"], "--rungs: expected an integer in [1, 64], got 0"),
+    (["--c-max", "0"], "--c-max: expected a finite positive compute"),
+    (["--eval-rollouts", "-1"], "--eval-rollouts: expected a finite number >= 0"),
+    (["--eta", "inf"], "--eta: expected a finite number > 1, got inf"),
+    (["--c-max", "inf"], "--c-max: expected a finite positive compute, got inf"),
+    (["--rungs", "5000"], "--rungs: expected an integer in [1, 64], got 5000"),
+    (["--rungs", "64", "--eta", "2"], "the first rung, C_max / eta^(rungs - 1)"),
 ])
 def test_replay_command_bad_option_is_one_line(tmp_path, small_study, capsys, args, message):
     path = tmp_path / "evals.csv"
@@ -269,6 +273,14 @@ def test_replay_command_bad_option_is_one_line(tmp_path, small_study, capsys, ar
     assert main(["replay-adaptive", str(path), *args]) == 2
     err = capsys.readouterr().err.strip()
     assert message in err and "\n" not in err
+
+
+def test_replay_command_without_training_is_one_line(tmp_path, small_study, capsys):
+    path = tmp_path / "base_only.csv"
+    small_study[small_study["step"] == 0].to_csv(path, index=False)
+    assert main(["replay-adaptive", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "no evaluation at a positive compute" in err and "\n" not in err
 
 
 def test_replay_command_missing_file_is_one_line(tmp_path, capsys):

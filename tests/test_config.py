@@ -3,6 +3,8 @@ any job is scheduled; schema defaults fill every knob."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from isocompute.config import ConfigError, check_config, load_schema
@@ -66,3 +68,14 @@ def test_experiment_name_separates_results(workdir):
     cfg = write_config(workdir, {"experiment": "study_a"})
     proc = run_snakemake(workdir, "-n", "--configfile", str(cfg))
     assert "results/study_a/data/pool.parquet" in proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("sweep, message", [
+    ({"mode": "adaptive", "rungs": 100_000_000}, "config key 'sweep.rungs': expected a value <= 64"),
+    ({"mode": "adaptive", "rungs": 60, "eta": 2}, "config key 'sweep.rungs': the first rung C_max / eta^(rungs - 1)"),
+])
+def test_adaptive_sweep_rungs_are_bounded_by_name(sweep, message):
+    grid = {"easy": {"B_p": [4], "n": [2], "C_max": 8192, "B_max": 64}}
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        check_config({"sweep": sweep, "grid": grid})
+    check_config({"sweep": {**sweep, "mode": "grid"}, "grid": grid} if sweep["rungs"] <= 64 else {"grid": grid})

@@ -176,6 +176,7 @@ def _check_semantics(config: dict) -> None:
         raise ConfigError("config key 'base_model.num_heads': must divide base_model.hidden_size")
     _check_variants(config)
     _check_eval_sets(config)
+    _check_sweep(config)
     if "families" in pool:
         names = [f["name"] for f in pool["families"]]
         if len(set(names)) != len(names):
@@ -183,6 +184,18 @@ def _check_semantics(config: dict) -> None:
         for i, fam in enumerate(pool["families"]):
             if fam["digits"][0] > fam["digits"][1]:
                 raise ConfigError(f"config key 'pool.families[{i}].digits': expected [min, max] with min <= max")
+
+
+def _check_sweep(config: dict) -> None:
+    """An adaptive sweep's first rung, C_max / eta^(rungs - 1), is at least one rollout of every split."""
+    sweep = config["sweep"]
+    if sweep["mode"] != "adaptive":
+        return
+    for split, spec in config["grid"].items():
+        if (sweep["rungs"] - 1) * math.log(sweep["eta"]) > math.log(spec["C_max"]):
+            raise ConfigError(f"config key 'sweep.rungs': the first rung C_max / eta^(rungs - 1) = {spec['C_max']:g} / "
+                              f"{sweep['eta']:g}^{sweep['rungs'] - 1} of grid.{split} is below one rollout; "
+                              "fewer rungs or a smaller sweep.eta")
 
 
 def _check_variants(config: dict) -> None:

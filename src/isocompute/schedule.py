@@ -58,13 +58,19 @@ def compute_schedule_steps(B: int, M_max: int, points: int, *, min_compute: floa
     return tuple(sorted(steps))
 
 
+MAX_RUNGS = 64          # the schema's bound on sweep.rungs (C_max / sqrt(2)^63 is 2^31.5 below C_max)
+
+
 def rung_budgets(c_max: float, eta: float, rungs: int) -> list[float]:
     """Compute of each rung: c_max / eta^(rungs - 1), ..., c_max / eta, c_max (`rungs` values)."""
-    if not c_max > 0:
-        raise ValueError(f"c_max must be > 0, got {c_max!r}")
-    if not eta > 1:
-        raise ValueError(f"eta must be > 1, got {eta!r}")
-    if int(rungs) < 1:
-        raise ValueError(f"rungs must be >= 1, got {rungs!r}")
+    if not (c_max > 0 and math.isfinite(c_max)):
+        raise ValueError(f"c_max must be a finite number > 0, got {c_max!r}")
+    if not (eta > 1 and math.isfinite(eta)):
+        raise ValueError(f"eta must be a finite number > 1, got {eta!r}")
+    if not 1 <= int(rungs) <= MAX_RUNGS:
+        raise ValueError(f"rungs must be an integer in [1, {MAX_RUNGS}], got {rungs!r}")
     rungs = int(rungs)
+    if (rungs - 1) * math.log(eta) > math.log(c_max):
+        raise ValueError(f"the first rung, C_max / eta^(rungs - 1) = {c_max:g} / {eta:g}^{rungs - 1}, is below one "
+                         f"rollout: fewer rungs or a smaller eta")
     return [float(c_max) / float(eta) ** (rungs - 1 - r) for r in range(rungs)]

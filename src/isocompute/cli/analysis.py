@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 import re
 import time
 from pathlib import Path
@@ -338,17 +339,21 @@ def register_replay(subparsers) -> argparse.ArgumentParser:
 def _replay_params(args) -> dict:
     """The rule keys given on the command line, checked (one-line InputError naming the option)."""
     given = {k: getattr(args, k) for k in ("eta", "rungs", "z", "neighbours", "frontier") if getattr(args, k) is not None}
-    checks = {"eta": (lambda v: v > 1, "a number > 1"), "rungs": (lambda v: v >= 1, "an integer >= 1"),
-              "z": (lambda v: v > 0, "a number > 0"), "neighbours": (lambda v: v >= 0, "an integer >= 0")}
+    from isocompute.schedule import MAX_RUNGS
+
+    finite = math.isfinite
+    checks = {"eta": (lambda v: v > 1 and finite(v), "a finite number > 1"),
+              "rungs": (lambda v: 1 <= v <= MAX_RUNGS, f"an integer in [1, {MAX_RUNGS}]"),
+              "z": (lambda v: v > 0 and finite(v), "a finite number > 0"), "neighbours": (lambda v: v >= 0, "an integer >= 0")}
     for key, (ok, what) in checks.items():
         if key in given and not ok(given[key]):
             raise InputError(f"--{key}: expected {what}, got {given[key]:g}")
-    if args.c_max is not None and not args.c_max > 0:
-        raise InputError(f"--c-max: expected a positive compute, got {args.c_max:g}")
+    if args.c_max is not None and not (args.c_max > 0 and finite(args.c_max)):
+        raise InputError(f"--c-max: expected a finite positive compute, got {args.c_max:g}")
     if args.probes < 1:
         raise InputError(f"--probes: expected an integer >= 1, got {args.probes}")
-    if args.eval_rollouts is not None and not args.eval_rollouts >= 0:
-        raise InputError(f"--eval-rollouts: expected a number >= 0, got {args.eval_rollouts:g}")
+    if args.eval_rollouts is not None and not (args.eval_rollouts >= 0 and finite(args.eval_rollouts)):
+        raise InputError(f"--eval-rollouts: expected a finite number >= 0, got {args.eval_rollouts:g}")
     return given
 
 
@@ -361,8 +366,13 @@ def cmd_replay_adaptive(args) -> int:
 
     params = _replay_params(args)
     evals = read_evals(args.evals)
-    res = replay(evals, c_max=args.c_max, params=params, probes=args.probes,
-                 settings=AnalysisSettings(metric=args.metric), split=args.split, eval_rollouts=args.eval_rollouts)
+    if "compute" in evals.columns and not (evals["compute"] > 0).any():
+        raise InputError(f"{args.evals}: no evaluation at a positive compute (only the base model's): nothing to replay")
+    try:
+        res = replay(evals, c_max=args.c_max, params=params, probes=args.probes,
+                     settings=AnalysisSettings(metric=args.metric), split=args.split, eval_rollouts=args.eval_rollouts)
+    except ValueError as exc:      # the rule's own checks of what it was given (rung_budgets, rule_params)
+        raise InputError(f"replay-adaptive: {exc}") from exc
     runs = res["runs"]
     if args.json:
         print(json.dumps({"evals": str(args.evals), "share": res["share"], "share_training": res["share_training"],
