@@ -79,3 +79,21 @@ def test_adaptive_sweep_rungs_are_bounded_by_name(sweep, message):
     with pytest.raises(ConfigError, match=re.escape(message)):
         check_config({"sweep": sweep, "grid": grid})
     check_config({"sweep": {**sweep, "mode": "grid"}, "grid": grid} if sweep["rungs"] <= 64 else {"grid": grid})
+
+
+@pytest.mark.parametrize("extra, message", [
+    ({"grid": {"easy": {"B_p": [4], "n": [2], "C_max": 10 ** 15, "B_max": 64}}},
+     "config key 'grid.easy.C_max': expected a value <= 1099511627776"),
+    ({"train": {"eval_points_per_octave": 10 ** 9}}, "config key 'train.eval_points_per_octave': expected a value <= 1024"),
+    ({"grid": {"easy": {"B_p": [4], "n": [2], "C_max": 10 ** 9, "B_max": 64}},
+      "train": {"eval_schedule": "steps", "eval_interval": 1}},
+     "config key 'train.eval_interval': grid.easy's run B_p 4, n 2 takes 125,000,000 steps"),
+    ({"grid": {"easy": {"B_p": [4], "n": [2], "C_max": 8192, "B_max": 64}},
+      "train": {"eval_schedule": "steps", "eval_interval": 1},
+      "variants": {"v": {"train": {"kl_coef": 0.0}, "cells": [{"split": "easy", "B_p": 1, "n": 1, "C_max": 10 ** 9}]}}},
+     "config key 'train.eval_interval': variants.v.cells[0]'s run B_p 1, n 1 takes 1,000,000,000 steps"),
+])
+def test_schedules_that_would_never_finish_are_refused_by_name(extra, message):
+    # A typo must not make the login node build a schedule of 10^15 steps (it hung before).
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        check_config(extra)

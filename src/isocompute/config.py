@@ -177,6 +177,7 @@ def _check_semantics(config: dict) -> None:
     _check_variants(config)
     _check_eval_sets(config)
     _check_sweep(config)
+    _check_schedule(config)
     if "families" in pool:
         names = [f["name"] for f in pool["families"]]
         if len(set(names)) != len(names):
@@ -184,6 +185,29 @@ def _check_semantics(config: dict) -> None:
         for i, fam in enumerate(pool["families"]):
             if fam["digits"][0] > fam["digits"][1]:
                 raise ConfigError(f"config key 'pool.families[{i}].digits': expected [min, max] with min <= max")
+
+
+# The most validations one run may be scheduled (each is a dump, a scoring and a row): a bound that
+# keeps a typo (C_max 10^15 with eval_interval 1) from building a schedule that never finishes.
+MAX_EVALUATIONS = 100_000
+
+
+def _check_schedule(config: dict) -> None:
+    """A steps schedule validates each run at most MAX_EVALUATIONS times (the compute schedule is bounded
+    by its schema keys: points per doubling times doublings)."""
+    train = config["train"]
+    if train["eval_schedule"] != "steps":
+        return
+    runs = [(f"grid.{split}", min(spec["B_p"]), min(spec["n"]), spec["C_max"]) for split, spec in config["grid"].items()]
+    runs += [(f"variants.{name}.cells[{i}]", cell["B_p"], cell["n"], cell.get("C_max", config["grid"].get(
+        cell["split"], {}).get("C_max", 0))) for name, v in config["variants"].items() for i, cell in enumerate(v["cells"])]
+    for where, B_p, n, c_max in runs:
+        steps = c_max // (B_p * n)
+        if steps // train["eval_interval"] > MAX_EVALUATIONS:
+            raise ConfigError(f"config key 'train.eval_interval': {where}'s run B_p {B_p}, n {n} takes {steps:,} steps, "
+                              f"so every {train['eval_interval']} steps is {steps // train['eval_interval']:,} "
+                              f"validations, more than {MAX_EVALUATIONS:,}; a larger eval_interval, a smaller C_max "
+                              "or eval_schedule: compute")
 
 
 def _check_sweep(config: dict) -> None:
