@@ -161,3 +161,21 @@ def test_on_this_cpu_machine_the_gpu_checks_fail_clearly():
     items = lines_of(skipped.stdout.split("\n", 1)[1])
     assert all(items[k].startswith("skip") for k in ("NVIDIA driver", "torch.cuda", "vllm", "flash-attn"))
     assert skipped.returncode == (1 if items["SLURM profile"].startswith("FAIL") else 0)
+
+
+def test_doctor_outside_the_repo_or_with_garbled_files_is_one_line_or_a_named_check(tmp_path):
+    doctor = [str(VENV_BIN / "isocompute"), "doctor", "--skip-gpu"]
+    out = subprocess.run(doctor, cwd=tmp_path, capture_output=True, text=True)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "envs/verl.yaml: No such file or directory (run isocompute doctor from the repository root)" in out.stderr
+    (tmp_path / "envs").mkdir()
+    (tmp_path / "slurm").mkdir()
+    (tmp_path / "envs" / "verl.yaml").write_text((REPO / "envs" / "verl.yaml").read_text())
+    (tmp_path / "slurm" / "config.yaml").write_text("jobs: [unclosed\n")
+    out = subprocess.run(doctor, cwd=tmp_path, capture_output=True, text=True)
+    assert out.returncode == 1 and "Traceback" not in out.stderr
+    assert "FAIL  SLURM profile  slurm/config.yaml: not valid YAML" in out.stdout
+    (tmp_path / "envs" / "verl.yaml").write_text("a: [\n")
+    out = subprocess.run(doctor, cwd=tmp_path, capture_output=True, text=True)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "envs/verl.yaml: expected a conda environment with a pip list of pinned versions" in out.stderr

@@ -97,3 +97,25 @@ def test_schedules_that_would_never_finish_are_refused_by_name(extra, message):
     # A typo must not make the login node build a schedule of 10^15 steps (it hung before).
     with pytest.raises(ConfigError, match=re.escape(message)):
         check_config(extra)
+
+
+GRID = {"easy": {"B_p": [4], "n": [2], "C_max": 8192, "B_max": 64}}
+
+
+@pytest.mark.parametrize("extra, message", [
+    ({"analysis": {"metric": "avg@8"}}, "config key 'analysis.metric': expected one of the metrics the score jobs "
+                                        "write with eval.k = 4 (avg@4, best@4"),
+    ({"analysis": {"min_compute": 100000}, "grid": GRID},
+     "config key 'analysis.min_compute': 100000 leaves grid.easy (C_max 8,192) nothing to fit"),
+    ({"variants": {"figures": {"train": {"kl_coef": 0.0}, "cells": [{"split": "easy", "B_p": 4, "n": 2}]}}, "grid": GRID},
+     "config key 'variants.figures': 'figures' is the variants' figures folder"),
+])
+def test_what_failed_only_after_training_is_refused_before_it(extra, message):
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        check_config(extra)
+
+
+def test_every_metric_the_score_jobs_write_is_accepted():
+    for metric in ("avg@4", "best@4", "worst@4", "pass@1", "pass@4_unbiased", "worst@4_unbiased"):
+        assert check_config({"analysis": {"metric": metric}})["analysis"]["metric"] == metric
+    assert check_config({"analysis": {"metric": "avg@8"}, "eval": {"k": 8, "samples": 8}})

@@ -178,6 +178,7 @@ def _check_semantics(config: dict) -> None:
     _check_eval_sets(config)
     _check_sweep(config)
     _check_schedule(config)
+    _check_analysis(config)
     if "families" in pool:
         names = [f["name"] for f in pool["families"]]
         if len(set(names)) != len(names):
@@ -210,6 +211,20 @@ def _check_schedule(config: dict) -> None:
                               "or eval_schedule: compute")
 
 
+def _check_analysis(config: dict) -> None:
+    """The analysis reads a metric the score jobs write (with k = eval.k), and fits above a
+    min_compute every split's runs reach (both failed only after all training)."""
+    k, a = config["eval"]["k"], config["analysis"]
+    written = [f"avg@{k}", f"best@{k}", f"worst@{k}", "pass@1", f"pass@{k}_unbiased", f"worst@{k}_unbiased"]
+    if a["metric"] is not None and a["metric"] not in written:
+        raise ConfigError(f"config key 'analysis.metric': expected one of the metrics the score jobs write with "
+                          f"eval.k = {k} ({', '.join(written)}), got {a['metric']!r}")
+    for split, spec in config["grid"].items():
+        if a["min_compute"] is not None and a["min_compute"] >= spec["C_max"]:
+            raise ConfigError(f"config key 'analysis.min_compute': {a['min_compute']:g} leaves grid.{split} "
+                              f"(C_max {spec['C_max']:,}) nothing to fit; expected a compute below its C_max")
+
+
 def _check_sweep(config: dict) -> None:
     """An adaptive sweep's first rung, C_max / eta^(rungs - 1), is at least one rollout of every split."""
     sweep = config["sweep"]
@@ -226,6 +241,9 @@ def _check_variants(config: dict) -> None:
     """Each variant trains at cells of built splits, each with a compute budget."""
     splits = list(config["splits"]["names"])
     for name, variant in config["variants"].items():
+        if name == "figures":           # results/{experiment}/variants/figures/ holds the variants' figures
+            raise ConfigError("config key 'variants.figures': 'figures' is the variants' figures folder; "
+                              "name the variant otherwise")
         seen = set()
         for i, cell in enumerate(variant["cells"]):
             key = f"variants.{name}.cells[{i}]"

@@ -23,6 +23,8 @@ from pathlib import Path
 
 import yaml
 
+from isocompute.errors import InputError
+
 # The oldest Linux driver branch that runs a CUDA major's builds (minor-version
 # compatibility; CUDA 13.0 GA names >= 580.65.06, CUDA 12.x >= 525.60.13).
 DRIVER_FLOOR = {13: 580, 12: 525}
@@ -91,8 +93,14 @@ class System:
 
 def pinned_stack(env_file: Path = GPU_ENV_FILE) -> dict:
     """Versions envs/verl.yaml pins ({dist: version}) and the CUDA version of its build ('cuda')."""
-    deps = yaml.safe_load(Path(env_file).read_text())["dependencies"]
-    pip = next(d["pip"] for d in deps if isinstance(d, dict) and "pip" in d)
+    try:
+        deps = yaml.safe_load(Path(env_file).read_text())["dependencies"]
+        pip = next(d["pip"] for d in deps if isinstance(d, dict) and "pip" in d)
+    except OSError as exc:
+        raise InputError(f"{env_file}: {exc.strerror or exc} (run isocompute doctor from the repository root)") from exc
+    except (yaml.YAMLError, TypeError, KeyError, StopIteration) as exc:
+        raise InputError(f"{env_file}: expected a conda environment with a pip list of pinned versions "
+                         f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else 'malformed'})") from exc
     pins = {}
     for line in pip:
         wheel = re.search(r"/(flash_attn)-([0-9.]+)\+cu(\d+)(\d)torch", line)
@@ -246,11 +254,27 @@ def profile_partitions(profile: dict) -> dict[str, str]:
     return parts
 
 
+def read_profile(profile_file: Path = PROFILE_FILE, *, missing_ok: bool = True) -> dict:
+    """The SLURM profile as a mapping ({} when absent and `missing_ok`); a garbled one is an InputError."""
+    if missing_ok and not Path(profile_file).is_file():
+        return {}
+    text = Path(profile_file).read_text()
+    try:
+        profile = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise InputError(f"{profile_file}: not valid YAML ({str(exc).splitlines()[0]})") from exc
+    if not isinstance(profile, dict):
+        raise InputError(f"{profile_file}: expected a mapping of Snakemake options, got {type(profile).__name__}")
+    return profile
+
+
 def check_profile(system: System, profile_file: Path = PROFILE_FILE) -> Check:
     try:
-        profile = yaml.safe_load(Path(profile_file).read_text())
+        profile = read_profile(profile_file, missing_ok=False)
     except OSError as exc:
         return fail("SLURM profile", f"{profile_file}: {exc}", "run the doctor from the repository root")
+    except InputError as exc:
+        return fail("SLURM profile", str(exc), f"fix {profile_file} (a Snakemake profile: a YAML mapping)")
     rc, out = system.run("sinfo", "-h", "-o", "%P")
     if rc != 0:
         first = out.splitlines()[0] if out else f"exit status {rc}"
@@ -289,7 +313,10 @@ def check_disk(system: System, cfg: dict, model_dir: Path | None, results: Path 
     params = model_parameters(model_dir) if model_dir is not None else None
     if params is None:
         return fail("disk", "the model's size is unknown, so is the checkpoints'", "make the base model check pass")
-    profile = yaml.safe_load(PROFILE_FILE.read_text()) if PROFILE_FILE.is_file() else {}
+    try:
+        profile = read_profile(PROFILE_FILE)
+    except InputError as exc:
+        return fail("disk", str(exc), f"fix {PROFILE_FILE} (a Snakemake profile: a YAML mapping)")
     one, need = checkpoint_plan(cfg, params, int(profile.get("jobs", 1)))
     free = system.free_bytes(results)
     detail = (f"{free / 1e12:.2f} TB free under {results}/; the study keeps up to {need / 1e12:.2f} TB of "
