@@ -1,0 +1,116 @@
+"""`isocompute replay-adaptive EVALS`: the adaptive sweep's rule (config section sweep)
+replayed on a finished full-grid evaluation table (`analysis.adaptive_replay.replay`),
+and its bill, n* agreement and frontier reward printed (or as JSON)."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+
+from isocompute.config import schema_defaults
+from isocompute.errors import InputError
+
+
+REPLAY_DESCRIPTION = """\
+Replay the adaptive sweep's rule (config section sweep) on a finished
+full-grid evaluation table: at each rung it sees every surviving run's
+evaluations up to the rung's compute only, and a stopped run keeps its
+evaluations up to where it stopped. Both studies are then analysed the same
+way (noise-method fits, frontiers where runs have data) and compared:
+the bill the adaptive sweep runs up as a share of the full grid's (training
+rollouts plus validation generations, each evaluation costing its problems x
+samples, or --eval-rollouts; both parts are printed), the share of
+probe budgets (log-spaced over the studied range) where both name the same n*,
+and the frontier reward at C_max (adaptive - full). EVALS as for `analyze`.
+"""
+
+
+def register_replay(subparsers) -> argparse.ArgumentParser:
+    d = schema_defaults("sweep")
+    p = subparsers.add_parser("replay-adaptive", help="Replay the adaptive sweep's rule on a finished evaluation table.",
+                              description=REPLAY_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("evals", metavar="EVALS", type=Path, help="evaluation table: .csv, .parquet or verl .jsonl")
+    p.add_argument("--c-max", type=float, default=None, metavar="C",
+                   help="compute budget of every run (default: the table's largest compute)")
+    p.add_argument("--eta", type=float, default=None, help=f"compute ratio between rungs (default: {d['eta']:.4g})")
+    p.add_argument("--rungs", type=int, default=None, help=f"number of rungs, the last at C_max (default: {d['rungs']})")
+    p.add_argument("--z", type=float, default=None, help=f"band width in standard errors (default: {d['z']})")
+    p.add_argument("--neighbours", type=int, default=None,
+                   help=f"grid steps in log2 n around n* that always continue (default: {d['neighbours']})")
+    p.add_argument("--frontier", choices=("fixed_B_p", "joint"), default=None,
+                   help=f"the frontier a run must reach: its B_p's, or all cells' (default: {d['frontier']})")
+    p.add_argument("--probes", type=int, default=20, help="probe budgets for the n* agreement (default: 20)")
+    p.add_argument("--metric", default="avg@4", help="metric the fits use (default: avg@4)")
+    p.add_argument("--split", default=None, help="the split to replay when EVALS has several")
+    p.add_argument("--eval-rollouts", type=float, default=None, metavar="G",
+                   help="generations one evaluation costs (default: each row's problems x samples; a table "
+                        "without those columns counts no validation, and says so)")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(func=cmd_replay_adaptive)
+    return p
+
+
+def _replay_params(args) -> dict:
+    """The rule keys given on the command line, checked (one-line InputError naming the option)."""
+    given = {k: getattr(args, k) for k in ("eta", "rungs", "z", "neighbours", "frontier") if getattr(args, k) is not None}
+    from isocompute.schedule import MAX_RUNGS
+
+    finite = math.isfinite
+    checks = {"eta": (lambda v: v > 1 and finite(v), "a finite number > 1"),
+              "rungs": (lambda v: 1 <= v <= MAX_RUNGS, f"an integer in [1, {MAX_RUNGS}]"),
+              "z": (lambda v: v > 0 and finite(v), "a finite number > 0"), "neighbours": (lambda v: v >= 0, "an integer >= 0")}
+    for key, (ok, what) in checks.items():
+        if key in given and not ok(given[key]):
+            raise InputError(f"--{key}: expected {what}, got {given[key]:g}")
+    if args.c_max is not None and not (args.c_max > 0 and finite(args.c_max)):
+        raise InputError(f"--c-max: expected a finite positive compute, got {args.c_max:g}")
+    if args.probes < 1:
+        raise InputError(f"--probes: expected an integer >= 1, got {args.probes}")
+    if args.eval_rollouts is not None and not (args.eval_rollouts >= 0 and finite(args.eval_rollouts)):
+        raise InputError(f"--eval-rollouts: expected a finite number >= 0, got {args.eval_rollouts:g}")
+    return given
+
+
+def cmd_replay_adaptive(args) -> int:
+    import json
+
+    from isocompute.analysis.adaptive_replay import replay
+    from isocompute.analysis.io import read_evals
+    from isocompute.analysis.settings import AnalysisSettings
+
+    params = _replay_params(args)
+    evals = read_evals(args.evals)
+    if "compute" in evals.columns and not (evals["compute"] > 0).any():
+        raise InputError(f"{args.evals}: no evaluation at a positive compute (only the base model's): nothing to replay")
+    try:
+        res = replay(evals, c_max=args.c_max, params=params, probes=args.probes,
+                     settings=AnalysisSettings(metric=args.metric), split=args.split, eval_rollouts=args.eval_rollouts)
+    except ValueError as exc:      # the rule's own checks of what it was given (rung_budgets, rule_params)
+        raise InputError(f"replay-adaptive: {exc}") from exc
+    runs = res["runs"]
+    if args.json:
+        print(json.dumps({"evals": str(args.evals), "share": res["share"], "share_training": res["share_training"],
+                          "share_validation": res["share_validation"], "bill": res["bill"],
+                          "validation_counted": res["validation_counted"], "agreement": res["agreement"],
+                          "reward_diff": res["reward_diff"], "c_max": res["c_max"], "budgets": res["budgets"],
+                          "params": res["params"], "runs": runs.to_dict(orient="records")}, indent=2))
+        return 0
+    p = res["params"]
+    print(f"adaptive replay of {args.evals}: {len(runs)} runs, C_max = {res['c_max']:.6g}, {p['rungs']} rungs "
+          f"from C_max/{p['eta']:.4g}^{p['rungs'] - 1} = {res['budgets'][0]:.4g} (z {p['z']}, neighbours "
+          f"{p['neighbours']}, min_evals {p['min_evals']}, frontier {p['frontier']})")
+    b = res["bill"]
+    if res["validation_counted"]:
+        print(f"whole bill: {res['share']:.1%} of the full grid's ({b['adaptive']['total']:,.0f} of "
+              f"{b['grid']['total']:,.0f}: training rollouts {res['share_training']:.1%} "
+              f"({b['adaptive']['training']:,.0f} of {b['grid']['training']:,.0f}), validation generations "
+              f"{res['share_validation']:.1%} ({b['adaptive']['validation']:,.0f} of {b['grid']['validation']:,.0f}))")
+    else:
+        print(f"training rollouts: {res['share_training']:.1%} of the full grid's; validation NOT counted: "
+              f"{args.evals} has no problems and samples columns (give --eval-rollouts)")
+    print(f"same n* as the full grid: {res['agreement']:.1%} of {args.probes} probe budgets per frontier")
+    print(f"frontier reward at C_max, adaptive - full: {res['reward_diff']:+.4f}")
+    table = runs.assign(share=runs["spent"] / runs["full_compute"])[["B_p", "n", "share", "stopped_at", "reason"]]
+    print(table.to_string(index=False, formatters={"share": "{:.1%}".format, "stopped_at": "{:.4g}".format}))
+    return 0
