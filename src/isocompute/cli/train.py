@@ -6,6 +6,8 @@ marker instead."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import logging
 import os
@@ -49,8 +51,9 @@ def cmd_train(args) -> int:
         marker, rung = paths.rung(args.rung).marker, {"rung": args.rung}
         marker.unlink(missing_ok=True)
     start = time.perf_counter()
-    summary = train_run(cfg, cell, paths, stop_at_step=args.stop_at_step, progress_factory=progress,
-                        **fault_hooks(cell))
+    with run_lock(paths.run_dir):
+        summary = train_run(cfg, cell, paths, stop_at_step=args.stop_at_step, progress_factory=progress,
+                            **fault_hooks(cell))
     if args.variant:
         summary = {**summary, "variant": args.variant}
     # The marker goes last: Snakemake sees the run (or the rung) as done only now.
@@ -59,6 +62,42 @@ def cmd_train(args) -> int:
     log.info("train %s bp%d_n%d: %d steps, %.0f s", cell.split, cell.B_p, cell.n, summary.get("steps", -1),
              time.perf_counter() - start)
     return 0
+
+
+LOCK_FILE = ".train.lock"
+
+
+@contextlib.contextmanager
+def run_lock(run_dir: Path):
+    """Hold the run folder's lock while training it: a second trainer of the same run (a second
+    Snakemake after `--unlock` on a live run) stops with one line instead of writing into the
+    first one's checkpoints. The lock is the kernel's (flock), so a killed trainer leaves none
+    behind; on a file system without locks it warns and trains unlocked."""
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    with open(run_dir / LOCK_FILE, "a+") as fh:
+        locked = True
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.seek(0)
+            holder = fh.read().strip() or "unknown"
+            raise InputError(f"{run_dir}: another process (pid {holder}) is training this run; two trainers in "
+                             "one run folder would corrupt it (after snakemake --unlock, make sure the first "
+                             "Snakemake and its jobs are gone)") from None
+        except OSError as exc:
+            log.warning("%s: cannot lock the run folder (%s); training it unlocked", run_dir, exc)
+            locked = False
+        if locked:
+            fh.seek(0)
+            fh.truncate()
+            fh.write(f"{os.getpid()}@{os.uname().nodename}\n")
+            fh.flush()
+        try:
+            yield
+        finally:
+            if locked:
+                fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def eval_set_arg(spec: str) -> tuple[str, Path]:

@@ -1,0 +1,42 @@
+"""The run folder's lock (`isocompute train`): a second trainer of a run that is being
+trained stops with one line naming the holder; a killed trainer leaves no lock behind."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from isocompute.cli.train import LOCK_FILE, run_lock
+from isocompute.errors import InputError
+
+
+def test_a_second_trainer_of_a_live_run_is_refused(tmp_path):
+    run = tmp_path / "runs" / "easy" / "bp4_n2"
+    with run_lock(run):
+        assert (run / LOCK_FILE).read_text().startswith(f"{os.getpid()}@")
+        with pytest.raises(InputError, match=rf"another process \(pid {os.getpid()}@.*\) is training this run"):
+            with run_lock(run):
+                pass
+    with run_lock(run):             # released: the next trainer (a resume) takes it
+        pass
+
+
+def test_a_killed_trainer_leaves_no_lock(tmp_path):
+    run = tmp_path / "bp4_n2"
+    code = ("import sys, time; from isocompute.cli.train import run_lock\n"
+            f"with run_lock({str(run)!r}):\n    print('locked', flush=True); time.sleep(60)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "locked"
+        with pytest.raises(InputError, match=f"pid {proc.pid}@"):
+            with run_lock(run):
+                pass
+    finally:
+        proc.send_signal(signal.SIGKILL)      # a lost node: no cleanup
+        proc.wait()
+    with run_lock(run):
+        pass
