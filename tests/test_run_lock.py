@@ -40,3 +40,23 @@ def test_a_killed_trainer_leaves_no_lock(tmp_path):
         proc.wait()
     with run_lock(run):
         pass
+
+
+def test_a_forked_child_does_not_keep_the_lock(tmp_path):
+    # Grader workers are forked from the trainer: were they to share the lock, a killed trainer's
+    # orphaned workers would keep its run locked, and the resume would be refused.
+    run = tmp_path / "bp4_n2"
+    code = ("import os, signal, sys, time; from isocompute.cli.train import run_lock\n"
+            f"with run_lock({str(run)!r}):\n"
+            "    child = os.fork()\n"
+            "    if child == 0:\n        time.sleep(60); os._exit(0)\n"
+            "    print(child, flush=True); time.sleep(60)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    child = int(proc.stdout.readline())
+    try:
+        proc.send_signal(signal.SIGKILL)      # the trainer dies; its forked child lives on
+        proc.wait()
+        with run_lock(run):
+            pass
+    finally:
+        os.kill(child, signal.SIGKILL)

@@ -65,6 +65,19 @@ def cmd_train(args) -> int:
 
 
 LOCK_FILE = ".train.lock"
+# The lock's descriptors held by this process. A forked child (a grader worker) would share the
+# lock and keep it after the trainer died, so every fork closes them in the child.
+_HELD_LOCKS: set[int] = set()
+
+
+def _close_held_locks() -> None:
+    for fd in list(_HELD_LOCKS):
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    _HELD_LOCKS.clear()
+
+
+os.register_at_fork(after_in_child=_close_held_locks)
 
 
 @contextlib.contextmanager
@@ -93,10 +106,12 @@ def run_lock(run_dir: Path):
             fh.truncate()
             fh.write(f"{os.getpid()}@{os.uname().nodename}\n")
             fh.flush()
+            _HELD_LOCKS.add(fh.fileno())
         try:
             yield
         finally:
             if locked:
+                _HELD_LOCKS.discard(fh.fileno())
                 fcntl.flock(fh, fcntl.LOCK_UN)
 
 
