@@ -4,6 +4,7 @@ trained stops with one line naming the holder; a killed trainer leaves no lock b
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -49,10 +50,17 @@ def test_a_forked_child_does_not_keep_the_lock(tmp_path):
     code = ("import os, signal, sys, time; from isocompute.cli.train import run_lock\n"
             f"with run_lock({str(run)!r}):\n"
             "    child = os.fork()\n"
-            "    if child == 0:\n        time.sleep(60); os._exit(0)\n"
-            "    print(child, flush=True); time.sleep(60)\n")
+            "    if child == 0:\n        os.write(1, f'child {os.getpid()}\\n'.encode()); time.sleep(60); os._exit(0)\n"
+            "    os.write(1, f'parent {child}\\n'.encode()); time.sleep(60)\n")
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
-    child = int(proc.stdout.readline())
+    # Both have spoken: the child is past its fork hooks (where it closes the lock).
+    text = ""
+    while not re.search(r"child \d+\n", text) or not re.search(r"parent \d+\n", text):
+        line = proc.stdout.readline()
+        assert line, f"the trainer stopped early: {text!r}"
+        text += line
+    child = int(re.search(r"child (\d+)", text).group(1))
+    assert int(re.search(r"parent (\d+)", text).group(1)) == child
     try:
         proc.send_signal(signal.SIGKILL)      # the trainer dies; its forked child lives on
         proc.wait()
