@@ -119,3 +119,10 @@ def test_every_metric_the_score_jobs_write_is_accepted():
     for metric in ("avg@4", "best@4", "worst@4", "pass@1", "pass@4_unbiased", "worst@4_unbiased"):
         assert check_config({"analysis": {"metric": metric}})["analysis"]["metric"] == metric
     assert check_config({"analysis": {"metric": "avg@8"}, "eval": {"k": 8, "samples": 8}})
+
+
+def test_the_rung_bound_has_one_value():
+    # schedule.MAX_RUNGS (rung_budgets, replay-adaptive --rungs) is the schema's bound on sweep.rungs.
+    from isocompute.schedule import MAX_RUNGS
+
+    assert load_schema()["properties"]["sweep"]["properties"]["rungs"]["maximum"] == MAX_RUNGS

@@ -21,6 +21,7 @@ import yaml
 
 from isocompute.errors import ConfigError
 from isocompute.layout import run_name
+from isocompute.schedule import first_rung_below_one
 
 SCHEMA_RESOURCE = "schema.yaml"
 
@@ -231,7 +232,7 @@ def _check_sweep(config: dict) -> None:
     if sweep["mode"] != "adaptive":
         return
     for split, spec in config["grid"].items():
-        if (sweep["rungs"] - 1) * math.log(sweep["eta"]) > math.log(spec["C_max"]):
+        if first_rung_below_one(spec["C_max"], sweep["eta"], sweep["rungs"]):
             raise ConfigError(f"config key 'sweep.rungs': the first rung C_max / eta^(rungs - 1) = {spec['C_max']:g} / "
                               f"{sweep['eta']:g}^{sweep['rungs'] - 1} of grid.{split} is below one rollout; "
                               "fewer rungs or a smaller sweep.eta")

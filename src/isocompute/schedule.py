@@ -61,6 +61,12 @@ def compute_schedule_steps(B: int, M_max: int, points: int, *, min_compute: floa
 MAX_RUNGS = 64          # the schema's bound on sweep.rungs (C_max / sqrt(2)^63 is 2^31.5 below C_max)
 
 
+def first_rung_below_one(c_max: float, eta: float, rungs: int) -> bool:
+    """Whether an adaptive sweep's first rung, c_max / eta^(rungs - 1), is below one rollout (in logs:
+    eta^(rungs - 1) overflows long before the sweep's bound on rungs)."""
+    return (int(rungs) - 1) * math.log(eta) > math.log(c_max)
+
+
 def rung_budgets(c_max: float, eta: float, rungs: int) -> list[float]:
     """Compute of each rung: c_max / eta^(rungs - 1), ..., c_max / eta, c_max (`rungs` values)."""
     if not (c_max > 0 and math.isfinite(c_max)):
@@ -70,7 +76,7 @@ def rung_budgets(c_max: float, eta: float, rungs: int) -> list[float]:
     if not 1 <= int(rungs) <= MAX_RUNGS:
         raise ValueError(f"rungs must be an integer in [1, {MAX_RUNGS}], got {rungs!r}")
     rungs = int(rungs)
-    if (rungs - 1) * math.log(eta) > math.log(c_max):
+    if first_rung_below_one(c_max, eta, rungs):
         raise ValueError(f"the first rung, C_max / eta^(rungs - 1) = {c_max:g} / {eta:g}^{rungs - 1}, is below one "
                          f"rollout: fewer rungs or a smaller eta")
     return [float(c_max) / float(eta) ** (rungs - 1 - r) for r in range(rungs)]

@@ -37,8 +37,8 @@ _RULE_MODULES = ("adaptive", "adaptive_replay", "synthetic", "fits", "fits_noise
 
 def cell_costs(cfg: dict) -> pd.DataFrame:
     """One row per training run (the grid's, then each recipe variant's): split, B_p, n, M_max,
-    rollouts, eval rollouts, GPU-hours, wall hours, and `group`: the split, or
-    '<variant>/<split>' for a variant's run."""
+    rollouts, eval rollouts, GPU-hours (eval_gpu_hours: the part its evaluations take), wall hours,
+    and `group`: the split, or '<variant>/<split>' for a variant's run."""
     thr = cfg["cluster"]["throughput"]
     gpus = cfg["cluster"]["train"]["gpus"]
     rate = float(thr["rollouts_per_gpu_hour"])
@@ -51,15 +51,16 @@ def cell_costs(cfg: dict) -> pd.DataFrame:
         # A variant's runs validate on their own split only; a grid run on the extra sets too.
         extra = 0 if cell.variant else extra_set_problems(cfg, cell.split, val_problems)
         eval_rollouts = n_eval * (val_problems + extra) * cfg["eval"]["samples"]
-        wall_h = cell.M_max * step_h + eval_rollouts / (rate * gpus)
+        eval_h = eval_rollouts / (rate * gpus)
+        wall_h = cell.M_max * step_h + eval_h
         rows.append({
             "split": cell.split, "B_p": cell.B_p, "n": cell.n, "M_max": cell.M_max,
             "rollouts": B * cell.M_max, "evaluations": n_eval, "eval_rollouts": eval_rollouts,
-            "wall_hours": wall_h, "gpu_hours": gpus * wall_h,
+            "wall_hours": wall_h, "gpu_hours": gpus * wall_h, "eval_gpu_hours": gpus * eval_h,
             "group": f"{cell.variant}/{cell.split}" if cell.variant else cell.split,
         })
     return pd.DataFrame(rows, columns=["split", "B_p", "n", "M_max", "rollouts", "evaluations", "eval_rollouts",
-                                       "wall_hours", "gpu_hours", "group"])
+                                       "wall_hours", "gpu_hours", "eval_gpu_hours", "group"])
 
 
 def difficulty_gpu_hours(cfg: dict) -> float | None:
@@ -166,7 +167,7 @@ def _adaptive_lines(cfg: dict, costs: pd.DataFrame, adaptive: dict) -> list[str]
     frac = adaptive["fractions"]
     merged = costs.merge(frac, on=["split", "B_p", "n"], how="left").fillna({"fraction": 1.0, "eval_fraction": 1.0})
     # A run's GPU-hours are its training and its evaluations (cell_costs); each part scales with its own share.
-    eval_gpu = merged["eval_rollouts"] / float(cfg["cluster"]["throughput"]["rollouts_per_gpu_hour"])
+    eval_gpu = merged["eval_gpu_hours"]
     gpu = float(((merged["gpu_hours"] - eval_gpu) * merged["fraction"] + eval_gpu * merged["eval_fraction"]).sum())
     full = float(costs["gpu_hours"].sum())
     train, val = (merged["rollouts"] * merged["fraction"]).sum(), (merged["eval_rollouts"] * merged["eval_fraction"]).sum()
