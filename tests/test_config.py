@@ -126,3 +126,13 @@ def test_the_rung_bound_has_one_value():
     from isocompute.schedule import MAX_RUNGS
 
     assert load_schema()["properties"]["sweep"]["properties"]["rungs"]["maximum"] == MAX_RUNGS
+
+
+def test_settings_differing_lists_changed_leaves_in_order():
+    from isocompute.config import check_config, settings_differing
+
+    cfg = check_config({"experiment": "e", "train": {"lr_base": 1.0e-4}, "grid": {"easy": {"B_p": [4], "n": [2], "B_max": 64, "C_max": 4096}}})
+    got = dict(settings_differing(cfg, check_config({})))
+    assert got["experiment"] == "e" and got["train.lr_base"] == 1.0e-4
+    assert got["grid.easy.B_p"] == [4] and "train.B_ref" not in got
+    assert settings_differing(check_config({}), check_config({})) == []

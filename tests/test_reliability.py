@@ -118,6 +118,24 @@ def test_check_config_accepts_the_embedded_default():
     assert proc.returncode == 0 and "23 training runs" in proc.stdout, proc.stderr
 
 
+def test_check_config_prints_what_differs_from_the_defaults_and_layers_files(tmp_path):
+    """A three-line config is named as standing alone, with the values it changes; naming the
+    embedded default first layers the file over it, as two --configfile files do."""
+    repo = Path(__file__).resolve().parents[1]
+    mine = tmp_path / "my.yaml"
+    mine.write_text("experiment: mine\ntrain:\n  lr_base: 1.0e-4\n")
+    alone = subprocess.run([str(BIN / "isocompute"), "check-config", str(mine)], cwd=repo,
+                           capture_output=True, text=True)
+    assert alone.returncode == 0, alone.stderr
+    assert "2 effective values differ" in alone.stdout and "  train.lr_base: 0.0001" in alone.stdout
+    assert "the grid is empty" in alone.stdout and "stands alone" in alone.stdout
+    layered = subprocess.run([str(BIN / "isocompute"), "check-config", "config/config.yaml", str(mine)],
+                             cwd=repo, capture_output=True, text=True)
+    assert layered.returncode == 0 and "23 training runs" in layered.stdout, layered.stderr
+    assert "  train.lr_base: 0.0001" in layered.stdout and "  splits.val_size: 100" in layered.stdout
+    assert "stands alone" not in layered.stdout
+
+
 @pytest.mark.slow
 def test_grid_larger_than_a_split_stops_before_any_training_job(tmp_path):
     """B_p above the split's training problems is known once the splits are cut: the

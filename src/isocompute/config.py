@@ -367,6 +367,19 @@ def deep_update(base: dict, update: dict) -> dict:
     return out
 
 
+def settings_differing(config: dict, defaults: dict, prefix: str = "") -> list[tuple[str, object]]:
+    """(dotted key, value) of every leaf of a checked config that differs from `defaults` (a
+    checked empty config: the schema's defaults), in the config's order; a list is one leaf."""
+    out: list[tuple[str, object]] = []
+    for key, value in config.items():
+        name, default = f"{prefix}{key}", defaults.get(key) if isinstance(defaults, dict) else None
+        if isinstance(value, dict) and value:
+            out += settings_differing(value, default if isinstance(default, dict) else {}, f"{name}.")
+        elif value != default:
+            out.append((name, value))
+    return out
+
+
 def check_section(section: str, values: dict, schema: dict | None = None) -> dict:
     """One top-level section validated alone, as `check_config` validates it in a whole
     config: a copy with the schema's defaults filled; ConfigError naming `section.key`."""

@@ -1,6 +1,6 @@
 """Cluster tools (no rule of their own; they work outside Snakemake):
 
-  isocompute check-config CONFIG                          check a study config as the pipeline will, with paths
+  isocompute check-config CONFIG [CONFIG ...]             check a study config as the pipeline will, with paths
   isocompute doctor [CONFIG] [--skip-gpu]                 preflight of a login or GPU node: a checklist with fixes
   isocompute plan CONFIG                                  runs, rollouts and GPU-hours of a study, full grid and adaptive
   isocompute verl-command CONFIG --split S --bp B --n N   the exact verl command the train rule runs
@@ -14,19 +14,36 @@ from __future__ import annotations
 
 import json
 import logging
+from pathlib import Path
 
 from isocompute.errors import InputError
 
 log = logging.getLogger("isocompute")
 
+EMBEDDED_CONFIG = Path("config/config.yaml")    # what the Snakefile reads when no --configfile is given
+
 
 def cmd_check_config(args) -> int:
-    from isocompute.config import load_config
+    from isocompute.config import check_config, deep_update, read_config_file, settings_differing
     from isocompute.train.backends import check_study
 
-    cfg = load_config(args.config)
+    merged: dict = {}
+    for path in args.config:              # in order, a later file's keys over an earlier one's
+        merged = deep_update(merged, read_config_file(path))
+    cfg = check_config(merged)
     cells = check_study(cfg)
-    print(f"{args.config}: ok (experiment {cfg['experiment']}, {len(cells)} training runs)")
+    names = " + ".join(args.config)
+    print(f"{names}: ok (experiment {cfg['experiment']}, {len(cells)} training runs)")
+    differing = settings_differing(cfg, check_config({}))
+    print(f"{len(differing)} effective values differ from the schema's defaults (the paper's scale); "
+          "every other key takes its default:")
+    for key, value in differing:
+        print(f"  {key}: {json.dumps(value) if isinstance(value, str) else value}")
+    if not cells:
+        print("warning: the grid is empty (no grid.<split> section), so this study trains no run")
+    if len(args.config) == 1 and Path(args.config[0]).resolve() != EMBEDDED_CONFIG.resolve():
+        print(f"A --configfile stands alone. To change a few keys of the embedded study instead, "
+              f"name it first: isocompute check-config {EMBEDDED_CONFIG} {args.config[0]}")
     return 0
 
 
@@ -122,7 +139,8 @@ def register(sub) -> None:
                        description="Check a config file as `snakemake --configfile` will: YAML syntax and "
                                    "duplicate keys (with the line), the schema, the grid and the files it names. "
                                    "Snakemake's own message for a YAML syntax error names no line; this does.")
-    p.add_argument("config", help="config YAML")
+    p.add_argument("config", nargs="+", help="config YAML; several are merged in order, as several "
+                                             "--configfile files are")
     p.set_defaults(func=cmd_check_config)
 
     p = sub.add_parser("doctor", help="Preflight of a login or GPU node before launching: a checklist with fixes.",
