@@ -80,7 +80,9 @@ def rung_evals(cell, rung):
 
 
 def previous_rung_inputs(wildcards, rung):
-    """A cell's marker of rung `rung` - 1 and the decision that let it go on (nothing at rung 0)."""
+    """A cell's marker of the last rung it was trained to below `rung` (`rung` - 1, or for a run
+    the safety net resumed, the rung it stopped at) and the decision that let it go on (nothing
+    at rung 0)."""
     if rung == 0:
         return {}
     cell = cell_of(wildcards)
@@ -88,8 +90,12 @@ def previous_rung_inputs(wildcards, rung):
         raise ValueError(
             f"{cell.split}/{cell.name} was stopped at rung {rung - 1}: it has no rung {rung}"
         )
+    last = dict(
+        (c.name, r)
+        for c, r in adaptive_sweep.last_rungs(CELLS, cell.split, rung - 1, going_on)
+    )
     return {
-        "previous_rung": str(LAYOUT.cell_rung_files(cell, rung - 1).marker),
+        "previous_rung": str(LAYOUT.cell_rung_files(cell, last[cell.name]).marker),
         "decision": decisions_file(cell.split, rung - 1),
     }
 
@@ -105,11 +111,7 @@ def rung_decision_inputs(wildcards):
     """The evaluations the decision at a rung reads: the runs trained to it, and those stopped before."""
     split, rung = wildcards.split, int(wildcards.rung)
     at = adaptive_sweep.cells_at_rung(CELLS, split, rung, going_on)
-    stopped = [
-        (c, r)
-        for r in range(rung)
-        for c in adaptive_sweep.stopped_at(CELLS, split, r, going_on)
-    ]
+    stopped = adaptive_sweep.stopped_before(CELLS, split, rung, going_on)
     return {
         "trained": [rung_evals(c, rung) for c in at],
         "stopped": [rung_evals(c, r) for c, r in stopped],

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from isocompute.analysis.adaptive import apply_pooled, decide, prune, rule_params
+from isocompute.analysis.adaptive import apply_pooled, apply_revival, decide, prune, rule_params
 from isocompute.analysis.adaptive_pooled import pooled_chances
 from isocompute.analysis.adaptive_replay import replay
 from isocompute.analysis.synthetic import crossover_params, synthetic_study
@@ -66,6 +66,26 @@ def test_apply_pooled_judges_only_runs_whose_own_data_pin_their_future():
     assert list(out["p_n_star"]) == [0.001, 0.3, 0.0, 0.0, 0.0]
     # Without a trend in force (no chances) the per-run decisions stand.
     assert apply_pooled(decisions, chances.iloc[:0], z=2.5, mature_width=0.06).equals(decisions)
+
+
+def test_the_safety_net_resumes_a_stopped_run_only_on_the_trends_word():
+    decisions = _decisions([
+        (8, True, "within 0 grid step(s) of n* = 8 at C = 1e6", 0.02),   # stopped earlier, prune would go on
+        (16, False, "band below the frontier's lower band up to C_max (by 0.01 at least)", 0.02),  # stopped
+        (32, True, "band reaches the frontier's lower band at C = 1e6", 0.02),                  # trained
+        (64, False, "band below the frontier's lower band up to C_max (by 0.2 at least)", 0.02),   # trained
+    ])
+    chances = pd.DataFrame({"B_p": 32, "n": [8, 16, 32, 64], "p_n_star": np.nan,
+                            "p_revive": [0.001, 0.2, np.nan, np.nan], "model": "trend"})
+    stopped = np.array([True, True, False, False])
+    out = apply_revival(decisions, chances, stopped=stopped, z=2.5).set_index("n")
+    assert not out.loc[8, "continue"] and out.loc[8, "reason"] == "stopped at an earlier rung"
+    assert out.loc[16, "continue"] and out.loc[16, "reason"].startswith("revived: its pooled trend curve is n* "
+                                                                         "ahead in 20.0%")
+    assert out.loc[32, "continue"] and not out.loc[64, "continue"]          # the trained runs' decisions stand
+    # Without the trend's word (revive off, no trend in force) a stopped run stays stopped.
+    off = apply_revival(decisions, pd.DataFrame(), stopped=stopped, z=2.5).set_index("n")
+    assert not off.loc[[8, 16], "continue"].any() and (off.loc[[8, 16], "reason"] == "stopped at an earlier rung").all()
 
 
 def _bands(curves: dict, reached: float, compute=(100.0, 200.0, 400.0, 800.0), B_p: int = 1, fitted=None):

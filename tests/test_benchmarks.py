@@ -41,11 +41,12 @@ def test_adaptive_replay_quick_spends_less_than_the_grid_it_replays(tmp_path):
     assert re.search(r"^\s+mean\s+min\s+max$", out, flags=re.M), out
     rows = {m.group(1): [float(v) / 100 for v in m.groups()[1:]]
             for m in re.finditer(r"^(whole bill / full grid|training rollouts / grid|validation / grid|"
-                                 r"same n\* at probe budgets)\s+([\d.]+)%\s+([\d.]+)%\s+([\d.]+)%$", out, flags=re.M)}
-    assert len(rows) == 4, out
+                                 r"same n\* at probe budgets|n\* in the grid's n\* band)\s+([\d.]+)%\s+([\d.]+)%\s+([\d.]+)%$",
+                                 out, flags=re.M)}
+    assert len(rows) == 5, out
     for mean, lo, hi in rows.values():
         assert 0 <= lo <= mean <= hi <= 1
-    assert "done-when (4 per doubling, sigma 0.013, crossover): " in out
+    assert "done-when (4 per doubling, sigma 0.013, crossover; same n* within the full grid's own n* band): " in out
     stops = pd.read_csv(tmp_path / "stops.csv")
     assert sorted(stops["seed"].unique()) == [0, 1]                 # the 2 studies of --quick
     for _, runs in stops.groupby("seed"):

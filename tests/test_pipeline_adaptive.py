@@ -123,3 +123,52 @@ def test_adaptive_sweep_grows_rung_by_rung_and_resumes(tmp_path):
     # Done: nothing left to run.
     dry = run_snakemake(work, TABLES, "-n", "--configfile", cfg)
     assert "Nothing to be done" in dry.stdout + dry.stderr
+
+
+# Three rungs (16, 32, 64 rollouts): the decision at rung 0 stops bp2_n4, the one at rung 1
+# resumes it (the safety net, sweep.revive), and it trains on from its rung-0 checkpoint.
+REVIVE = {**ADAPTIVE, "sweep": {"mode": "adaptive", "eta": 2, "rungs": 3}}
+REVIVE_STOPS = {"bp2_n2": (4, 8, 16), "bp2_n4": (2, 4, 8), "bp2_n8": (1, 2, 4)}   # run -> stop step per rung
+
+
+def _rewrite_decision(path, go):
+    with open(path, newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    for r in rows:
+        r["continue"] = str(go(r["run"]))
+    with open(path, "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    return rows
+
+
+def test_a_run_the_safety_net_resumes_trains_on_from_its_checkpoint(tmp_path):
+    work = make_study_dir(tmp_path / "revive")
+    cfg = str(write_config(work, REVIVE))
+    runs = work / "results" / "tiny" / "runs" / "easy"
+    rung0, rung1 = (f"results/tiny/sweep/easy/rung{r}/decisions.csv" for r in (0, 1))
+
+    run_snakemake(work, rung0, "--cores", "2", "--configfile", cfg)
+    _rewrite_decision(work / rung0, lambda run: run != STOPPED)
+    run_snakemake(work, rung1, "--cores", "2", "--configfile", cfg)
+    # The decision at rung 1 has a row for the stopped run too: stopped, unless the rule resumed it.
+    rows = {r["run"]: r for r in _rewrite_decision(work / rung1, lambda run: True)}
+    assert sorted(rows) == sorted(REVIVE_STOPS)
+    assert int(rows[STOPPED]["stop_step"]) == REVIVE_STOPS[STOPPED][0]
+    assert rows[STOPPED]["reason"] == "stopped at an earlier rung" or rows[STOPPED]["reason"].startswith("revived")
+    assert not (runs / STOPPED / "rungs" / "1").exists()
+
+    # Resumed at rung 1's decision: the last rung (the full run) for all three, the stopped run from rung 0.
+    dry = run_snakemake(work, TABLES, "-n", "--configfile", cfg)
+    counts = job_counts(dry.stdout + dry.stderr)
+    assert (counts["train"], counts["score"]) == (3, 3), counts
+    run_snakemake(work, TABLES, "--cores", "2", "--configfile", cfg)
+    for run, stops in REVIVE_STOPS.items():
+        marker = json.loads((runs / run / "run.json").read_text())
+        assert marker["steps"] == stops[-1]
+        assert marker["resumed_from"] == (stops[0] if run == STOPPED else stops[1]), run
+        steps = [json.loads(line)["step"] for line in (runs / run / "metrics.jsonl").read_text().splitlines()]
+        assert steps == list(range(stops[-1] + 1)), run                 # no step trained twice
+    evals = pd.read_parquet(work / "results" / "tiny" / "analysis" / "easy" / "evals.parquet")
+    assert evals.groupby("run")["compute"].max().to_dict() == {"bp2_n2": 64, "bp2_n4": 64, "bp2_n8": 64}

@@ -60,11 +60,15 @@ def test_adaptive_decide_writes_which_runs_go_on(tmp_path):
                      "--stopped", str(tmp_path / "stopped.parquet"), "--rung", "1", "--rung-compute", str(rung),
                      "--c-max", str(C_MAX), "--out", str(out), "--out-evals", str(tmp_path / "seen.parquet")]) == 0
     decisions = pd.read_csv(out).set_index("n")
-    assert sorted(decisions.index) == [16, 32, 64, 128, 256, 512]
+    assert sorted(decisions.index) == [8, 16, 32, 64, 128, 256, 512]      # the stopped run too
     assert (decisions["rung"] == 1).all() and (decisions["rung_compute"] == rung).all()
-    assert (decisions["stop_step"] == [study[(study["n"] == n) & (study["compute"] <= rung)]["step"].max()
-                                       for n in decisions.index]).all()
+    assert (decisions["stop_step"] == [study[(study["n"] == n) & (study["compute"] <= (rung / 4 if n == 8 else rung))]
+                                       ["step"].max() for n in decisions.index]).all()
     assert not decisions.loc[16, "continue"] and decisions.loc[512, "continue"]
+    # bp32_n8 goes on only where the safety net resumes it, and says which.
+    assert decisions.loc[8, "reason"] == ("stopped at an earlier rung" if not decisions.loc[8, "continue"]
+                                          else decisions.loc[8, "reason"])
+    assert decisions.loc[8, "continue"] == decisions.loc[8, "reason"].startswith("revived")
     assert continuing_runs(out) == {f"bp32_n{n}" for n in decisions.index[decisions["continue"]]}
     assert len(pd.read_parquet(tmp_path / "seen.parquet")) == sum(len(pd.read_parquet(p)) for p in paths.values()) \
         - len(pd.read_parquet(paths["bp32_n8"])) + len(stopped)
@@ -112,7 +116,7 @@ def test_a_cells_seed_replicates_share_its_decision(tmp_path):
 
 def test_the_sweeps_dag_follows_each_decision():
     """Rung by rung (isocompute.sweep, pure over what each decision let go on)."""
-    from isocompute.sweep import cells_at_rung, stopped_at, where_runs_ended
+    from isocompute.sweep import cells_at_rung, stopped_before, where_runs_ended
 
     cfg = check_config({"sweep": {"mode": "adaptive", "rungs": 3}})
     cells = [Cell("easy", 2, n, 64 // (2 * n), 64) for n in (2, 4, 8)] + [Cell("hard", 2, 2, 16, 64)]
@@ -126,7 +130,25 @@ def test_the_sweeps_dag_follows_each_decision():
     assert [c.name for c in cells_at_rung(cells, "easy", 0, go)] == ["bp2_n2", "bp2_n4", "bp2_n8"]
     assert asked == []  # rung 0 waits for no decision
     assert [c.name for c in cells_at_rung(cells, "easy", 2, go)] == ["bp2_n8"]
-    assert [c.name for c in stopped_at(cells, "easy", 0, go)] == ["bp2_n2"]
-    assert [c.name for c in stopped_at(cells, "easy", 1, go)] == ["bp2_n4"]
+    assert [(c.name, r) for c, r in stopped_before(cells, "easy", 1, go)] == [("bp2_n2", 0)]
+    assert [(c.name, r) for c, r in stopped_before(cells, "easy", 2, go)] == [("bp2_n2", 0), ("bp2_n4", 1)]
     ended = where_runs_ended(cfg, cells, "easy", go)
     assert [(c.name, r) for c, r in ended] == [("bp2_n2", 0), ("bp2_n4", 1), ("bp2_n8", None)]
+
+
+def test_a_run_the_safety_net_resumes_goes_on_from_where_it_stopped():
+    """bp2_n2 stops at rung 0 and is resumed by the decision at rung 1: it trains to rung 2 from
+    its rung-0 checkpoint, and ends as a full run."""
+    from isocompute.sweep import cells_at_rung, last_rungs, stopped_before, where_runs_ended
+
+    cfg = check_config({"sweep": {"mode": "adaptive", "rungs": 3}})
+    cells = [Cell("easy", 2, n, 64 // (2 * n), 64) for n in (2, 4, 8)]
+    going = {("easy", 0): {"bp2_n4", "bp2_n8"}, ("easy", 1): {"bp2_n2", "bp2_n8"}}
+    go = lambda split, rung: going[(split, rung)]  # noqa: E731
+    assert [c.name for c in cells_at_rung(cells, "easy", 1, go)] == ["bp2_n4", "bp2_n8"]
+    assert [c.name for c in cells_at_rung(cells, "easy", 2, go)] == ["bp2_n2", "bp2_n8"]
+    # Its previous marker at rung 2 is its rung-0 one; bp2_n4's evaluations at rung 1 count at rung 2.
+    assert [(c.name, r) for c, r in last_rungs(cells, "easy", 1, go)] == [("bp2_n2", 0), ("bp2_n4", 1), ("bp2_n8", 1)]
+    assert [(c.name, r) for c, r in stopped_before(cells, "easy", 2, go)] == [("bp2_n4", 1)]
+    ended = where_runs_ended(cfg, cells, "easy", go)
+    assert [(c.name, r) for c, r in ended] == [("bp2_n2", None), ("bp2_n4", 1), ("bp2_n8", None)]

@@ -68,26 +68,38 @@ def continuing_runs(path: Path | str) -> set[str]:
 
 # --- the sweep's DAG, rung by rung (rules/common_sweep.smk) ------------------------------
 # `going(split, rung)` is the set of runs the decision at `rung` let go on (in Snakemake:
-# the checkpoint's decisions file, read with continuing_runs); these functions are pure
-# over it, so the DAG logic is tested without Snakemake.
+# the checkpoint's decisions file, read with continuing_runs): the runs trained to the rung
+# that go on, and those stopped earlier that the safety net (sweep.revive) resumes. These
+# functions are pure over it, so the DAG logic is tested without Snakemake.
 
 def cells_at_rung(cells, split: str, rung: int, going) -> list:
-    """The cells of `split` trained to `rung`: all at rung 0, then those each decision let go on."""
+    """The cells of `split` trained to `rung`: all at rung 0, then those the decision at the rung
+    below let go on or resumed."""
     out = [c for c in cells if c.split == split]
-    for r in range(rung):
-        names = going(split, r)
-        out = [c for c in out if c.name in names]
-    return out
+    if rung == 0:
+        return out
+    names = going(split, rung - 1)
+    return [c for c in out if c.name in names]
 
 
-def stopped_at(cells, split: str, rung: int, going) -> list:
-    """The cells of `split` that the decision at `rung` stopped."""
-    names = going(split, rung)
-    return [c for c in cells_at_rung(cells, split, rung, going) if c.name not in names]
+def last_rungs(cells, split: str, rung: int, going) -> list[tuple]:
+    """(cell, r) for each cell of `split`: the last rung r <= `rung` it was trained to (its
+    checkpoint and evaluations there are its latest; every cell trains to rung 0)."""
+    last = {c.name: 0 for c in cells if c.split == split}
+    for r in range(1, rung + 1):
+        last.update((c.name, r) for c in cells_at_rung(cells, split, r, going))
+    return [(c, last[c.name]) for c in cells if c.split == split]
+
+
+def stopped_before(cells, split: str, rung: int, going) -> list[tuple]:
+    """(cell, r) of the cells of `split` not trained to `rung`, with the last rung r they were
+    trained to: their evaluations count for the decision at `rung`, and a resumed one goes on
+    from its checkpoint at r."""
+    return [(c, r) for c, r in last_rungs(cells, split, rung, going) if r < rung]
 
 
 def where_runs_ended(cfg: dict, cells, split: str, going) -> list[tuple]:
-    """(cell, rung) of each run of `split` where the sweep ended it: the rung whose decision
-    stopped it, or None for a run that went on to M_max (the last rung is the full run)."""
-    ended = [(c, r) for r in decision_rungs(cfg) for c in stopped_at(cells, split, r, going)]
-    return ended + [(c, None) for c in cells_at_rung(cells, split, last_rung(cfg), going)]
+    """(cell, rung) of each run of `split` where the sweep ended it: the last rung it was trained
+    to, or None for a run that went on to M_max (the last rung is the full run)."""
+    final = last_rung(cfg)
+    return [(c, None if r == final else r) for c, r in last_rungs(cells, split, final, going)]

@@ -37,7 +37,8 @@ from isocompute.config import schema_defaults
 
 # The sweep section of the config schema is the one home of the rule's defaults.
 DEFAULTS = schema_defaults("sweep")
-RULE_KEYS = ("eta", "rungs", "z", "neighbours", "min_evals", "frontier", "grid_points", "bands", "mature_width")
+RULE_KEYS = ("eta", "rungs", "z", "neighbours", "min_evals", "frontier", "grid_points", "bands", "mature_width",
+             "revive")
 BAND_COLUMNS = ["B_p", "n", "compute", "reward", "reward_lo", "reward_hi", "reached", "fitted", "n_evals"]
 DECISION_COLUMNS = ["B_p", "n", "continue", "reason", "reached", "fitted", "n_evals", "reward_hi_at_c_max",
                     "frontier_lo_at_c_max", "gap", "n_star_at_c_max", "band_width_at_c_max", "p_n_star"]
@@ -233,7 +234,7 @@ def prune(bands: pd.DataFrame, *, neighbours: int = DEFAULTS["neighbours"], min_
 
 
 def decide(evals: pd.DataFrame, *, rung_compute: float, c_max: float, params: dict | None = None,
-           settings: AnalysisSettings | None = None) -> pd.DataFrame:
+           settings: AnalysisSettings | None = None, trained=None) -> pd.DataFrame:
     """The rule at one rung: which runs train on to the next.
 
     `evals`: the study's evaluation table (as `isocompute analyze` reads it);
@@ -246,7 +247,10 @@ def decide(evals: pd.DataFrame, *, rung_compute: float, c_max: float, params: di
     (eta, rungs, z, neighbours, min_evals, frontier, grid_points), schema defaults for
     the rest. Returns one row per run in `evals` (DECISION_COLUMNS); the caller
     applies it to the runs it trained to this rung (a run stopped earlier
-    keeps its evaluations, and they count for the frontier).
+    keeps its evaluations, and they count for the frontier). `trained`: the (B_p, n) trained to
+    this rung (default: the runs evaluated within one step of it); every other run stopped at
+    an earlier rung and stays stopped (continue false), unless the safety net (`revive`, bands
+    pooled) resumes it.
     """
     s = replace(settings or AnalysisSettings(), method="noise")
     metric = s.metric
@@ -263,6 +267,35 @@ def decide(evals: pd.DataFrame, *, rung_compute: float, c_max: float, params: di
         chances = pooled_chances(seen, fits, metric=metric, rung_compute=rung_compute, c_max=c_max,
                                  grid_points=p["grid_points"], degree=s.pool_degree)
         out = apply_pooled(out, chances, z=p["z"], mature_width=p["mature_width"])
+    else:
+        chances = pd.DataFrame()
+    one_more = out["reached"].to_numpy(dtype=float) + out["B_p"].to_numpy(dtype=float) * out["n"].to_numpy(dtype=float)
+    if trained is None:
+        stopped = one_more <= rung_compute * (1 - 1e-9)
+    else:
+        keys = {(float(b), float(n)) for b, n in trained}
+        stopped = np.array([(float(b), float(n)) not in keys for b, n in zip(out["B_p"], out["n"])], dtype=bool)
+    stopped &= one_more <= c_max * (1 + 1e-9)              # a run at C_max has nothing left to resume
+    return apply_revival(out, chances if p["revive"] else pd.DataFrame(), stopped=stopped, z=p["z"])
+
+
+def apply_revival(decisions: pd.DataFrame, chances: pd.DataFrame, *, stopped: np.ndarray, z: float) -> pd.DataFrame:
+    """Decisions on the runs stopped at an earlier rung (`stopped`, a mask over `decisions`; pure):
+    the safety net resumes one when its pooled trend curve, put back among the runs still
+    training, is n* at some compute ahead in at least 1 - Phi(z) of the draws (`p_revive` of
+    `adaptive_pooled.pooled_chances`); every other stopped run stays stopped."""
+    out = decisions.copy()
+    if not stopped.any():
+        return out
+    revive = (out[["B_p", "n"]].merge(chances, on=["B_p", "n"], how="left")["p_revive"].to_numpy(dtype=float)
+              if "p_revive" in chances.columns else np.full(len(out), np.nan))
+    floor = float(norm.sf(z))
+    for i in np.flatnonzero(stopped):
+        go = bool(np.isfinite(revive[i]) and revive[i] >= floor)
+        out.at[i, "continue"] = go
+        out.at[i, "p_n_star"] = revive[i]
+        out.at[i, "reason"] = (f"revived: its pooled trend curve is n* ahead in {revive[i]:.1%} of the draws "
+                               f"(>= {floor:.1%})" if go else "stopped at an earlier rung")
     return out
 
 

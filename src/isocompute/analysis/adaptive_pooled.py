@@ -32,7 +32,7 @@ from isocompute.analysis.fits_noise import cell_arrays
 from isocompute.analysis.fits_pooled import _design, fit_trend
 
 DRAWS = 4000          # parameter draws per B_p: the tail share 1 - Phi(2.5) = 0.6% is ~25 draws
-POOLED_COLUMNS = ["B_p", "n", "p_n_star", "model"]
+POOLED_COLUMNS = ["B_p", "n", "p_n_star", "p_revive", "model"]
 
 
 def trend_covariance(trend: dict) -> np.ndarray:
@@ -51,7 +51,10 @@ def pooled_chances(seen: pd.DataFrame, fits: pd.DataFrame, *, metric: str, rung_
     columns model and R0). Only B_p whose runs are pooled by the trend ('model' trend) get a chance;
     the runs still training at the rung (their last evaluation within one step of it) are the
     competitors, on `grid_points` log-spaced computes from the rung to c_max. Returns
-    POOLED_COLUMNS, one row per run of such a B_p (p_n_star NaN for a run that stopped earlier).
+    POOLED_COLUMNS, one row per run of such a B_p: p_n_star for a run still training (NaN for a
+    run that stopped earlier), p_revive for a run that stopped earlier (NaN for the others): the
+    share of draws in which its trend curve, were it trained on, would be the highest at some
+    compute ahead.
     Deterministic: the draws are seeded by `seed`.
     """
     rows = []
@@ -79,5 +82,9 @@ def pooled_chances(seen: pd.DataFrame, fits: pd.DataFrame, *, metric: str, rung_
         for i, n in enumerate(g["n"]):
             ahead = grid > reached[i] * (1 + 1e-9)
             chance = float(((curves[:, i, :] >= top - 1e-12) & ahead[None, :]).any(axis=1).mean())
-            rows.append({"B_p": B_p, "n": n, "p_n_star": chance if active[i] else np.nan, "model": "trend"})
+            # A stopped run, put back among the competitors: its trend curve against theirs.
+            own = R0 + (A[:, i] - R0)[:, None] * expit(B[:, 0] * (np.log(grid)[None, :] - log_mid[:, i, None]))
+            revive = float((own >= top - 1e-12).any(axis=1).mean())
+            rows.append({"B_p": B_p, "n": n, "p_n_star": chance if active[i] else np.nan,
+                         "p_revive": np.nan if active[i] else revive, "model": "trend"})
     return pd.DataFrame(rows, columns=POOLED_COLUMNS)

@@ -26,7 +26,7 @@ from isocompute.analysis.tables import check_evals
 from isocompute.schedule import rung_budgets
 
 RUN_COLUMNS = ["B_p", "n", "full_compute", "spent", "stopped_at", "reason", "evaluations_full", "evaluations_spent",
-               "validation_full", "validation_spent"]
+               "validation_full", "validation_spent", "revivals"]
 PROBE_COLUMNS = ["B_p", "compute", "n_star_full", "n_star_adaptive", "reward_full", "reward_adaptive"]
 
 
@@ -60,7 +60,8 @@ def replay_sweep(evals: pd.DataFrame, *, c_max: float, params: dict | None = Non
     stopped_at (that rung's compute; c_max for runs that went all the way),
     reason (the rule's), evaluations_full / evaluations_spent (its evaluation
     rows in the grid / in the sweep, step 0 included) and validation_full /
-    validation_spent (the generations they cost: `validation_cost`)).
+    validation_spent (the generations they cost: `validation_cost`), revivals (how often the
+    safety net resumed it)).
     """
     p = rule_params(params)
     budgets = rung_budgets(c_max, p["eta"], p["rungs"])
@@ -68,16 +69,21 @@ def replay_sweep(evals: pd.DataFrame, *, c_max: float, params: dict | None = Non
     limit = {key: float(budgets[0]) for key in runs.index}
     active = set(runs.index)
     reason = dict.fromkeys(runs.index, "trained to C_max")
+    revivals = dict.fromkeys(runs.index, 0)
     for budget, nxt in zip(budgets[:-1], budgets[1:]):
         if not active:
             break
-        decision = decide(_visible(evals, limit), rung_compute=budget, c_max=c_max, params=p, settings=settings)
+        decision = decide(_visible(evals, limit), rung_compute=budget, c_max=c_max, params=p, settings=settings,
+                          trained=active)
         for B_p, n, go, why in zip(decision["B_p"], decision["n"], decision["continue"], decision["reason"]):
             key = (B_p, n)
-            if key not in active:
+            if key not in active and not (go and p["revive"]):
                 continue
-            if go:
+            if go:                                   # goes on, or (the safety net) resumes
+                revivals[key] += key not in active
+                active.add(key)
                 limit[key] = float(nxt)
+                reason[key] = "trained to C_max"
             else:
                 active.discard(key)
                 reason[key] = why
@@ -97,7 +103,8 @@ def replay_sweep(evals: pd.DataFrame, *, c_max: float, params: dict | None = Non
                      "evaluations_full": int(counts_full.get((B_p, n), 0)),
                      "evaluations_spent": int(counts_spent.get((B_p, n), 0)),
                      "validation_full": float(val_full.get((B_p, n), 0.0)),
-                     "validation_spent": float(val_spent.get((B_p, n), 0.0))})
+                     "validation_spent": float(val_spent.get((B_p, n), 0.0)),
+                     "revivals": revivals[(B_p, n)]})
     return visible, pd.DataFrame(rows, columns=RUN_COLUMNS)
 
 

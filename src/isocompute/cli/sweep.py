@@ -14,6 +14,7 @@ log = logging.getLogger("isocompute")
 
 
 def cmd_adaptive_decide(args) -> int:
+    import numpy as np
     import pandas as pd
 
     from isocompute.analysis.adaptive import DECISION_COLUMNS, decide
@@ -30,8 +31,12 @@ def cmd_adaptive_decide(args) -> int:
     if "split" in evals.columns and evals["split"].nunique() > 1:
         raise InputError(f"adaptive-decide: evaluation tables of several splits ({sorted(evals['split'].unique())})")
     # Every run seen so far counts for the frontier, those stopped at earlier rungs too.
-    rule = decide(evals, rung_compute=args.rung_compute, c_max=args.c_max, params=cfg["sweep"], settings=settings)
-    runs = (trained.groupby(["run", "B_p", "n", "seed"], as_index=False)
+    trained_keys = set(zip(trained["B_p"], trained["n"]))
+    rule = decide(evals, rung_compute=args.rung_compute, c_max=args.c_max, params=cfg["sweep"], settings=settings,
+                  trained=trained_keys)
+    # One row per run: those trained to the rung, and those stopped earlier (which go on only
+    # where the safety net resumes them).
+    runs = (evals.groupby(["run", "B_p", "n", "seed"], as_index=False)
             .agg(split=("split", "first"), stop_step=("step", "max")))
     out = runs.merge(rule, on=["B_p", "n"], how="left", validate="many_to_one")
     out = out.assign(rung=args.rung, rung_compute=args.rung_compute)
@@ -43,10 +48,12 @@ def cmd_adaptive_decide(args) -> int:
     with atomic.atomic_path(args.out) as tmp:
         write_decisions(tmp, out.sort_values(["B_p", "n", "seed"]).to_dict("records"), columns)
     atomic.write_parquet(args.out_evals, evals)
-    going = out[out["continue"]]
-    log.info("adaptive-decide rung %d (C = %g of %g, %s): %d of %d runs go on (%s); stopped: %s", args.rung,
-             args.rung_compute, args.c_max, metric, len(going), len(out), ", ".join(going["run"]) or "none",
-             "; ".join(f"{r.run}: {r.reason}" for r in out[~out["continue"]].itertuples()) or "none")
+    at_rung = np.array([(b, n) in trained_keys for b, n in zip(out["B_p"], out["n"])], dtype=bool)
+    going, resumed = out[out["continue"] & at_rung], out[out["continue"] & ~at_rung]
+    log.info("adaptive-decide rung %d (C = %g of %g, %s): %d of %d runs go on (%s); resumed by the safety net: %s; "
+             "stopped: %s", args.rung, args.rung_compute, args.c_max, metric, len(going), int(at_rung.sum()),
+             ", ".join(going["run"]) or "none", ", ".join(resumed["run"]) or "none",
+             "; ".join(f"{r.run}: {r.reason}" for r in out[~out["continue"] & at_rung].itertuples()) or "none")
     return 0
 
 
@@ -77,5 +84,6 @@ def register(sub) -> None:
     p.add_argument("--rung", type=int, required=True)
     p.add_argument("--rung-compute", type=float, required=True, help="the rung's compute, in rollouts")
     p.add_argument("--c-max", type=float, required=True, help="the split's C_max")
-    p.add_argument("--out", required=True, help="decisions CSV: one row per trained run, column `continue`")
+    p.add_argument("--out", required=True, help="decisions CSV: one row per run, column `continue` (a run "
+                                                "stopped earlier goes on only where the safety net resumes it)")
     p.add_argument("--out-evals", required=True, help="the evaluation table the rule saw")
