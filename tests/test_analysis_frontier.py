@@ -134,3 +134,40 @@ def test_synthetic_grid_n_star_grows_with_compute_and_saturates(synthetic_q1):
     assert (laws["U"] > laws["L"]).all()
     assert laws["U"].to_numpy() == pytest.approx(6.0, abs=0.6)      # log2 64
     assert laws["L"].to_numpy() == pytest.approx(3.0, abs=0.3)      # log2 8
+
+
+# The tokens axis of the embedded study (B_p = 4): every run has the one rollout budget, so
+# each ends near 92.6k generated tokens, but a little apart; n = 32 ends last and lowest.
+TOKENS_ENDS = _fits([
+    [4, 2, 0.4075, 0.6211, 0.9118, 11573.5, "ok", 94, 92570],
+    [4, 4, 0.4075, 0.6495, 0.9118, 14872.9, "ok", 187, 92578],
+    [4, 32, 0.4075, 0.5000, 0.9118, 60000.0, "ok", 1500, 92757],
+])
+
+
+def test_tokens_frontier_does_not_drop_where_the_runs_end_a_little_apart():
+    f = frontier_fixed_bp(TOKENS_ENDS, grid_points=100, min_runs=2, extrapolate=False)
+    # the last point is the first of the runs' ends, where all three still have data
+    assert f["compute"].iloc[-1] == 92570 and f["compute"].iloc[0] == 94 and len(f) == 100
+    assert f["n_star"].iloc[-1] == 4
+    assert (np.diff(f["reward"].to_numpy()) >= 0).all()
+    # a run stopped far earlier (an adaptive sweep) leaves the grid's end where it was
+    stopped = TOKENS_ENDS.assign(compute_max=[92570, 20000, 92757])
+    g = frontier_fixed_bp(stopped, grid_points=100, min_runs=2, extrapolate=False)
+    assert g["compute"].iloc[-1] == 92570 and len(g) == 100
+    # extrapolated curves cover the whole grid: its end stays the furthest end
+    assert frontier_fixed_bp(TOKENS_ENDS, grid_points=100, min_runs=2)["compute"].iloc[-1] == 92757
+
+
+@pytest.mark.parametrize("split", ["easy", "hard"])
+def test_embedded_tokens_frontier_never_drops(split):
+    """On the embedded study's tokens fits (where the reviewer saw every B_p's frontier drop)."""
+    from conftest import REPO
+
+    path = REPO / "results" / "embedded" / "analysis" / split / "tables" / "fits_tokens.csv"
+    if not path.is_file():
+        pytest.skip(f"{path} not built (make run)")
+    front = frontier_fixed_bp(pd.read_csv(path), min_runs=2, extrapolate=False)
+    assert front["B_p"].nunique() == 3
+    for B_p, g in front.groupby("B_p"):
+        assert (np.diff(g["reward"].to_numpy()) >= 0).all(), f"B_p {B_p}: the tokens frontier drops"

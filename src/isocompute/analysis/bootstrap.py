@@ -205,7 +205,7 @@ def bootstrap_laws(boot: pd.DataFrame, fits: pd.DataFrame, laws: pd.DataFrame,
         if g_boot.empty:
             continue
         scale = float(key) if scale_by_batch else 1.0
-        grid = study_grid(g_fits, grid_points, scale=scale)
+        grid = study_grid(g_fits, grid_points, scale=scale, extrapolate=extrapolate)
         if grid is None:
             continue
         n_star, n_star_max, reward = replicate_frontiers(g_boot, grid * scale, extrapolate=extrapolate, ties=True)

@@ -97,8 +97,15 @@ def _usable(fits: pd.DataFrame) -> pd.DataFrame:
     return fits[fits["status"].isin(USABLE)]
 
 
-def study_grid(fits: pd.DataFrame, points: int = 100, scale: float = 1.0) -> np.ndarray | None:
-    """Grid over the observed range of the usable runs (compute / scale); None if empty."""
+def study_grid(fits: pd.DataFrame, points: int = 100, scale: float = 1.0, *,
+               extrapolate: bool = True) -> np.ndarray | None:
+    """Grid over the observed range of the usable runs (compute / scale); None if empty.
+
+    Without `extrapolate`, the last point is the smallest end among the runs that end
+    within the last grid step: on an axis that is not the sweep's own (tokens), runs with
+    one budget end a little apart, and a last point at the furthest end would compare
+    that one run alone (its frontier drops there). Runs that end earlier (an adaptive
+    sweep's stopped runs) leave the grid as it is."""
     ok = _usable(fits)
     if ok.empty:
         return None
@@ -106,7 +113,12 @@ def study_grid(fits: pd.DataFrame, points: int = 100, scale: float = 1.0) -> np.
     hi = float(ok["compute_max"].max()) / scale
     if not (np.isfinite(lo) and np.isfinite(hi) and 0 < lo <= hi):
         return None
-    return np.geomspace(lo, hi, points)
+    grid = np.geomspace(lo, hi, points)
+    if not extrapolate and points >= 2:
+        ends = ok["compute_max"].to_numpy(dtype=float) / scale
+        last = ends[ends >= grid[-2]].min()
+        grid[-1] = max(last, grid[-2])
+    return grid
 
 
 def comparable(fits: pd.DataFrame, grid, *, extrapolate: bool) -> np.ndarray:
@@ -128,7 +140,7 @@ def frontier_fixed_bp(fits: pd.DataFrame, *, grid_points: int = 100, min_runs: i
     for B_p, group in fits.groupby("B_p", sort=True):
         if group["n"].nunique() < min_runs:
             continue
-        grid = study_grid(group, grid_points)
+        grid = study_grid(group, grid_points, extrapolate=extrapolate)
         if grid is None:
             continue
         f = frontier(group, grid, extrapolate=extrapolate)
@@ -151,7 +163,7 @@ def frontier_fixed_batch(fits: pd.DataFrame, *, grid_points: int = 100, batch_si
             continue
         if len(_usable(group)) < min_runs:
             continue
-        steps = study_grid(group, grid_points, scale=float(B))
+        steps = study_grid(group, grid_points, scale=float(B), extrapolate=extrapolate)
         if steps is None:
             continue
         f = frontier(group, steps * B, extrapolate=extrapolate)
@@ -163,7 +175,7 @@ def frontier_fixed_batch(fits: pd.DataFrame, *, grid_points: int = 100, batch_si
 
 def frontier_joint(fits: pd.DataFrame, *, grid_points: int = 100, extrapolate: bool = True) -> pd.DataFrame:
     """Q3: all (B_p, n) cells jointly. Columns compute, n_star, B_p_star, reward."""
-    grid = study_grid(fits, grid_points)
+    grid = study_grid(fits, grid_points, extrapolate=extrapolate)
     if grid is None:
         return pd.DataFrame(columns=["compute", "n_star", "B_p_star", "reward"])
     return frontier(fits, grid, extrapolate=extrapolate)

@@ -49,10 +49,13 @@ def plot_all(results: dict, fig_dir, *, formats=FORMATS) -> list[Path]:
                                     label=s.strategy.record_label.format(z=s.record_z),
                                     record_fit=results.get("record_fit_pooled"), frontier=front, formats=formats)
         paths += plot_frontier(evals, fits, front, B_p, fig_dir / "fig6_frontier", **curves)
-        paths += plot_n_star_law(front, results["n_star_fit"], fig_dir / "fig7_n_star", key=B_p, formats=formats)
-        paths += plot_n_star_laws(front, results["n_star_fit"], fig_dir / "appendix_n_star_laws", formats=formats)
+        draws = results.get("n_star_fit_draws")   # the law's bootstrap fits: its bands
+        paths += plot_n_star_law(front, results["n_star_fit"], fig_dir / "fig7_n_star", key=B_p, draws=draws,
+                                 formats=formats)
+        paths += plot_n_star_laws(front, results["n_star_fit"], fig_dir / "appendix_n_star_laws", draws=draws,
+                                  formats=formats)
         paths += plot_n_star_law_grid(front, results["n_star_fit"], fig_dir / "appendix_n_star_fixed_bp",
-                                      formats=formats)
+                                      draws=draws, formats=formats)
         paths += plot_frontiers_grid(points, fits, front, fig_dir / "appendix_frontiers_fixed_bp", **curves)
     if len(results.get("optima", [])):
         paths += plot_metric_optima(results["optima"], fig_dir / "fig8_metric_optima", formats=formats)
@@ -65,8 +68,7 @@ def plot_all(results: dict, fig_dir, *, formats=FORMATS) -> list[Path]:
         paths += plot_frontiers_fixed_batch(points, fits, results["frontier_fixed_batch"],
                                             fig_dir / "appendix_frontiers_fixed_batch", **curves)
     if len(results.get("sensitivity", [])):
-        paths += plot_sensitivity(results["sensitivity"], fig_dir / "fig10_sensitivity", metric=metric,
-                                  formats=formats)
+        paths += plot_sensitivity(results["sensitivity"], fig_dir / "fig10_sensitivity", fits=fits, **curves)
     if len(results.get("interference", [])):
         paths += plot_interference(results["interference"], fig_dir / "fig11_interference", formats=formats)
     if len(results.get("mechanism", [])):

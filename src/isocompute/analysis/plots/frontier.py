@@ -19,12 +19,14 @@ from isocompute.analysis.plots.style import (BP, FORMATS, _band, _log2_x, _n_pal
                                              _subplots)
 
 
-def _draw_frontier(ax, evals, fits, front, metric, palette, x="compute", legend=True, extrapolate=True):
+def _draw_frontier(ax, evals, fits, front, metric, palette, x="compute", legend=True, extrapolate=True,
+                   legend_ns=None):
     """Raw points and fitted curve per n, and the frontier coloured by n*.
 
     One collection per kind of mark (not one per run): drawing time is what
     the benchmark spends most on. Without `extrapolate` each curve is drawn
-    only over its run's evaluations, as the frontier uses it.
+    only over its run's evaluations, as the frontier uses it. The legend lists
+    `legend_ns` (default: this panel's n): a figure of panels lists all its n once.
     """
     grid = front[x].to_numpy(dtype=float)
     if grid.size == 0:
@@ -53,8 +55,8 @@ def _draw_frontier(ax, evals, fits, front, metric, palette, x="compute", legend=
     ax.autoscale_view()
     ax.set_ylabel(f"Validation reward ({metric})")
     if legend:
-        handles = [Line2D([], [], color=palette.get(int(n), "grey"), lw=1.2, label=f"n={int(n)}")
-                   for n in fits["n"].to_numpy()[ok]]
+        ns = fits["n"].to_numpy()[ok] if legend_ns is None else sorted({int(n) for n in legend_ns})
+        handles = [Line2D([], [], color=palette.get(int(n), "grey"), lw=1.2, label=f"n={int(n)}") for n in ns]
         handles.append(Line2D([], [], color="white", marker="o", markeredgecolor="black", markersize=4,
                               label="frontier (colour: n*)"))
         if vague.any():
@@ -63,6 +65,15 @@ def _draw_frontier(ax, evals, fits, front, metric, palette, x="compute", legend=
         if banded:
             handles.append(Line2D([], [], color="0.5", alpha=0.4, lw=5, label="frontier 95% band"))
         ax.legend(handles=handles, fontsize=6, ncols=2, loc="lower right")
+
+
+def _label_inner_y(axes):
+    """Panels share y, not x: every panel keeps its compute ticks and label (a panel with
+    none below it too); only the y labels of the inner columns go."""
+    for ax in axes:
+        if not ax.get_subplotspec().is_first_col():
+            ax.set_ylabel("")
+            ax.tick_params(labelleft=False)
 
 
 # ------------------------------------------------------------------ Fig 5 and 6
@@ -131,9 +142,9 @@ def plot_frontiers_grid(points: pd.DataFrame, fits: pd.DataFrame, frontier: pd.D
     palette = _n_palette(fits["n"])
     for ax, B_p in zip(axes, groups):
         _draw_frontier(ax, points, fits[fits["B_p"] == B_p], frontier[frontier["B_p"] == B_p], metric,
-                       palette, x=x, legend=B_p == groups[0], extrapolate=extrapolate)
+                       palette, x=x, legend=B_p == groups[0], extrapolate=extrapolate, legend_ns=palette)
         ax.set_title(f"{BP} = {B_p}")
-        ax.label_outer()
+    _label_inner_y(axes)
     return _save(fig, path_stem, formats)
 
 
@@ -149,7 +160,8 @@ def plot_frontiers_fixed_batch(points: pd.DataFrame, fits: pd.DataFrame, frontie
     batch = fits["B_p"] * fits["n"]
     for ax, B in zip(axes, groups):
         _draw_frontier(ax, points, fits[batch == B], frontier_fb[frontier_fb["B"] == B], metric, palette,
-                       legend=B == groups[0], extrapolate=extrapolate)
+                       legend=B == groups[0], extrapolate=extrapolate,
+                       legend_ns=fits.loc[batch.isin(groups), "n"])
         ax.set_title(f"B = {int(B)} (M = C / B)")
-        ax.label_outer()
+    _label_inner_y(axes)
     return _save(fig, path_stem, formats)

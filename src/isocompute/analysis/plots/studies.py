@@ -13,17 +13,22 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.lines import Line2D
 
-from isocompute.analysis.plots.style import (BP, FORMATS, _log2_x, _n_palette, _panels, _pow2_y, _save, _styled,
-                                             _subplots)
+from isocompute.analysis.fits import USABLE
+from isocompute.analysis.frontier import run_curves, study_grid
+from isocompute.analysis.plots.style import (BP, FORMATS, GROUP_COLORS, _log2_x, _n_palette, _panels, _pow2_label,
+                                             _pow2_y, _save, _styled, _subplots, n_color)
 
 
 @_styled
 def plot_metric_optima(optima: pd.DataFrame, path_stem, *, formats=FORMATS) -> list[Path]:
     """Fig. 8: per B_p, the n maximising best@4 and the n maximising worst@4."""
-    fig, ax = _subplots(panel=(4.6, 3.0))
+    fig, ax = _subplots(panel=(4.6, 3.0), right=1.1)
     ax = ax[0, 0]
     data = optima.assign(log2_n=np.log2(optima["n_opt"].astype(float)), B_p=optima["B_p"].astype(str))
     sns.barplot(data=data, x="B_p", y="log2_n", hue="metric", ax=ax, palette="Set2")
+    # beside the panel: inside, it covers the bars
+    ax.legend(title="metric", fontsize=7, title_fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0),
+              borderaxespad=0)
     _pow2_y(ax, "optimal n")
     ax.set_xlabel(f"{BP} (problems per step)")
     ax.set_title("Metric-specific optimal n at the largest common compute")
@@ -33,17 +38,52 @@ def plot_metric_optima(optima: pd.DataFrame, path_stem, *, formats=FORMATS) -> l
 # ------------------------------------------------------------------ Fig 10
 
 @_styled
-def plot_sensitivity(sens: pd.DataFrame, path_stem, *, metric: str = "avg@4", formats=FORMATS) -> list[Path]:
-    """Fig. 10: range of the metric across n (fixed B_p) vs across B_p (fixed n)."""
-    fig, axes = _subplots(1, 2, panel=(4.4, 3.0), sharey=True, wgap=0.3)
-    ax_n, ax_b = axes[0]
-    for ax, varied, fixed in ((ax_n, "n", "B_p"), (ax_b, "B_p", "n")):
-        d = sens[sens["varied"] == varied].assign(fixed_value=lambda t: t["fixed_value"].astype(int).astype(str))
-        if len(d):
-            sns.barplot(data=d, x="fixed_value", y="range", ax=ax, color="tab:blue" if varied == "n" else "tab:green")
-        ax.set_xlabel(f"fixed {BP}" if fixed == "B_p" else "fixed n")
-        ax.set_title(f"varying {'n' if varied == 'n' else BP}")
-    ax_n.set_ylabel(f"range of {metric} at matched compute")
+def plot_sensitivity(sens: pd.DataFrame, path_stem, *, fits: pd.DataFrame | None = None, metric: str = "avg@4",
+                     extrapolate: bool = True, formats=FORMATS) -> list[Path]:
+    """Fig. 10: the metric against compute for each n at the smallest fixed B_p, and for
+    each B_p at the fixed n with the most B_p (the runs' fitted curves, `fits`: as
+    `sensitivity` compares them); and the range of the metric across n (each fixed B_p)
+    and across B_p (each fixed n) against compute, with the table's values (`sens`,
+    at the largest common compute) marked."""
+    fig, axes = _subplots(1, 3, panel=(3.6, 2.8), wgap=0.7)
+    ax_n, ax_b, ax_r = axes[0]
+    fits = fits[fits["status"].isin(USABLE)] if fits is not None else None
+    grid = study_grid(fits, 200) if fits is not None and len(fits) else None
+    if grid is not None:
+        curves = pd.DataFrame(run_curves(fits, grid, extrapolate=extrapolate).T,
+                              columns=pd.MultiIndex.from_frame(fits[["B_p", "n"]].astype(int)))
+        B_p0 = min(fits["B_p"].astype(int))
+        counts = fits.groupby("n")["B_p"].nunique()
+        n0 = int(counts[counts == counts.max()].index.min())
+        for n in sorted(curves.xs(B_p0, axis=1, level="B_p").columns):
+            ax_n.plot(grid, curves[(B_p0, n)], color=n_color(n), lw=1.3, label=f"n={n}")
+        by_bp = curves.xs(n0, axis=1, level="n")
+        for color, B_p in zip(GROUP_COLORS, sorted(by_bp.columns)):
+            ax_b.plot(grid, by_bp[B_p], color=color, lw=1.3, label=f"{BP} = {B_p}")
+        for level, other, color, style in (("B_p", "n", "tab:blue", "-"), ("n", "B_p", "tab:green", "--")):
+            for value in sorted(set(curves.columns.get_level_values(level))):
+                group = curves.xs(value, axis=1, level=level)
+                if group.shape[1] < 2:
+                    continue
+                spread = (group.max(axis=1) - group.min(axis=1)).where(group.notna().all(axis=1))
+                ax_r.plot(grid, spread, style, color=color, lw=1.0, alpha=0.8)
+        ax_n.set_title(f"varying n at {BP} = {B_p0}")
+        ax_b.set_title(f"varying {BP} at n = {n0}")
+        for ax in (ax_n, ax_b):
+            _log2_x(ax)
+            ax.set_ylabel(f"Validation reward ({metric})")
+            ax.legend(fontsize=6, loc="upper left")
+    for varied, color, marker in (("n", "tab:blue", "o"), ("B_p", "tab:green", "s")):
+        d = sens[sens["varied"] == varied]
+        ax_r.scatter(d["compute"], d["range"], color=color, marker=marker, s=16, edgecolors="black", linewidths=0.3,
+                     zorder=3)
+    ax_r.plot([], [], "-o", color="tab:blue", ms=3, label=f"across n (a line per fixed {BP})")
+    ax_r.plot([], [], "--s", color="tab:green", ms=3, label=f"across {BP} (a line per fixed n)")
+    ax_r.scatter([], [], color="white", edgecolors="black", s=12, label="marks: at the largest common C")
+    _log2_x(ax_r)
+    ax_r.set_ylabel(f"range of {metric} at matched compute")
+    ax_r.set_title("sensitivity to n vs to " + BP)
+    ax_r.legend(fontsize=6, loc="upper left")
     return _save(fig, path_stem, formats)
 
 
@@ -54,7 +94,7 @@ def plot_interference(hist: pd.DataFrame, path_stem, *, ns=None, formats=FORMATS
     """Fig. 11: training pass@1 histograms at matched compute, smallest vs largest
     n (or the given `ns`), one panel per B_p."""
     groups = sorted(hist["B_p"].unique())
-    fig, axes = _panels(max(len(groups), 1), panel=(3.6, 2.7))
+    fig, axes = _panels(max(len(groups), 1), panel=(3.6, 2.7), top=0.6)
     for ax, B_p in zip(axes, groups):
         h = hist[hist["B_p"] == B_p]
         show = sorted(h["n"].unique())
@@ -66,9 +106,19 @@ def plot_interference(hist: pd.DataFrame, path_stem, *, ns=None, formats=FORMATS
                       color=palette[int(n)], lw=1.5, label=f"n={n}")
         ax.set_xlabel("training pass@1")
         ax.set_ylabel("fraction of problems")
-        ax.set_title(f"{BP} = {B_p}, C = {h['compute'].iloc[0]:.3g}")
-        ax.legend(fontsize=7, loc="upper right")
+        ax.set_title(f"{BP} = {B_p}, C = {_compute_text(h['compute'].iloc[0])}")
+        ax.legend(fontsize=7, loc="upper left")
+    problems = sorted({int(c) for c in hist.groupby(["B_p", "n"])["count"].sum()})
+    counted = f"{problems[0]:,} problems" if len(problems) == 1 else f"{problems[0]:,}-{problems[-1]:,} problems"
+    fig.suptitle(f"Training pass@1 at matched compute: {counted} per histogram (the fixed probe's problems "
+                 "where the runs have one, else the training batches')", fontsize=8, y=0.995)
     return _save(fig, path_stem, formats)
+
+
+def _compute_text(C: float) -> str:
+    """A compute value as 2^k where it is one (the axes' units), else with thousands separators."""
+    k = np.log2(C) if C > 0 else np.nan
+    return _pow2_label(C) if np.isfinite(k) and abs(k - round(k)) < 1e-9 else f"{C:,.0f}"
 
 
 # ------------------------------------------------------------------ the mechanism

@@ -66,10 +66,26 @@ def _save(fig, path_stem, formats=FORMATS) -> list[Path]:
     return paths
 
 
+# One colour per n, the same in every figure: n = 2^k takes N_COLORS[k] (k = 0..9: n = 1 to
+# 512), so neighbouring n (a factor of two apart) are clearly different hues. Grey is left
+# out: the raw points and the bands are grey.
+N_COLORS = ("#7f3c8d", "#e6550d", "#1f77b4", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
+            "#bcbd22", "#17becf")
+
+
+# Groups that are not n (B_p, B): a qualitative palette, distinct neighbours too.
+GROUP_COLORS = tuple(sns.color_palette("Dark2", 8))
+
+
+def n_color(n) -> str:
+    """The colour of `n` in every figure (a power of two: its own; else that of the nearest)."""
+    k = int(round(np.log2(max(float(n), 1.0))))
+    return N_COLORS[k % len(N_COLORS)]
+
+
 def _n_palette(ns) -> dict:
-    ns = sorted({int(n) for n in ns if np.isfinite(n)})
-    colors = sns.color_palette("viridis", max(len(ns), 1))
-    return dict(zip(ns, colors))
+    """{n: colour} for the n in `ns`, from the one shared map (`n_color`)."""
+    return {n: n_color(n) for n in sorted({int(n) for n in ns if np.isfinite(n)})}
 
 
 def _log2_x(ax, label="compute"):
@@ -82,8 +98,12 @@ def _log2_x(ax, label="compute"):
 
 def _pow2_y(ax, label="n*"):
     """y holds log2 n: ticks at whole powers, labelled with the n values."""
-    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{2 ** v:g}"))
+    lo, hi = ax.get_ylim()
+    if hi - lo < 1:   # one n throughout: keep a whole power of two in view, not ticks at 2.0069
+        mid = round((lo + hi) / 2)
+        ax.set_ylim(min(lo, mid - 0.6), max(hi, mid + 0.6))
     ax.set_ylabel(label)
 
 
@@ -102,21 +122,37 @@ def _subplots(nrows=1, ncols=1, panel=(4.0, 2.9), *, left=0.75, right=0.2, botto
     return fig, axes
 
 
-def _panels(count, panel=(4.0, 2.9), ncols=3, sharey=False):
+def _panels(count, panel=(4.0, 2.9), ncols=3, sharey=False, top=0.35):
     ncols = max(1, min(ncols, count))
     nrows = int(np.ceil(count / ncols))
-    fig, axes = _subplots(nrows, ncols, panel, sharey=sharey, wgap=0.25 if sharey else 0.75)
+    fig, axes = _subplots(nrows, ncols, panel, sharey=sharey, wgap=0.25 if sharey else 0.75, hgap=0.85, top=top)
     for ax in axes.flat[count:]:
         ax.set_visible(False)
     return fig, list(axes.flat[:count])
 
 
-def _band(ax, table, x, name, color="0.5", label=None) -> bool:
+def _band(ax, table, x, name, color="0.5", label=None, *, smooth: int = 1, alpha: float = 0.2) -> bool:
     """Shade `<name>_lo`..`<name>_hi` of `table` against column `x` where present
-    (the bootstrap interval); returns whether anything was drawn."""
+    (the bootstrap interval); returns whether anything was drawn. With `smooth` > 1 the
+    edges are drawn as their envelope over that many grid points (`_envelope`)."""
     lo, hi = f"{name}_lo", f"{name}_hi"
     if lo not in table.columns or not np.isfinite(table[lo].to_numpy(dtype=float)).any():
         return False
-    ax.fill_between(table[x].to_numpy(dtype=float), table[lo].to_numpy(dtype=float),
-                    table[hi].to_numpy(dtype=float), color=color, alpha=0.2, linewidth=0, label=label, zorder=1)
+    lo_v, hi_v = table[lo].to_numpy(dtype=float), table[hi].to_numpy(dtype=float)
+    if smooth > 1:
+        lo_v, hi_v = _envelope(lo_v, smooth, np.fmin), _envelope(hi_v, smooth, np.fmax)
+    ax.fill_between(table[x].to_numpy(dtype=float), lo_v, hi_v, color=color, alpha=alpha, linewidth=0, label=label,
+                    zorder=1)
     return True
+
+
+def _envelope(values, width: int, pick) -> np.ndarray:
+    """`pick` (np.fmin / np.fmax) of `values` over a window of `width` neighbours: a band's
+    edge drawn as its envelope, wider never narrower, without one-point spikes."""
+    v = np.asarray(values, dtype=float)
+    half = width // 2
+    padded = np.pad(v, half, mode="edge")
+    out = v.copy()
+    for shift in range(width):
+        out = pick(out, padded[shift:shift + v.size])
+    return out
