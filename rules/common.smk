@@ -8,6 +8,7 @@ import os
 import sys
 
 from isocompute import jobs
+from isocompute.analysis import figure_index as figure_order
 from isocompute.config import check_config, read_config_file
 from isocompute.errors import ConfigError
 from isocompute.layout import study_layout
@@ -199,6 +200,11 @@ def analysis_targets():
         for s in analysis_splits()
         for path in (LAYOUT.analysis_tables(s), LAYOUT.analysis_figures(s))
     ] + cross_eval_targets()
+
+
+def figure_labels(wildcards):
+    """The report's columns of an analysis figure: its paper order first, then its name."""
+    return figure_order.figure_labels(wildcards.name)
 
 
 def cross_eval_targets():

@@ -1,6 +1,7 @@
 # Figures of the study (paper Figs. 5-11 and the appendix frontiers), one per
-# file, PNG and PDF, declared for `snakemake --report`; and the figure index
-# (docs/figures.md: which config, rule and file give each paper figure) for the report.
+# file, PNG and PDF, declared for `snakemake --report` in the paper's order, each
+# with its own caption; and the figure index (docs/figures.md: which config, rule
+# and file give each paper figure) for the report.
 
 
 rule figures:
@@ -12,8 +13,9 @@ rule figures:
             directory(LAYOUT.analysis_figures("{split}")),
             patterns=["{name}.png"],
             caption="../workflow/report/figures.rst",
-            category="Analysis",
+            category="Analysis figures",
             subcategory="{split}",
+            labels=figure_labels,
         ),
     log:
         LAYOUT.log("analysis/{split}/figures"),
