@@ -26,13 +26,15 @@ rule analyze:
         train=LAYOUT.analysis_train("{split}"),
     output:
         # Of the tables, what the analysis may say (summary) and the allocation
-        # advisor's table go into the report (the constrained wildcard picks them).
+        # advisor's table go into the report (the constrained wildcard picks them),
+        # as CSV beside the HTML of rule headline.
         report(
             directory(LAYOUT.analysis_tables("{split}")),
             patterns=["{table,summary|recommendations}.csv"],
             caption="../workflow/report/recommendations.rst",
-            category="Analysis",
+            category="3. Analysis tables",
             subcategory="{split}",
+            labels={"table": "{table}", "file": "{table}.csv"},
         ),
     log:
         LAYOUT.log("analysis/{split}/analyze"),

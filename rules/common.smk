@@ -8,6 +8,7 @@ import os
 import sys
 
 from isocompute import jobs
+from isocompute.analysis import figure_index as figure_order
 from isocompute.config import check_config, read_config_file
 from isocompute.errors import ConfigError
 from isocompute.layout import study_layout
@@ -86,6 +87,7 @@ def all_targets():
         + variant_targets()
         + compare_targets()
         + [LAYOUT.figure_index]
+        + headline_targets()
     )
 
 
@@ -118,6 +120,7 @@ localrules:
     figures,
     adaptive_rung,
     figure_index,
+    headline,
 
 
 def sampling_resources():
@@ -199,6 +202,26 @@ def analysis_targets():
         for s in analysis_splits()
         for path in (LAYOUT.analysis_tables(s), LAYOUT.analysis_figures(s))
     ] + cross_eval_targets()
+
+
+def headline_targets():
+    """The report's headline, when the study analyses a split."""
+    return [LAYOUT.headline] if analysis_splits() else []
+
+
+def headline_tables():
+    """Every analysed split's tables folder, in split order (the headline's input)."""
+    return [LAYOUT.analysis_tables(s) for s in analysis_splits()]
+
+
+def headline_tables_args(wildcards, input):
+    """SPLIT=TABLES for each analysed split, as `isocompute headline` takes them."""
+    return " ".join(f"{s}={path}" for s, path in zip(analysis_splits(), input))
+
+
+def figure_labels(wildcards):
+    """The report's columns of an analysis figure: its paper order first, then its name."""
+    return figure_order.figure_labels(wildcards.name)
 
 
 def cross_eval_targets():

@@ -14,7 +14,7 @@ rule compare:
         png=report(
             f"{LAYOUT.compare_stem('{comparison}')}.png",
             caption="../workflow/report/compare.rst",
-            category="Studies side by side",
+            category="7. Studies side by side",
         ),
         pdf=f"{LAYOUT.compare_stem('{comparison}')}.pdf",
     log:

@@ -110,7 +110,7 @@ rule fig_difficulty:
         png=report(
             f"{LAYOUT.fig_difficulty_stem}.png",
             caption="../workflow/report/fig2.rst",
-            category="Data",
+            category="4. Data",
             subcategory="Difficulty",
         ),
         pdf=f"{LAYOUT.fig_difficulty_stem}.pdf",

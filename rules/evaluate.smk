@@ -56,7 +56,7 @@ rule cross_eval:
             directory(LAYOUT.cross_eval_figures),
             patterns=["{name}.png"],
             caption="../workflow/report/figures.rst",
-            category="Cross-evaluation",
+            category="5. Cross-evaluation",
         ),
     log:
         LAYOUT.log("cross_eval"),

@@ -1,6 +1,8 @@
 # Figures of the study (paper Figs. 5-11 and the appendix frontiers), one per
-# file, PNG and PDF, declared for `snakemake --report`; and the figure index
-# (docs/figures.md: which config, rule and file give each paper figure) for the report.
+# file, PNG and PDF, declared for `snakemake --report` in the paper's order, each
+# with its own caption; the report's headline (what the study found, per split, and
+# the analysis tables as HTML); and the figure index (docs/figures.md: which config,
+# rule and file give each paper figure) for the report.
 
 
 rule figures:
@@ -12,8 +14,9 @@ rule figures:
             directory(LAYOUT.analysis_figures("{split}")),
             patterns=["{name}.png"],
             caption="../workflow/report/figures.rst",
-            category="Analysis",
+            category="2. Analysis figures",
             subcategory="{split}",
+            labels=figure_labels,
         ),
     log:
         LAYOUT.log("analysis/{split}/figures"),
@@ -23,6 +26,37 @@ rule figures:
         "isocompute figures --evals {input.evals} --tables {input.tables} --out {output} > {log} 2>&1"
 
 
+# The report opens on the headline: workflow.rst embeds its short form, category 1 lists the page.
+rule headline:
+    input:
+        headline_tables(),
+    output:
+        page=report(
+            LAYOUT.headline,
+            caption="../workflow/report/headline.rst",
+            category="1. Headline",
+        ),
+        brief=LAYOUT.headline_brief,
+        tables=report(
+            directory(LAYOUT.report_tables),
+            patterns=["{split}/{table}.html"],
+            caption="../workflow/report/recommendations.rst",
+            category="3. Analysis tables",
+            subcategory="{split}",
+            labels={"table": "{table}", "file": "{table}.html"},
+        ),
+    log:
+        LAYOUT.log("report/headline"),
+    conda:
+        ANALYSIS_ENV
+    params:
+        tables=headline_tables_args,
+        experiment=config["experiment"],
+    shell:
+        "isocompute headline {params.tables} --experiment {params.experiment:q} --out {output.page}"
+        " --brief {output.brief} --tables-out {output.tables} > {log} 2>&1"
+
+
 rule figure_index:
     input:
         FIGURE_INDEX_DOC,
@@ -30,7 +64,7 @@ rule figure_index:
         report(
             LAYOUT.figure_index,
             caption="../workflow/report/figure_index.rst",
-            category="Figure index",
+            category="8. Figure index",
         ),
     log:
         LAYOUT.log("figure_index"),

@@ -86,7 +86,7 @@ rule variant_figures:
             directory(LAYOUT.variant_figures),
             patterns=["{name}.png"],
             caption="../workflow/report/variants.rst",
-            category="Recipe variants",
+            category="6. Recipe variants",
         ),
     log:
         LAYOUT.log("variants/figures"),

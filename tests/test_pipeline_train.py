@@ -101,9 +101,9 @@ def test_analysis_tables_figures_and_partial_rerun(tiny_grid):
     assert (res / "figures" / "mechanism_zero_variance.png").is_file()
     interference = pd.read_csv(res / "tables" / "interference.csv")
     assert set(interference["compute"]) == {24.0} and (interference.groupby("n")["count"].sum() == 6).all()
-    # Analysis parameters are rule params: a new bin width re-runs analysis and figures only.
+    # Analysis parameters are rule params: a new bin width re-runs analysis, figures and the headline only.
     proc = run_snakemake(work, "-n", "--configfile", str(write_config(work, {**TINY_GRID, "analysis": {"bin_width": 0.02}})))
-    assert set(job_counts(proc.stdout + proc.stderr)) == {"analyze", "figures", "all"}
+    assert set(job_counts(proc.stdout + proc.stderr)) == {"analyze", "figures", "headline", "all"}
     write_config(work, TINY_GRID)
 
 

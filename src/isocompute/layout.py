@@ -7,6 +7,7 @@
       splits/{split}/{train,val}.parquet, splits/splits.json
       figures/fig2_difficulty.{png,pdf,counts.csv}
       figure_index.html                                   docs/figures.md for the report
+      report/headline{,_brief}.html, report/tables/{split}/  the report's first page, tables as HTML
       runs/{split}/bp{B_p}_n{n}/                          one training run (RunFiles below)
       runs/{split}/bp{B_p}_n{n}/rungs/{rung}/             the run trained to a rung of an adaptive sweep (RungFiles)
       sweep/{split}/rung{rung}/{decisions.csv,evals.parquet}  an adaptive sweep's decision at a rung, and what it saw
@@ -202,6 +203,21 @@ class StudyLayout:
     def figure_index(self) -> str:
         """docs/figures.md (which config, rule and file give each paper figure) as HTML for the report."""
         return f"{self.results}/figure_index.html"
+
+    @property
+    def headline(self) -> str:
+        """The report's first page: per split, what may be said of n* and what to train."""
+        return f"{self.results}/report/headline.html"
+
+    @property
+    def headline_brief(self) -> str:
+        """The headline's short form, no page around it: the report's landing page embeds it (workflow.rst)."""
+        return f"{self.results}/report/headline_brief.html"
+
+    @property
+    def report_tables(self) -> str:
+        """{split}/{summary,recommendations}.html: the analysis tables the report shows, as HTML."""
+        return f"{self.results}/report/tables"
 
     # --- training and scoring --------------------------------------------------
     run_name = staticmethod(run_name)

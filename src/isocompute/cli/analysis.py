@@ -104,6 +104,16 @@ def register(sub) -> None:
     p.add_argument("doc", help="docs/figures.md")
     p.add_argument("--out", required=True, help="HTML file")
 
+    p = add_stage_parser(sub, "headline", cmd_headline,
+                         "Write the report's headline (per split: what may be said of n*, the frontier at the top "
+                         "of the range, what to train) and each split's summary and recommendations as HTML.",
+                         params=False)
+    p.add_argument("tables", nargs="+", metavar="SPLIT=TABLES", help="a split and its analysis tables folder")
+    p.add_argument("--experiment", required=True, help="the study's name, for the title")
+    p.add_argument("--out", required=True, help="the headline page (HTML)")
+    p.add_argument("--brief", required=True, help="its short form without a page around it (the report's landing page)")
+    p.add_argument("--tables-out", required=True, help="folder of {split}/{summary,recommendations}.html")
+
     register_analyze(sub)
     register_replay(sub)      # cli/replay.py
 
@@ -302,4 +312,40 @@ def cmd_figure_index(args) -> int:
 
     atomic.write_text(args.out, markdown_html(Path(args.doc).read_text()))
     log.info("figure index %s -> %s", args.doc, args.out)
+    return 0
+
+
+HEADLINE_TABLES = ("summary", "recommendations")
+
+
+def cmd_headline(args) -> int:
+    import json
+
+    import pandas as pd
+
+    from isocompute.analysis import headline
+
+    splits, ci = {}, 0.95
+    for item in args.tables:
+        split, sep, folder = item.partition("=")
+        if not sep or not split:
+            raise InputError(f"{item}: expected SPLIT=TABLES")
+        paths = {t: Path(folder) / f"{t}.csv" for t in HEADLINE_TABLES}
+        for path in paths.values():
+            if not path.is_file():
+                raise InputError(f"{path}: no such table (isocompute analyze writes it)")
+        splits[split] = tuple(pd.read_csv(paths[t]) for t in HEADLINE_TABLES)
+        params = Path(folder) / "params.json"
+        if params.is_file():
+            ci = float(json.loads(params.read_text()).get("ci", ci))
+    body = headline.headline_body(args.experiment, splits, ci=ci)
+    brief = headline.headline_body(args.experiment, splits, ci=ci, brief=True)
+    with atomic.atomic_dir(args.tables_out) as tmp:
+        for split, tables in splits.items():
+            (tmp / split).mkdir()
+            for name, table in zip(HEADLINE_TABLES, tables):
+                (tmp / split / f"{name}.html").write_text(headline.table_page(table, title=f"{split}: {name}.csv"))
+    atomic.write_text(args.brief, brief)
+    atomic.write_text(args.out, headline.page(body, title=f"Headline: {args.experiment}"))
+    log.info("headline of %d splits -> %s", len(splits), args.out)
     return 0
