@@ -14,6 +14,8 @@ rule collect:
         LAYOUT.log("analysis/{split}/collect"),
     conda:
         ANALYSIS_ENV
+    container:
+        CONTAINER
     params:
         runs=collected_dirs,
     shell:
@@ -42,6 +44,8 @@ rule analyze:
         LAYOUT.benchmark("analysis/{split}/analyze")
     conda:
         ANALYSIS_ENV
+    container:
+        CONTAINER
     params:
         cfg=analysis_params_json(),
     shell:

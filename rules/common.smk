@@ -95,12 +95,15 @@ def all_targets():
 # Resources come from the config's `cluster` section (isocompute.cluster.resources):
 # GPUs, CPUs per GPU, memory and an attempt-scaled runtime. Partition and account
 # are the SLURM profile's (slurm/config.yaml). `conda:` environments are used with
-# --software-deployment-method conda (the SLURM profile turns it on).
+# --software-deployment-method conda, the `container:` image (cluster.container, one
+# image of the whole pinned stack: envs/verl.def) with --sdm apptainer; null is no
+# container. Neither is in any job's params (docs/cluster.md, Running in a container).
 
 from isocompute.cluster import resources as cluster_resources
 
 GPU_ENV = "../envs/verl.yaml"
 ANALYSIS_ENV = "../envs/analysis.yaml"
+CONTAINER = config["cluster"]["container"]
 
 # The figure index is the repository's page, wherever the study's results are.
 FIGURE_INDEX_DOC = os.path.join(workflow.basedir, "docs", "figures.md")

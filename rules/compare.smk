@@ -21,6 +21,8 @@ rule compare:
         LAYOUT.log("compare/{comparison}"),
     conda:
         ANALYSIS_ENV
+    container:
+        CONTAINER
     params:
         args=comparison_args,
         stem=comparison_stem,

@@ -8,6 +8,8 @@ rule pool:
         LAYOUT.log("pool"),
     conda:
         ANALYSIS_ENV
+    container:
+        CONTAINER
     resources:
         **cpu_resources(),
     params:
@@ -27,6 +29,8 @@ rule base_model:
         LAYOUT.benchmark("base_model")
     conda:
         GPU_ENV
+    container:
+        CONTAINER
     threads: config["base_model"]["pretrain_threads"]
     resources:
         **cpu_resources(),
@@ -50,6 +54,8 @@ rule difficulty_chunk:
         LAYOUT.benchmark("difficulty/part{part}")
     conda:
         GPU_ENV
+    container:
+        CONTAINER
     threads: sampling_threads()
     resources:
         **sampling_resources(),
@@ -72,6 +78,8 @@ rule difficulty:
         LAYOUT.log("difficulty"),
     conda:
         ANALYSIS_ENV
+    container:
+        CONTAINER
     resources:
         **cpu_resources(),
     params:
@@ -92,6 +100,8 @@ rule splits:
         LAYOUT.log("splits"),
     conda:
         ANALYSIS_ENV
+    container:
+        CONTAINER
     resources:
         **cpu_resources(),
     params:
@@ -119,6 +129,8 @@ rule fig_difficulty:
         LAYOUT.log("fig_difficulty"),
     conda:
         ANALYSIS_ENV
+    container:
+        CONTAINER
     params:
         cfg=params_json("splits", "difficulty"),
         splits_dir=splits_dir_of,

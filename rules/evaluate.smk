@@ -12,6 +12,8 @@ rule score:
         LAYOUT.log(f"score/{CELL_NAME}"),
     conda:
         ANALYSIS_ENV
+    container:
+        CONTAINER
     resources:
         **cpu_resources(),
     params:
@@ -33,6 +35,8 @@ rule score_eval_set:
         LAYOUT.log(f"score/{CELL_NAME}.{{eval_set}}"),
     conda:
         ANALYSIS_ENV
+    container:
+        CONTAINER
     resources:
         **cpu_resources(),
     params:
@@ -62,6 +66,8 @@ rule cross_eval:
         LAYOUT.log("cross_eval"),
     conda:
         ANALYSIS_ENV
+    container:
+        CONTAINER
     params:
         cfg=cross_eval_params_json(),
     shell:

@@ -22,6 +22,8 @@ rule figures:
         LAYOUT.log("analysis/{split}/figures"),
     conda:
         ANALYSIS_ENV
+    container:
+        CONTAINER
     shell:
         "isocompute figures --evals {input.evals} --tables {input.tables} --out {output} > {log} 2>&1"
 
@@ -70,5 +72,7 @@ rule figure_index:
         LAYOUT.log("figure_index"),
     conda:
         ANALYSIS_ENV
+    container:
+        CONTAINER
     shell:
         "isocompute figure-index {input} --out {output} > {log} 2>&1"

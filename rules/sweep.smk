@@ -17,6 +17,8 @@ rule train_rung:
         LAYOUT.benchmark(f"train/{CELL_NAME}.rung{{rung}}")
     conda:
         GPU_ENV
+    container:
+        CONTAINER
     threads: train_threads()
     resources:
         **train_resources(),
@@ -38,6 +40,8 @@ rule score_rung:
         LAYOUT.log(f"score/{CELL_NAME}.rung{{rung}}"),
     conda:
         ANALYSIS_ENV
+    container:
+        CONTAINER
     resources:
         **cpu_resources(),
     params:
@@ -59,6 +63,8 @@ checkpoint adaptive_rung:
         LAYOUT.log("sweep/{split}/rung{rung}"),
     conda:
         ANALYSIS_ENV
+    container:
+        CONTAINER
     params:
         cfg=decide_params_json(),
         rung_compute=rung_compute_of,

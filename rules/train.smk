@@ -12,6 +12,8 @@ rule check_grid:
         LAYOUT.log("check_grid"),
     conda:
         ANALYSIS_ENV
+    container:
+        CONTAINER
     params:
         cfg=grid_check_params_json(),
         files=split_file_args,
@@ -29,6 +31,8 @@ rule train_options:
         LAYOUT.log("train_options"),
     conda:
         ANALYSIS_ENV
+    container:
+        CONTAINER
     params:
         cfg=train_options_json(),
     shell:
@@ -46,6 +50,8 @@ rule train:
         LAYOUT.benchmark(f"train/{CELL_NAME}")
     conda:
         GPU_ENV
+    container:
+        CONTAINER
     threads: train_threads()
     resources:
         **train_resources(),
@@ -71,6 +77,8 @@ if config["train"]["backend"] == "verl":
             LAYOUT.log(f"merge_checkpoint/{CELL_NAME}"),
         conda:
             GPU_ENV
+        container:
+            CONTAINER
         threads: config["cluster"]["merge"]["threads"]
         resources:
             **merge_resources(),

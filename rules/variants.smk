@@ -13,6 +13,8 @@ rule check_variant_grid:
         LAYOUT.log("variants/check_grid"),
     conda:
         ANALYSIS_ENV
+    container:
+        CONTAINER
     params:
         cfg=variant_check_params(),
         files=variant_split_file_args,
@@ -31,6 +33,8 @@ rule train_variant:
         LAYOUT.benchmark(f"train/{VARIANT_RUN}")
     conda:
         GPU_ENV
+    container:
+        CONTAINER
     threads: train_threads()
     resources:
         **train_resources(),
@@ -52,6 +56,8 @@ rule score_variant:
         LAYOUT.log(f"score/{VARIANT_RUN}"),
     conda:
         ANALYSIS_ENV
+    container:
+        CONTAINER
     resources:
         **cpu_resources(),
     params:
@@ -72,6 +78,8 @@ rule collect_variants:
         LAYOUT.log("variants/collect"),
     conda:
         ANALYSIS_ENV
+    container:
+        CONTAINER
     params:
         runs=variant_run_dirs(),
     shell:
@@ -92,6 +100,8 @@ rule variant_figures:
         LAYOUT.log("variants/figures"),
     conda:
         ANALYSIS_ENV
+    container:
+        CONTAINER
     params:
         cfg=variant_figure_params(),
     shell:

@@ -79,7 +79,7 @@ def lines_of(text: str) -> dict[str, str]:
             continue
         status, rest = line.split(None, 1)
         name = next(n for n in ("NVIDIA driver", "torch.cuda", "vllm", "flash-attn", "verl", "Hydra / antlr",
-                                "base model", "data", "SLURM profile", "disk") if rest.startswith(n))
+                                "base model", "data", "SLURM profile", "disk", "container") if rest.startswith(n))
         out[name] = status + " " + rest[len(name):].strip()
         last = name
     return out
@@ -179,3 +179,56 @@ def test_doctor_outside_the_repo_or_with_garbled_files_is_one_line_or_a_named_ch
     out = subprocess.run(doctor, cwd=tmp_path, capture_output=True, text=True)
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert "envs/verl.yaml: expected a conda environment with a pip list of pinned versions" in out.stderr
+
+
+# --- cluster.container: the runtime on PATH and the image ---------------------------------
+
+def put_on_path(bin_dir, name: str, version: str) -> None:
+    """A fake container runtime that answers --version as the real ones do."""
+    bin_dir.mkdir(exist_ok=True)
+    exe = bin_dir / name
+    exe.write_text(f"#!/bin/sh\necho '{version}'\n")
+    exe.chmod(0o755)
+
+
+@pytest.fixture
+def bare_path(tmp_path, monkeypatch):
+    """PATH holds only tmp/bin (empty until a test puts a runtime there), outside any container."""
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
+    for name in ("APPTAINER_CONTAINER", "SINGULARITY_CONTAINER"):
+        monkeypatch.delenv(name, raising=False)
+    return tmp_path / "bin"
+
+
+def test_without_apptainer_on_path_the_container_check_fails_with_its_fix(bare_path, tmp_path):
+    check = dr.check_container(dr.System(), str(tmp_path / "verl.sif"))
+    assert check.failed and "neither apptainer nor singularity is on PATH" in check.detail
+    assert "module load apptainer" in check.fix and "cluster.container: null" in check.fix
+
+
+def test_with_apptainer_on_path_the_image_file_must_exist(bare_path, tmp_path):
+    put_on_path(bare_path, "apptainer", "apptainer version 1.3.4")
+    sif = tmp_path / "verl.sif"
+    check = dr.check_container(dr.System(), str(sif))
+    assert check.failed and f"apptainer version 1.3.4; no image at {sif}" == check.detail
+    assert "apptainer build verl.sif envs/verl.def" in check.fix
+    sif.write_bytes(b"")
+    assert dr.check_container(dr.System(), str(sif)) == dr.ok("container", f"apptainer version 1.3.4; image {sif}")
+    pulled = dr.check_container(dr.System(), "docker://ghcr.io/lab/isocompute:0.3")
+    assert pulled.status == "ok" and "Snakemake pulls it" in pulled.detail
+
+
+def test_singularity_serves_too_and_inside_the_image_the_check_passes(bare_path, tmp_path, monkeypatch):
+    put_on_path(bare_path, "singularity", "singularity-ce version 4.1.5")
+    sif = tmp_path / "verl.sif"
+    sif.write_bytes(b"")
+    assert dr.check_container(dr.System(), str(sif)).detail == f"singularity-ce version 4.1.5; image {sif}"
+    (bare_path / "singularity").unlink()
+    monkeypatch.setenv("APPTAINER_CONTAINER", str(sif))
+    assert dr.check_container(dr.System(), str(sif)).status == "ok"
+
+
+def test_the_checklist_has_a_container_item_only_when_the_study_sets_one(study):
+    assert "container" not in lines_of(dr.doctor(study, FakeNode())[0])
+    text, status = dr.doctor({**study, "cluster": {**study["cluster"], "container": "verl.sif"}}, FakeNode())
+    assert status == 1 and lines_of(text)["container"].startswith("FAIL cluster.container is verl.sif")

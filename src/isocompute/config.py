@@ -19,6 +19,7 @@ from pathlib import Path
 import jsonschema
 import yaml
 
+from isocompute.container import check_container
 from isocompute.errors import ConfigError
 from isocompute.layout import run_name
 from isocompute.schedule import first_rung_below_one
@@ -175,6 +176,7 @@ def _check_semantics(config: dict) -> None:
         raise ConfigError("config key 'base_model.path': expected a model directory or hub name when base_model.source is 'path'")
     if model["hidden_size"] % model["num_heads"]:
         raise ConfigError("config key 'base_model.num_heads': must divide base_model.hidden_size")
+    check_container(config["cluster"]["container"])
     _check_variants(config)
     _check_eval_sets(config)
     _check_sweep(config)

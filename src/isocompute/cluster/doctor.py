@@ -2,8 +2,9 @@
 first launch, as a checklist with the fix for each failure -- the NVIDIA driver
 and CUDA build against the pinned GPU stack (envs/verl.yaml), torch.cuda, vllm,
 flash-attn and verl, verl's Hydra and its antlr runtime, the config's base model
-and data, the SLURM profile's account and partitions, and free disk for the
-checkpoints the study keeps.
+and data, the SLURM profile's account and partitions, free disk for the
+checkpoints the study keeps, and the container runtime and image of
+`cluster.container` when the jobs run in one.
 
 Every probe of the machine goes through `System`, so the checklist is tested
 with a fake one on a CPU machine.
@@ -23,6 +24,7 @@ from pathlib import Path
 
 import yaml
 
+from isocompute.container import BUILD_COMMAND, local_image
 from isocompute.errors import InputError
 
 # The oldest Linux driver branch that runs a CUDA major's builds (minor-version
@@ -87,6 +89,9 @@ class System:
 
     def user(self) -> str:
         return os.environ.get("USER", "")
+
+    def env(self, name: str) -> str:
+        return os.environ.get(name, "")
 
 
 # --- the pinned stack -----------------------------------------------------------------
@@ -328,6 +333,27 @@ def check_disk(system: System, cfg: dict, model_dir: Path | None, results: Path 
     return ok("disk", detail)
 
 
+def check_container(system: System, reference: str) -> Check:
+    """cluster.container: Apptainer (or Singularity) on PATH, with which Snakemake runs the
+    jobs (--sdm apptainer), and the image file when it is a path."""
+    inside = system.env("APPTAINER_CONTAINER") or system.env("SINGULARITY_CONTAINER")
+    if inside:
+        return ok("container", f"running inside {inside} (cluster.container: {reference})")
+    runs = (system.run(name, "--version") for name in ("apptainer", "singularity"))  # Snakemake's order
+    version = next((out.splitlines()[0] for rc, out in runs if rc == 0 and out), None)
+    if version is None:
+        return fail("container", f"cluster.container is {reference}, but neither apptainer nor singularity "
+                                 "is on PATH", "load it (e.g. module load apptainer) on the login and compute "
+                                               "nodes, or set cluster.container: null to use conda (--sdm conda)")
+    image = local_image(reference)
+    if image is not None and not image.exists():
+        return fail("container", f"{version}; no image at {image.resolve()}",
+                    f"build it from the repository root: {BUILD_COMMAND} (docs/cluster.md, Running in a "
+                    "container), or point cluster.container at the image")
+    where = f"image {image}" if image is not None else f"{reference} (Snakemake pulls it into .snakemake/singularity)"
+    return ok("container", f"{version}; {where}")
+
+
 # --- the checklist --------------------------------------------------------------------------
 
 def run_checks(cfg: dict | None, system: System | None = None, *, skip_gpu: bool = False,
@@ -345,7 +371,10 @@ def run_checks(cfg: dict | None, system: System | None = None, *, skip_gpu: bool
     if cfg is None:
         return checks + [check_profile(system)]
     model_check, model_dir = check_model(system, cfg)
-    return checks + [model_check, check_data(cfg), check_profile(system), check_disk(system, cfg, model_dir)]
+    checks += [model_check, check_data(cfg), check_profile(system), check_disk(system, cfg, model_dir)]
+    if cfg["cluster"]["container"]:
+        checks.append(check_container(system, cfg["cluster"]["container"]))
+    return checks
 
 
 def doctor(cfg: dict | None, system: System | None = None, *, skip_gpu: bool = False) -> tuple[str, int]:
