@@ -38,7 +38,8 @@ def local_cfg(**tracked) -> dict:
 
 
 def test_an_unknown_tracker_is_one_line_naming_tracking_backends():
-    assert check_config({})["tracking"] == {"backends": [], "project": None, "dir": None, "wandb_mode": "offline"}
+    assert check_config({})["tracking"] == {"backends": [], "project": None, "dir": None, "wandb_mode": "offline",
+                                            "mlflow_uri": None}
     with pytest.raises(ConfigError, match=r"^config key 'tracking.backends\[0\]': expected one of \['wandb', "
                                           r"'tensorboard', 'mlflow'\], got 'comet'$"):
         check_config({"tracking": {"backends": ["comet"]}})
@@ -82,7 +83,9 @@ def test_verl_logs_to_the_chosen_trackers_under_the_runs_name(tmp_path):
     # What verl.utils.tracking reads, absolute (verl runs in the run's session folder).
     assert command.env["TENSORBOARD_DIR"] == str(where / "tensorboard" / "study" / "t-easy-bp32_n8")
     assert (command.env["WANDB_MODE"], command.env["WANDB_DIR"]) == ("offline", str(where))
-    assert command.env["MLFLOW_TRACKING_URI"] == (where / "mlruns").as_uri()
+    assert command.env["MLFLOW_TRACKING_URI"] == f"sqlite:///{where / 'mlflow.db'}"
+    server = verl_cfg(tracking={"backends": ["mlflow"], "mlflow_uri": "http://mlflow.example:5000"})
+    assert verl_command(job_of(server), CELL, paths).env["MLFLOW_TRACKING_URI"] == "http://mlflow.example:5000"
     assert command.env["VERL_FILE_LOGGER_PATH"] == plain.env["VERL_FILE_LOGGER_PATH"]
     replicate = Cell("easy", 32, 8, 10, 2560, replicate=1)
     assert overrides_dict(verl_command(job_of(cfg, replicate), replicate, paths).argv[3:])[
@@ -106,3 +109,23 @@ def test_an_untracked_run_imports_no_tracker_client():
             "print(sorted(m for m in ('wandb', 'mlflow', 'torch.utils.tensorboard') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_the_local_mlflow_tracker_writes_its_file_store(tmp_path):
+    """Where mlflow is installed (the project venv has none: then skipped): the local backend's
+    MLflow client logs each row under the project and run name in <dir>/mlflow.db."""
+    pytest.importorskip("mlflow")
+    from mlflow import MlflowClient
+
+    from isocompute.train.backends.local.tracking import Trackers
+
+    where = tracking.tracking_of(local_cfg(backends=["mlflow"], dir=str(tmp_path)), CELL)
+    tracking.prepare(where)
+    rows = {0: {"val/score/mean": 0.25}, 1: {"critic/score/mean": 0.5, "actor/loss": -0.1}}
+    with Trackers(where, {"seed": 0}) as trackers:
+        for step, row in rows.items():
+            trackers.log(row, step)
+    client = MlflowClient(tracking_uri=where.mlflow_uri)
+    (run,) = client.search_runs([client.get_experiment_by_name("t").experiment_id])
+    assert run.info.run_name == "t-easy-bp32_n8"
+    assert [(m.step, m.value) for m in client.get_metric_history(run.info.run_id, "critic/score/mean")] == [(1, 0.5)]

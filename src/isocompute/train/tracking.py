@@ -34,6 +34,7 @@ class Tracking:
     run: str
     dir: Path
     wandb_mode: str = "offline"
+    mlflow_store: str | None = None  # tracking.mlflow_uri; None: the SQLite file in `dir`
 
     @property
     def enabled(self) -> bool:
@@ -51,8 +52,14 @@ class Tracking:
 
     @property
     def mlflow_uri(self) -> str:
-        """MLflow's file store, <dir>/mlruns, as the file:// URI its clients take (absolute)."""
-        return (self.dir / "mlruns").resolve().as_uri()
+        """MLflow's tracking URI: tracking.mlflow_uri, else the SQLite database <dir>/mlflow.db
+        (absolute; MLflow 3 refuses a file store unless told to)."""
+        return self.mlflow_store or f"sqlite:///{(self.dir / 'mlflow.db').resolve()}"
+
+    @property
+    def mlflow_artifacts(self) -> str:
+        """Where MLflow puts an experiment's artifacts (the run's config) when this run creates it."""
+        return (self.dir / "mlartifacts").resolve().as_uri()
 
 
 def tracking_of(cfg: dict, cell) -> Tracking:
@@ -63,7 +70,7 @@ def tracking_of(cfg: dict, cell) -> Tracking:
         return Tracking((), cfg["experiment"], name, Path(study_layout(cfg).tracking))
     t = cfg["tracking"]
     return Tracking(tuple(t["backends"]), t["project"] or cfg["experiment"], name,
-                    Path(t["dir"] or study_layout(cfg).tracking), t["wandb_mode"])
+                    Path(t["dir"] or study_layout(cfg).tracking), t["wandb_mode"], t["mlflow_uri"])
 
 
 def prepare(tracking: Tracking) -> None:

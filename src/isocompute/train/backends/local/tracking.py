@@ -52,8 +52,8 @@ class _MLflow:
 
         self.client = MlflowClient(tracking_uri=tracking.mlflow_uri)
         experiment = self.client.get_experiment_by_name(tracking.project)
-        experiment_id = (experiment.experiment_id if experiment is not None
-                         else self.client.create_experiment(tracking.project))
+        experiment_id = (experiment.experiment_id if experiment is not None else
+                         self.client.create_experiment(tracking.project, artifact_location=tracking.mlflow_artifacts))
         self.run_id = self.client.create_run(experiment_id, run_name=tracking.run).info.run_id
         self.client.log_dict(self.run_id, config, "config.json")
 
