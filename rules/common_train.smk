@@ -71,7 +71,7 @@ def cell_train_inputs(wildcards):
         **split_files(wildcards.split),
         "grid_check": ancient(LAYOUT.grid_check),
         "model": base_model_input(),
-        # Ancient too: rewritten when a time limit or retention changes, re-running nothing.
+        # Ancient too: rewritten when tracking, retention or CPUs change, re-running nothing.
         "options": ancient(LAYOUT.train_options) if uses_train_options() else [],
         "eval_sets": [
             path for _, path in LAYOUT.eval_set_files(config, wildcards.split)
@@ -80,12 +80,12 @@ def cell_train_inputs(wildcards):
 
 
 def uses_train_options():
-    return config["train"]["backend"] == "verl"
+    return jobs.uses_train_options(config)
 
 
 def options_of(input):
-    """The train options file a job reads (verl's), or None: an empty named input may be
-    absent from Snakemake's InputFiles."""
+    """The train options file a job reads (verl's, or a tracked local run's), or None: an
+    empty named input may be absent from Snakemake's InputFiles."""
     return input.get("options") or None
 
 

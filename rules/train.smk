@@ -21,9 +21,10 @@ rule check_grid:
         "isocompute check-grid --params {params.cfg:q} --train-files {params.files} --out {output} > {log} 2>&1"
 
 
-# The cluster settings train jobs read that are not their params (CPUs, checkpoint
-# retention): a changed value rewrites this file, which the jobs read as an ancient
-# input, so finished runs are not resubmitted and the next attempt of a run sees it.
+# The settings train jobs read that are not their params (experiment tracking, verl's
+# CPUs and checkpoint retention): a changed value rewrites this file, which the jobs read
+# as an ancient input, so finished runs are not resubmitted and the next attempt of a
+# run sees it.
 rule train_options:
     output:
         LAYOUT.train_options,

@@ -50,6 +50,8 @@ VERL_CPU = {
               "warmup_steps": 1, "probe_problems": 0, "eval_schedule": "compute", "eval_points_per_octave": 1},
     "eval": {"k": 2, "samples": 2, "extra_sets": [{"name": "hard", "split": "hard"}]},
     "sweep": {"mode": "adaptive", "rungs": 2, "eta": 5 / 3},
+    # verl's own TensorBoard logger, through the tracking section (verl.utils.tracking).
+    "tracking": {"backends": ["tensorboard"]},
     # One logical GPU; TransferQueue with 1 storage unit: 3 + 1 + 1 + 1 = 6 of the 8 Ray CPUs.
     "cluster": {"train": {"gpus": 1, "cpus_per_gpu": 8},
                 "verl": {"storage_units": 1, "max_prompt_length": 64, "max_token_len_per_gpu": 512}},
@@ -146,6 +148,21 @@ def test_verl_trains_the_cell_on_the_cpu(verl_study):
         # The rollout server's tempered log-probs are the actor's (same weights, synced each step).
         assert abs(data["training/rollout_probs_diff_mean"]) < 1e-2, data["training/rollout_probs_diff_mean"]
     assert (run / "checkpoints" / "latest_checkpointed_iteration.txt").read_text().strip() == str(M_MAX)
+    assert hydra["trainer"]["logger"] == ["console", "file", "tensorboard"]
+
+
+def test_verls_tensorboard_logger_gets_the_metrics_of_both_sessions(verl_study):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    run = verl_study / RUN
+    board = EventAccumulator(str(verl_study / "results/tinyverl/tracking/tensorboard/tinyverl/tinyverl-easy-bp2_n2"))
+    board.Reload()
+    metrics = {m["step"]: m["data"] for m in map(json.loads, (run / "metrics.jsonl").read_text().splitlines())}
+    grad_norms = {e.step: e.value for e in board.Scalars("actor/grad_norm")}
+    assert sorted(grad_norms) == list(range(1, M_MAX + 1))  # the rung's session, then the last rung's
+    assert grad_norms == pytest.approx({s: metrics[s]["actor/grad_norm"] for s in grad_norms}, rel=1e-5)
+    logged = {e.step for tag in board.Tags()["scalars"] for e in board.Scalars(tag)}
+    assert logged == set(metrics) == set(range(M_MAX + 1))  # step 0: the base model's validation
 
 
 def test_the_rung_stops_at_its_step_and_the_last_rung_resumes_verls_checkpoint(verl_study):

@@ -211,3 +211,83 @@ def test_extra_evaluation_sets_are_validated_at_the_same_steps_and_scored_apart(
     assert table["step"].tolist() == own and (table["eval_set"] == "aime24").all()
     assert table["avg@4"].between(0, 1).all()
     assert "eval_set" not in score_run(paths.run_dir, 4, B_p=2, n=2, split="easy").columns
+
+
+def wandb_offline_runs(folder: Path) -> list[tuple[dict, list[dict]]]:
+    """Each offline W&B run under `folder`/wandb, oldest first: ({project, name}, its history rows).
+    Its .wandb file is W&B's record log (LevelDB's log format of protobuf Records, after a 7-byte
+    header), which wandb 0.31's Python side no longer reads back."""
+    import struct
+
+    from wandb.proto import wandb_internal_pb2 as pb
+
+    out = []
+    for path in sorted(folder.glob("wandb/offline-run-*/run-*.wandb")):
+        data, pos, chunk, run, history = path.read_bytes(), 7, b"", {}, []
+        assert data[:4] == b":W&B"
+        while pos + 7 <= len(data):
+            left = 32768 - pos % 32768
+            length, kind = struct.unpack("<HB", data[pos + 4:pos + 7]) if left >= 7 else (0, 0)
+            if kind == 0:  # a block's zero padding
+                pos += left
+                continue
+            chunk, pos = chunk + data[pos + 7:pos + 7 + length], pos + 7 + length
+            if kind in (1, 4):  # a whole record, or its last fragment
+                rec = pb.Record()
+                rec.ParseFromString(chunk)
+                chunk, what = b"", rec.WhichOneof("record_type")
+                if what == "run":
+                    run = {"project": rec.run.project, "name": rec.run.display_name}
+                elif what == "history":
+                    items = {i.key or "/".join(i.nested_key): json.loads(i.value_json) for i in rec.history.item}
+                    history.append({k: v for k, v in items.items() if not k.startswith("_") or k == "_step"})
+        out.append((run, history))
+    return out
+
+
+def test_trackers_get_every_metrics_row_and_change_nothing(tiny_model_and_splits, tmp_path, monkeypatch):
+    """tracking tensorboard + wandb (offline): a run killed after step 3's records (its checkpoint at
+    step 2) and resumed hands each tracker every metrics.jsonl row, TensorBoard's events of the
+    dead session past the checkpoint purged; the run itself is an untracked one's, and an
+    untracked run writes no tracker file anywhere."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    root = tiny_model_and_splits
+    cell = Cell("easy", 2, 2, 4, 16)  # evaluations at 0, 2, 4
+    monkeypatch.chdir(tmp_path)  # where the default tracking folder (results/...) would go
+    plain = paths_for(root, "untracked")
+    train_run(tiny_cfg(), cell, plain)
+    assert not (tmp_path / "results").exists()
+
+    board_dir = root / "trackers"
+    cfg = check_config({**tiny_cfg(), "experiment": "tiny",
+                        "tracking": {"backends": ["tensorboard", "wandb"], "dir": str(board_dir)}})
+    tracked = paths_for(root, "tracked")
+
+    def kill_at_3(step):
+        if step == 3:
+            raise Killed(step)
+
+    with pytest.raises(Killed):
+        train_run(cfg, cell, tracked, on_step_end=kill_at_3)
+    assert train_run(cfg, cell, tracked)["resumed_from"] == 2
+    assert metric_rows(tracked) == metric_rows(plain) and eval_rows(tracked) == eval_rows(plain)
+    assert {p.name for p in tracked.run_dir.iterdir()} == {p.name for p in plain.run_dir.iterdir()}
+    rows = {step: data for step, data in metric_rows(tracked, drop=())}
+    assert sorted(rows) == [0, 1, 2, 3, 4]
+
+    board = EventAccumulator(str(board_dir / "tensorboard" / "tiny" / "tiny-easy-bp2_n2"))
+    board.Reload()
+    tags = board.Tags()["scalars"]
+    assert set(tags) == {k for data in rows.values() for k in data}
+    for tag in tags:
+        logged = {e.step: e.value for e in board.Scalars(tag)}
+        assert len(board.Scalars(tag)) == len(logged)  # no step twice: the dead session's step 3 purged
+        assert logged == pytest.approx({s: d[tag] for s, d in rows.items() if tag in d}, rel=1e-6), tag
+    assert sorted(e.step for e in board.Scalars("val/score/mean")) == [0, 2, 4]
+
+    (first, killed), (second, resumed) = wandb_offline_runs(board_dir)
+    assert first == second == {"project": "tiny", "name": "tiny-easy-bp2_n2"}
+    assert [h["_step"] for h in killed] == [0, 1, 2, 3] and [h["_step"] for h in resumed] == [3, 4]
+    logged = {h.pop("_step"): h for h in killed + resumed}  # the resumed session's step 3 wins
+    assert logged == rows

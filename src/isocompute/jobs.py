@@ -88,9 +88,21 @@ def train_params(cfg: dict, cell) -> dict:
 
 
 def train_options(cfg: dict) -> dict:
-    """The cluster keys a verl train job reads that are not its params (CPUs, checkpoint
-    retention): the params of the train_options rule, whose file the train jobs read."""
-    return {"cluster": verl_overrides.run_options(cfg)}
+    """The keys a train job reads that are not its params: the experiment trackers (config
+    `tracking`: they log what a run computes and change none of it) and a verl job's cluster
+    keys (CPUs, checkpoint retention). The params of the train_options rule, whose file the
+    train jobs read as an ancient input, so a changed value re-runs no finished run."""
+    options = {"tracking": cfg["tracking"]}
+    if cfg["train"]["backend"] == "verl":
+        options["cluster"] = verl_overrides.run_options(cfg)
+    return options
+
+
+def uses_train_options(cfg: dict) -> bool:
+    """Whether the train jobs read the options file: always on verl; on the local backend only
+    with a tracker on, so that its default jobs (and every study trained before tracking
+    existed) keep their inputs and arguments."""
+    return cfg["train"]["backend"] == "verl" or bool(cfg["tracking"]["backends"])
 
 
 def grid_check_params(cfg: dict) -> dict:

@@ -12,6 +12,7 @@
       runs/{split}/bp{B_p}_n{n}/rungs/{rung}/             the run trained to a rung of an adaptive sweep (RungFiles)
       sweep/{split}/rung{rung}/{decisions.csv,evals.parquet}  an adaptive sweep's decision at a rung, and what it saw
       runs/options.json                                   train jobs' settings outside their params
+      tracking/                                           experiment trackers' files (config tracking; off by default)
       models/{split}/bp{B_p}_n{n}/                        a verl run merged to Hugging Face format (on request)
       analysis/{split}/{evals,train_pass_rates}.parquet, tables/, figures/
       variants/{variant}/runs/{split}/bp{B_p}_n{n}/       one run of a recipe variant (RunFiles below)
@@ -251,6 +252,11 @@ class StudyLayout:
     def train_options(self) -> str:
         """What the train jobs read besides their params (CPUs, checkpoint retention)."""
         return f"{self.results}/runs/options.json"
+
+    @property
+    def tracking(self) -> str:
+        """Where the experiment trackers write when `tracking.dir` is not set (config tracking)."""
+        return f"{self.results}/tracking"
 
     # --- recipe variants: their runs apart from the grid's, one folder per variant ----
     @property

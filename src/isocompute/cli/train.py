@@ -190,14 +190,15 @@ def register(sub) -> None:
     p.add_argument("--train-files", nargs="+", required=True, metavar="SPLIT=PATH")
     p.add_argument("--out", required=True)
     p = add_stage_parser(sub, "train-options", cmd_train_options,
-                         "Write the train jobs' settings that are not their params (CPUs, checkpoint retention).")
+                         "Write the train jobs' settings that are not their params (tracking, CPUs, checkpoint "
+                         "retention).")
     p.add_argument("--out", required=True)
     p = add_stage_parser(sub, "train", cmd_train,
                          "Train one (B_p, n) grid cell with GRPO (local or verl backend), resumably.")
     add_cell_arguments(p)
     p.add_argument("--options", default=None, metavar="FILE",
-                   help="JSON file of config keys the job reads that are not its --params (CPUs, checkpoint "
-                        "retention; the train_options rule writes it)")
+                   help="JSON file of config keys the job reads that are not its --params (tracking, CPUs, "
+                        "checkpoint retention; the train_options rule writes it)")
     p.add_argument("--max-steps", type=int, required=True, help="M_max = C_max // (B_p * n)")
     p.add_argument("--stop-at-step", type=int, default=None, metavar="S",
                    help="adaptive sweep: stop (checkpointed) at step S <= M_max of the full run's recipe, "

@@ -6,12 +6,13 @@ advantages and takes exactly one optimiser step. At the recipe's validation
 steps (step 0, the split's shared compute points, the last step) it samples the
 validation set and dumps the raw generations in verl's format. Its recipe comes from `train.recipe`, its identity from
 `train.identity`, its logs and checkpoint from `train.run_logs` and
-`train.checkpoint`.
+`train.checkpoint`, its trackers (config `tracking`) from `train.tracking`.
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import logging
 import random
 import time
@@ -220,10 +221,14 @@ def train_local(cfg: dict, cell, paths, stop_at_step: int | None = None, on_step
     from isocompute.model.io import load_policy, pick_device
     from isocompute.train import checkpoint as ckpt
     from isocompute.train import run_logs as files
+    from isocompute.train.backends.local.tracking import Trackers
     from isocompute.train.identity import config_hash, training_identity
+    from isocompute.train.tracking import prepare as prepare_tracking, tracking_of
 
     M_max = cell.M_max
     stop = M_max if stop_at_step is None else stop_step_within(stop_at_step, M_max)
+    tracking = tracking_of(cfg, cell)
+    prepare_tracking(tracking)  # a tracker's missing package stops the run before the model loads
     identity = training_identity(cfg, cell, paths)
     run_hash = config_hash(identity)
     checkpoint_file = ckpt.checkpoint_path(paths.run_dir)
@@ -271,41 +276,51 @@ def train_local(cfg: dict, cell, paths, stop_at_step: int | None = None, on_step
             out[f"val/{name}/score/mean"] = float(np.mean([r["score"] for r in records]))
         return {**out, "timing_s/eval": time.perf_counter() - t}
 
-    if state is None:
-        # Step 0: the base model's evaluation point.
-        metrics = {**run_eval(0), "perf/tokens_generated_cumulative": 0, "time/wall_s": wall()}
-        files.append_jsonl(paths.metrics, [{"step": 0, "data": metrics}])
-        log.info("step 0: val score %.3f", metrics["val/score/mean"])
-        checkpoint(0)
+    # The trackers get each metrics.jsonl row as it is written (config tracking; none by default).
+    if state is not None and step >= stop:
+        tracking = dataclasses.replace(tracking, backends=())  # nothing left to log
+    trackers = Trackers(tracking, cfg, first_step=0 if state is None else step + 1)
 
-    bar = (progress_factory or _null_progress)(total=stop, initial=min(step, stop), unit="step",
-                                               desc=f"{cell.split} {cell.name}")
-    reward_ema = None
-    while step < stop:
-        step += 1
-        metrics, pass_rates = trainer.step(step)
-        tokens_total += metrics["perf/tokens_generated"]
-        if trainer.recipe.evaluates_at(step):
-            metrics.update(run_eval(step))
-        metrics.update({"perf/tokens_generated_cumulative": tokens_total, "time/wall_s": wall(),
-                        "training/compute_rollouts": step * cell.B_p * cell.n})
-        files.append_jsonl(paths.metrics, [{"step": step, "data": metrics}])
-        files.append_jsonl(paths.pass_rates, pass_rates)
-        if step in trainer.recipe.probe_steps:
-            files.append_jsonl(paths.probe, trainer.probe(step))
-        if on_step_end is not None:
-            on_step_end(step)
-        if trainer.recipe.evaluates_at(step) or step == stop:
-            checkpoint(step)
-        r = metrics["critic/score/mean"]
-        reward_ema = r if reward_ema is None else 0.9 * reward_ema + 0.1 * r
-        bar.update(1)
-        bar.set_postfix(reward=f"{reward_ema:.3f}", rollouts_s=f"{metrics['perf/rollouts_per_s']:.0f}",
-                        refresh=False)
-        if "val/score/mean" in metrics:
-            log.info("step %d: val score %.3f, train reward %.3f, %.0f rollouts/s", step,
-                     metrics["val/score/mean"], reward_ema, metrics["perf/rollouts_per_s"])
-    bar.close()
+    def record(at: int, metrics: dict) -> None:
+        files.append_jsonl(paths.metrics, [{"step": at, "data": metrics}])
+        trackers.log(metrics, at)
+
+    with trackers:
+        if state is None:
+            # Step 0: the base model's evaluation point.
+            metrics = {**run_eval(0), "perf/tokens_generated_cumulative": 0, "time/wall_s": wall()}
+            record(0, metrics)
+            log.info("step 0: val score %.3f", metrics["val/score/mean"])
+            checkpoint(0)
+
+        bar = (progress_factory or _null_progress)(total=stop, initial=min(step, stop), unit="step",
+                                                   desc=f"{cell.split} {cell.name}")
+        reward_ema = None
+        while step < stop:
+            step += 1
+            metrics, pass_rates = trainer.step(step)
+            tokens_total += metrics["perf/tokens_generated"]
+            if trainer.recipe.evaluates_at(step):
+                metrics.update(run_eval(step))
+            metrics.update({"perf/tokens_generated_cumulative": tokens_total, "time/wall_s": wall(),
+                            "training/compute_rollouts": step * cell.B_p * cell.n})
+            record(step, metrics)
+            files.append_jsonl(paths.pass_rates, pass_rates)
+            if step in trainer.recipe.probe_steps:
+                files.append_jsonl(paths.probe, trainer.probe(step))
+            if on_step_end is not None:
+                on_step_end(step)
+            if trainer.recipe.evaluates_at(step) or step == stop:
+                checkpoint(step)
+            r = metrics["critic/score/mean"]
+            reward_ema = r if reward_ema is None else 0.9 * reward_ema + 0.1 * r
+            bar.update(1)
+            bar.set_postfix(reward=f"{reward_ema:.3f}", rollouts_s=f"{metrics['perf/rollouts_per_s']:.0f}",
+                            refresh=False)
+            if "val/score/mean" in metrics:
+                log.info("step %d: val score %.3f, train reward %.3f, %.0f rollouts/s", step,
+                         metrics["val/score/mean"], reward_ema, metrics["perf/rollouts_per_s"])
+        bar.close()
     if state is not None and state["step"] >= stop:
         log.info("run already at step %d (asked for %d)", state["step"], stop)
     return {"steps": step, "config_hash": run_hash, "wall_s": wall(), "tokens_cumulative": tokens_total,

@@ -21,10 +21,12 @@ from isocompute.train.backends.verl.eval_sets import val_files
 from isocompute.train.backends.verl.limits import check_supported, ray_cpus
 from isocompute.train.backends.verl.resume import resume_state
 from isocompute.train.recipe import cell_recipe
+from isocompute.train.tracking import tracker_env, tracking_of
 
 # What verl 0.9.1 reads: the Hydra entry point, the env var its file logger
-# takes its path from (verl.utils.tracking.FileLogger), and the name of the
-# function in the reward file.
+# takes its path from (verl.utils.tracking.FileLogger; its trackers' variables
+# come from train.tracking.tracker_env), and the name of the function in the
+# reward file.
 VERL_ENTRY = "verl.trainer.main_ppo"
 FILE_LOGGER_ENV = "VERL_FILE_LOGGER_PATH"
 REWARD_FUNCTION_NAME = "compute_score"
@@ -210,15 +212,17 @@ def engineering_overrides(cfg: dict) -> dict:
 def io_overrides(cfg: dict, cell, paths, files: VerlRunFiles, *, validate_first: bool) -> dict:
     """Where verl reads and writes: the split files, the model, the run folder."""
     record_pass_rates = cfg["cluster"]["verl"]["train_pass_rates"]
+    tracking = tracking_of(cfg, cell)
     return {
         "data.train_files": str(Path(paths.train_file).resolve()),
         "data.val_files": val_files(paths, files),
         "actor_rollout_ref.model.path": model_arg(paths.model),
         "reward.custom_reward_function.path": str(reward_function_path()),
         "reward.custom_reward_function.name": REWARD_FUNCTION_NAME,
-        "trainer.project_name": "isocompute",
-        "trainer.experiment_name": experiment_name(cfg, cell),
-        "trainer.logger": ["console", "file"],
+        # verl's loggers: its file logger (the run's metrics) and the trackers of config `tracking`.
+        "trainer.project_name": tracking.project,
+        "trainer.experiment_name": tracking.run,
+        "trainer.logger": ["console", "file", *tracking.backends],
         "trainer.log_val_generations": 0,
         "trainer.validation_data_dir": str(files.generations),
         "trainer.rollout_data_dir": str(files.rollouts) if record_pass_rates else None,
@@ -235,13 +239,6 @@ def model_arg(model: str) -> str:
     """A local model directory as an absolute path (even before the pipeline has built it);
     a Hugging Face hub id ('org/name', not a local path) as it is."""
     return str(model) if is_hub_id(model) else str(Path(model).resolve())
-
-
-def experiment_name(cfg: dict, cell) -> str:
-    """'<experiment>-<split>-bp<B_p>_n<n>' (a variant's: '<experiment>-<variant>-<split>-...'),
-    the run's name in verl's loggers."""
-    variant = getattr(cell, "variant", "")
-    return "-".join([cfg["experiment"], *([variant] if variant else []), cell.split, cell.name])
 
 
 def verl_overrides(cfg: dict, cell, paths, *, validate_first: bool = True,
@@ -275,4 +272,6 @@ def verl_command(cfg: dict, cell, paths, *, python: str | None = None,
     state = resume_state(files, cell_recipe(cfg, cell).eval_steps)
     overrides = verl_overrides(cfg, cell, paths, validate_first=state.validate_first, stop_at_step=stop_at_step)
     argv = [python or sys.executable, "-m", VERL_ENTRY, *overrides]
-    return VerlCommand(argv, {FILE_LOGGER_ENV: str(files.session_metrics), **(cpu_env() if on_cpu(cfg) else {})})
+    env = {FILE_LOGGER_ENV: str(files.session_metrics), **tracker_env(tracking_of(cfg, cell)),
+           **(cpu_env() if on_cpu(cfg) else {})}
+    return VerlCommand(argv, env)

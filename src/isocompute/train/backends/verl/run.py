@@ -23,6 +23,7 @@ from isocompute.train.backends.verl.resume import dump_is_complete, merge_metric
 from isocompute.train.identity import training_identity
 from isocompute.train.recipe import cell_recipe
 from isocompute.train.run_logs import read_jsonl
+from isocompute.train.tracking import prepare as prepare_tracking, tracking_of
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +59,7 @@ def run_verl(cfg: dict, cell, paths, stop_at_step: int | None = None, **hooks) -
     Returns the run summary that the train stage writes into run.json.
     """
     check_supported(cfg)
+    prepare_tracking(tracking_of(cfg, cell))  # here, not in verl's Ray worker once the model is loaded
     files = VerlRunFiles(Path(paths.run_dir).resolve())
     v = cfg["cluster"]["verl"]
     dropped = dropped_prompts({"train": paths.train_file, "val": paths.val_file}, paths.model,
