@@ -47,6 +47,10 @@ def graded(corpus) -> tuple[list[tuple[bool, str, float]], float]:
     for case in corpus:
         pair = (case.completion, case.ground_truth)
         if pair not in by_pair:
+            # Each call from ready workers: a killed worker's replacement starting is not a
+            # pair's time (grade's docstring), and with no timeout remembered the distinct
+            # pathological answers come back to back.
+            warm_up(2)
             (verdict, reason), seconds = timed(grade_with_reason, *pair, timeout_s=TIMEOUT_S)
             by_pair[pair] = (verdict, reason, seconds)
         outcomes.append(by_pair[pair])
