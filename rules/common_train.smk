@@ -130,7 +130,7 @@ def train_options_json():
 
 
 def score_params_json():
-    return params_json("eval")
+    return jobs.as_json(jobs.score_params(config))
 
 
 def train_uses_gpu():

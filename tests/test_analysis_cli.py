@@ -241,3 +241,26 @@ def test_params_missing_a_key_is_one_line_naming_it(tmp_path, csv, capsys):
     err = capsys.readouterr().err.strip()
     assert "config key 'analysis." in err and "was not given" in err and "\n" not in err
     assert not out.exists()
+
+
+def test_an_evaluation_the_grader_left_undecided_is_refused_naming_run_and_step(tmp_path, evals, capsys):
+    """grading.max_timeout_share: an evaluation with a larger share of timed-out samples (scored
+    as wrong, not decided) stops the analysis with one line naming the run, step and share."""
+    from isocompute.analysis.tables import check_timeout_shares
+
+    table = evals.assign(problems=100, samples=4, timeouts=0)
+    table["run"] = "bp" + table["B_p"].astype(str) + "_n" + table["n"].astype(str)
+    at = table.index[(table["B_p"] == 64) & (table["n"] == 16)][5]
+    table.loc[at, "timeouts"] = 4  # 1% of 400 samples: at the default share, not above it
+    check_timeout_shares(table, 0.01)
+    table.loc[at, "timeouts"] = 5
+    path = tmp_path / "evals.parquet"
+    table.to_parquet(path)
+    out = tmp_path / "out"
+    assert main(["analyze", str(path), "--out", str(out), "--no-figures", "--bootstrap", "0"]) == 2
+    err = capsys.readouterr().err.strip()
+    step = table.loc[at, "step"]
+    assert len(err.splitlines()) == 1 and f"run bp64_n16 step {step}: 5 of 400 graded pairs timed out" in err
+    assert "grading.max_timeout_share = 0.01" in err and not out.exists()
+    check_timeout_shares(table, 0.02)  # a looser share lets it through
+    check_timeout_shares(table.drop(columns="timeouts"), 0.0)  # tables from before the column: no check

@@ -167,6 +167,16 @@ def test_grader_adversarial_quick_grades_every_kind_as_its_policy_says(tmp_path)
     assert f"{ordinary['correct']:,} graded correct" in out
 
 
+def test_grader_load_quick_counts_every_pair_and_never_passes_a_tower(tmp_path):
+    out = run_benchmark("bench_grader_load.py", "--quick", "--out", str(tmp_path / "load.json"))
+    assert re.search(r"^graded 22 pairs in [\d.]+ s", out, flags=re.M), out
+    got = json.loads((tmp_path / "load.json").read_text())
+    assert got["pairs"] == 20 and got["towers"] == 2 and got["burners"] == 0
+    assert sum(got["honest"].values()) == 20 and sum(got["towers_verdicts"].values()) == 2
+    assert "correct" not in got["towers_verdicts"]  # timed out or wrong, within its budgets
+    assert got["timeouts"] == got["honest"].get("timed out", 0) + got["towers_verdicts"].get("timed out", 0)
+
+
 def test_check_analysis_tables_passes_on_its_own_tables_and_fails_on_a_changed_one(tmp_path):
     from check_analysis_tables import QUICK_CASE, SYNTHETIC
 

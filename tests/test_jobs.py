@@ -127,6 +127,7 @@ NOT_IN_IDENTITY = {
     ("eval", "extra_sets"): "the sets' files are in the identity by digest (paths.eval_sets)",
     ("schedule", "min_compute"): "when a run validates, not how it trains",
     ("schedule", "C_max"): "the budget: a run whose budget was raised continues",
+    ("grading", "max_timeout_share"): "a check on the run's rewards, not how it trains",
 }
 
 

@@ -42,3 +42,19 @@ def test_timeouts_score_as_not_correct_are_counted_and_not_cached(tmp_path, monk
     assert table["avg@2"].tolist() == [0.5, 1.0]
     assert len(GradeCache.load(run / "grades_cache.json")) == 6  # distinct pairs
     sandbox.clear_memo()
+
+
+def test_a_step_with_too_many_timeouts_fails_the_score_naming_run_step_and_share(tmp_path, monkeypatch):
+    import pytest
+
+    from isocompute.grading import TooManyTimeouts
+
+    run = _run_dir(tmp_path)
+    monkeypatch.setattr(sandbox, "slow_verdict", lambda *args: (Verdict.TIMED_OUT, sandbox.TIMEOUT))
+    # One of each step's 4 samples times out: a share of 0.25.
+    table = score_run(run, 2, B_p=2, n=2, split="easy", replicate=1, max_timeout_share=0.25)
+    assert table["timeouts"].tolist() == [1, 1]
+    with pytest.raises(TooManyTimeouts, match=r"score easy bp2_n2_s1 step 0: 1 of 4 graded pairs timed out "
+                                              r"\(share 0\.25 > grading\.max_timeout_share = 0\.2\)"):
+        score_run(run, 2, B_p=2, n=2, split="easy", replicate=1, max_timeout_share=0.2)
+    sandbox.clear_memo()

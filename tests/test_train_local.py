@@ -291,3 +291,32 @@ def test_trackers_get_every_metrics_row_and_change_nothing(tiny_model_and_splits
     assert [h["_step"] for h in killed] == [0, 1, 2, 3] and [h["_step"] for h in resumed] == [3, 4]
     logged = {h.pop("_step"): h for h in killed + resumed}  # the resumed session's step 3 wins
     assert logged == rows
+def test_timed_out_rewards_are_zero_counted_per_step_and_fail_the_run_above_the_share(tiny_model_and_splits,
+                                                                                       monkeypatch):
+    """A rollout the grader could not decide in time is rewarded 0 like a wrong one and counted
+    in the step's metrics (grading/timeouts); a step whose share of them is above
+    grading.max_timeout_share fails the run, naming it and the step, its count on record."""
+    from isocompute.grading import TooManyTimeouts, Verdict, judge_many
+    from isocompute.train.backends.local import trainer
+
+    def first_times_out(completions, truths, *args, **kwargs):
+        # The step's first rollout times out, whatever it says.
+        return [Verdict.TIMED_OUT] + judge_many(completions[1:], truths[1:], *args, **kwargs)
+
+    monkeypatch.setattr(trainer, "judge_many", first_times_out)
+    root = tiny_model_and_splits
+    cell = Cell("easy", 2, 2, 3, 12)
+    tolerant = paths_for(root, "timeouts_tolerated")
+    cfg = tiny_cfg()
+    cfg["grading"]["max_timeout_share"] = 0.25
+    train_run(cfg, cell, tolerant)
+    data = [d for s, d in metric_rows(tolerant) if s > 0]
+    assert [d["grading/timeouts"] for d in data] == [1, 1, 1]
+    assert [d["grading/timeout_share"] for d in data] == [0.25, 0.25, 0.25]
+    assert all(d["critic/score/mean"] <= 0.75 for d in data)  # the timed-out rollout earned 0
+
+    strict = paths_for(root, "timeouts_refused")
+    with pytest.raises(TooManyTimeouts, match=r"train easy bp2_n2 step 1: 1 of 4 graded pairs timed out "
+                                              r"\(share 0\.25 > grading\.max_timeout_share = 0\.01\)"):
+        train_run(tiny_cfg(), cell, strict)
+    assert [(s, d["grading/timeouts"]) for s, d in metric_rows(strict) if s > 0] == [(1, 1)]

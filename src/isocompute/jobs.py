@@ -65,7 +65,8 @@ TRAIN_SAMPLING_KEYS = ("temperature", "top_p", "max_new_tokens", "batch_size")
 def train_params(cfg: dict, cell) -> dict:
     """What a training job of `cell` reads: its recipe (a variant's with the variant's train
     overrides), the sampling keys, eval.samples (not eval.k: a changed k re-scores without
-    re-training), the extra evaluation sets of a grid run, the compute range of the split's
+    re-training), the extra evaluation sets of a grid run, the grader's timeout tolerance
+    (grading.max_timeout_share), the compute range of the split's
     shared evaluation schedule, the experiment's name (verl's loggers), and on verl the
     engine settings its runs are made of."""
     run_cfg = cell_config(cfg, cell)
@@ -78,6 +79,8 @@ def train_params(cfg: dict, cell) -> dict:
         "train": run_cfg["train"],
         "sampling": {k: cfg["sampling"][k] for k in TRAIN_SAMPLING_KEYS},
         "eval": {"samples": cfg["eval"]["samples"], "extra_sets": sets},
+        # The share of timed-out rewards a step may have (a check, not in the run identity).
+        "grading": cfg["grading"],
         "schedule": {"min_compute": lo, "C_max": c_max},
     }
     if cfg["train"]["backend"] == "verl":
@@ -161,10 +164,17 @@ def score_args(cell, *, eval_set=None, max_step=None) -> str:
 
 # --- analysis ----------------------------------------------------------------------------
 
+def score_params(cfg: dict) -> dict:
+    """What `isocompute score` reads: eval (its k) and grading (the timeout share it fails above)."""
+    return stage_params(cfg, "eval", "grading")
+
+
 def analysis_params(cfg: dict) -> dict:
-    """What `isocompute analyze` reads: the analysis section, and eval.k for its default metric
-    (rule params, so a change re-runs only the analysis and figure jobs)."""
-    return {"seed": cfg["seed"], "analysis": cfg["analysis"], "eval": {"k": cfg["eval"]["k"]}}
+    """What `isocompute analyze` reads: the analysis section, eval.k for its default metric and
+    grading.max_timeout_share, above which it refuses an evaluation (rule params, so a change
+    re-runs only the analysis and figure jobs)."""
+    return {"seed": cfg["seed"], "analysis": cfg["analysis"], "eval": {"k": cfg["eval"]["k"]},
+            "grading": cfg["grading"]}
 
 
 def cross_eval_params(cfg: dict) -> dict:

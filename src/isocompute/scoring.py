@@ -45,7 +45,8 @@ def read_generations(directory: Path, max_step: int | None = None):
 
 
 def score_run(run_dir: Path | str, k: int, *, B_p: int, n: int, split: str, replicate: int = 0,
-              max_step: int | None = None, eval_set: str | None = None) -> pd.DataFrame:
+              max_step: int | None = None, eval_set: str | None = None,
+              max_timeout_share: float | None = None) -> pd.DataFrame:
     """The evaluation table of one run (one row per evaluation step), re-graded from its dumps.
 
     `replicate` is the run's seed replicate (column `seed`: the analysis
@@ -55,9 +56,11 @@ def score_run(run_dir: Path | str, k: int, *, B_p: int, n: int, split: str, repl
     split's (`RunFiles.set_generations`), the same way; the table gets a column `eval_set`.
 
     Grades are cached in run_dir/grades_cache.json, keyed by the grader version;
-    timed-out samples are not, and column `timeouts` counts them per step.
+    timed-out samples are not, and column `timeouts` counts them per step. With
+    `max_timeout_share` (grading.max_timeout_share), a step with a larger share of
+    timed-out samples raises TooManyTimeouts naming the run and the step.
     """
-    from isocompute.grading import GradeCache, Verdict, judge_many
+    from isocompute.grading import GradeCache, Verdict, check_timeout_share, judge_many
     from isocompute.metrics import cumulative_tokens, eval_table
     from isocompute.train.run_logs import read_jsonl
 
@@ -85,12 +88,16 @@ def score_run(run_dir: Path | str, k: int, *, B_p: int, n: int, split: str, repl
     table = eval_table(samples[keep], k, B_p=B_p, n=n, tokens=tokens, split=split,
                        run=run_name(B_p, n, replicate_suffix(replicate)))
     table.insert(4, "seed", int(replicate))
-    per_step = samples.groupby("step")["timed_out"].sum()
-    table["timeouts"] = per_step.reindex(table["step"]).fillna(0).astype(int).to_numpy()
+    per_step = samples.groupby("step")["timed_out"].agg(["sum", "size"])
+    table["timeouts"] = per_step["sum"].reindex(table["step"]).fillna(0).astype(int).to_numpy()
     if any(timed_out):
         log.warning("score %s bp%d_n%d%s: %d of %d samples timed out in the grader (scored as not correct; "
                     "not cached, so re-scoring grades them again)", split, B_p, n, replicate_suffix(replicate),
                     sum(timed_out), len(timed_out))
+    if max_timeout_share is not None:
+        name = f"score {split}{f' on {eval_set}' if eval_set else ''} {run_name(B_p, n, replicate_suffix(replicate))}"
+        for step, row in per_step.iterrows():
+            check_timeout_share(int(row["sum"]), int(row["size"]), max_timeout_share, f"{name} step {step}")
     if eval_set:
         table["eval_set"] = eval_set
     dumped = gens["score"].astype(float).to_numpy() if "score" in gens.columns else None

@@ -75,3 +75,21 @@ def test_100k_integer_completions_are_cheap():
     elapsed = time.perf_counter() - start
     assert sum(verdicts) == sum(i % 1000 == i % 997 for i in range(100_000))
     assert elapsed < 3.0, elapsed
+
+
+@pytest.mark.parametrize(("answer", "truth", "expected"), [
+    ("42e0", "42", True), ("4.2e1", "42", True), ("4.2E1", "42", True), ("-4.2e+1", "-42", True),
+    ("5e-1", "\\frac{1}{2}", True), ("1e3", "1000", True), ("4.2e1", "43", False), ("42e1", "42", False),
+    ("1\\,234", "1234", True), ("1{,}234", "1234", True), ("12\\,345\\,678", "12345678", True),
+    ("-1\\,234.5", "-1234.5", True), ("1\\,234", "1235", False),
+])
+def test_scientific_notation_and_spaced_thousands_are_numbers(answer, truth, expected):
+    # math-verify reads "e" as Euler's number (42e0 = 0) and "1\,234" as a product;
+    # the fast path reads them as the numbers a person means.
+    assert numeric.fast_verdict(answer, truth) is expected
+    assert grade(f"so the answer is \\boxed{{{answer}}}", truth) is expected
+
+
+def test_spaced_digits_that_are_not_thousands_groups_go_to_math_verify():
+    assert numeric.fast_verdict("1\\,23", "123") is None
+    assert numeric.fast_verdict("2e", "2") is None

@@ -162,3 +162,23 @@ def check_train(train: pd.DataFrame, what: str = "training table") -> pd.DataFra
     if df.duplicated(keys).any():
         raise InputError(f"{what}: duplicate ({', '.join(keys)}) in columns {', '.join(repr(k) for k in keys)}")
     return df
+
+
+def check_timeout_shares(evals: pd.DataFrame, max_share: float, what: str = "evaluation table") -> None:
+    """Refuse a table with an evaluation whose grader timeouts (column `timeouts`, of its
+    problems * samples graded samples) are a larger share than `max_share`
+    (grading.max_timeout_share): its scores would count undecided answers as wrong.
+    Raises TooManyTimeouts naming the run and step; a table without the columns passes."""
+    from isocompute.grading.outcome import check_timeout_share
+
+    if "timeouts" not in evals.columns or not set(POSITIVE_COUNTS) <= set(evals.columns):
+        return
+    graded = (evals["problems"] * evals["samples"]).round().astype("int64")
+    over = evals["timeouts"] > max_share * graded
+    if over.any():
+        row = evals[over].iloc[0]
+        run = row["run"] if "run" in evals.columns else f"bp{plain(row['B_p'])}_n{plain(row['n'])}"
+        split = f" {row['split']}" if "split" in evals.columns else ""
+        others = f" (and {int(over.sum()) - 1} more evaluation steps)" if over.sum() > 1 else ""
+        check_timeout_share(int(row["timeouts"]), int(graded[over].iloc[0]), max_share,
+                            f"{what}: run{split} {run} step {plain(row['step'])}{others}")

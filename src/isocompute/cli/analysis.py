@@ -222,6 +222,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
     from isocompute.analysis.io import read_evals, read_train
     from isocompute.analysis.pipeline import run_analysis, write_analysis
+    from isocompute.analysis.tables import check_timeout_shares
 
     if (args.B_p is None) != (args.n is None):
         raise InputError("--bp and --n go together")
@@ -230,6 +231,9 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     evals = read_evals(args.evals, B_p=args.B_p, n=args.n, data_source=args.data_source,
                        verl_best_worst=args.verl_best_worst)
+    # Evaluations the grader left too undecided are refused, not fitted (grading.max_timeout_share).
+    cfg = config_from_params(args.params) if args.params else check_config({})
+    check_timeout_shares(evals, cfg["grading"]["max_timeout_share"], what=str(args.evals))
     train = read_train(args.train_table) if args.train_table is not None else None
     read_s = time.perf_counter() - start
     results = run_analysis(evals, settings, train=train, split=args.split)

@@ -14,7 +14,7 @@ keep the bound honest.
 
 from isocompute.grading.cache import GradeCache
 from isocompute.grading.extract import extract_answer
-from isocompute.grading.outcome import Verdict
+from isocompute.grading.outcome import TooManyTimeouts, Verdict, check_timeout_share
 from isocompute.grading.sandbox import warm_up
 from isocompute.grading.verdict import grade, grade_many, grade_with_reason, judge, judge_many
 from isocompute.grading.version import GRADER_VERSION
@@ -22,7 +22,9 @@ from isocompute.grading.version import GRADER_VERSION
 __all__ = [
     "GRADER_VERSION",
     "GradeCache",
+    "TooManyTimeouts",
     "Verdict",
+    "check_timeout_share",
     "extract_answer",
     "grade",
     "grade_many",

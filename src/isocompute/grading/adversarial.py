@@ -2,9 +2,9 @@
 
 `corpus(n, seed)` draws `n` of them deterministically, for the bounded-time
 test (tests/grading/test_adversarial.py) and benchmarks/bench_grader_adversarial.py.
-Kinds that reach math-verify draw from small fixed pools: repeats are
-remembered by the grader, so a corpus of 1,000 costs seconds, not one timeout
-per case.
+Kinds that reach math-verify draw from small fixed pools: `grade_many`
+compares a batch's repeats of a pair once, so a corpus of 1,000 costs one
+timeout per distinct pathological answer, not one per case.
 """
 
 from __future__ import annotations

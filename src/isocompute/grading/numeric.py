@@ -1,7 +1,10 @@
 """The grader's fast path: plain numbers decided in microseconds, in this thread.
 
 `fast_verdict` gives math-verify's verdict on two plain numbers (integers,
-decimals, fractions) without starting it, or None to send the pair to `sandbox`.
+decimals, fractions, and the written forms math-verify misreads: scientific
+notation with a lower-case e, which it reads as Euler's number, and thousands
+groups spaced with LaTeX's thin spaces) without starting it, or None to send
+the pair to `sandbox`.
 """
 
 from __future__ import annotations
@@ -15,6 +18,13 @@ _SIMPLE = re.compile(
     r"|\\[dt]?frac\{(-?\d+)\}\{(\d+)\}"
     r"|(\d+)/(\d+))"
 )
+# 42e0, 4.2e-1: a decimal times a bounded power of ten (math-verify reads "e" as
+# Euler's number, 42e0 = 0). The exponent's three digits bound the value's size.
+_SCIENTIFIC = re.compile(r"(-?\d+(?:\.\d+)?)[eE]([+-]?\d{1,3})")
+# 1\,234 and 1{,}234: thousands groups spaced or braced in LaTeX (math-verify
+# reads "1\,234" as the product 1*234).
+_SPACED_GROUPS = re.compile(r"-?\d{1,3}(?:(?:\\[,;:! ]|\{,\}|~)\d{3})+(?:\.\d+)?")
+_GROUP_SEPARATOR = re.compile(r"\\[,;:! ]|\{,\}|~")
 # math-verify rounds to 6 decimals when a float is involved, and its rounding
 # has quirks (1.0000001 != 1 there, 1/3 == 0.333333), so near-misses are left
 # to it; beyond this gap no rounding can make two values equal.
@@ -27,6 +37,14 @@ def _simple_value(s: str) -> tuple[Fraction, bool] | None:
     """(exact value, is_decimal) for a plain number, else None."""
     if len(s) > 64:
         return None
+    if _SPACED_GROUPS.fullmatch(s):
+        s = _GROUP_SEPARATOR.sub("", s)
+    sci = _SCIENTIFIC.fullmatch(s)
+    if sci is not None:
+        mantissa = _simple_value(sci.group(1))
+        if mantissa is None:
+            return None
+        return mantissa[0] * Fraction(10) ** int(sci.group(2)), True
     m = _SIMPLE.fullmatch(s)
     if m is None:
         return None

@@ -182,52 +182,44 @@ def _compare_guarded(answer: str, truth: str, budget_s: float) -> tuple[Verdict,
     return Verdict.TIMED_OUT, TIMEOUT  # it crashed twice: not gradable within any budget
 
 
-# Budgets jitter by a few milliseconds between calls; a pair that ran out of
-# time is not tried again with less than this factor more.
-_RETRY_BUDGET_FACTOR = 1.1
 _MEMO_SIZE = 1 << 16
-# (answer, truth) -> (verdict, the longest budget it ran out of, or 0 for a
-# definite verdict). Single get/set operations, atomic under the GIL; emptied when full.
-_MEMO: dict[tuple[str, str], tuple[Verdict, float]] = {}
+# (answer, truth) -> definite verdict. Single get/set operations, atomic under
+# the GIL; emptied when full. A timeout is never remembered: it says how busy
+# the machine was, not what the pair is, so a pair timed out under load is
+# graded again by the next call (`verdict.judge_many` grades a batch's repeats
+# of one pair once).
+_MEMO: dict[tuple[str, str], Verdict] = {}
 
 
 def clear_memo() -> None:
-    """Forget remembered slow-path outcomes (tests; a changed math-verify)."""
+    """Forget remembered slow-path verdicts (tests; a changed math-verify)."""
     _MEMO.clear()
 
 
-def _remember(key: tuple[str, str], outcome: tuple[Verdict, float]) -> None:
+def _remember(key: tuple[str, str], verdict: Verdict) -> None:
     if len(_MEMO) >= _MEMO_SIZE:
         _MEMO.clear()
-    _MEMO[key] = outcome
+    _MEMO[key] = verdict
 
 
 def slow_verdict(answer: str, truth: str, budget_s: float, retry_s: float) -> tuple[Verdict, str]:
     """(math-verify's verdict, how it came about): `budget_s` seconds, then `retry_s` if those run out.
 
     Each budget is math-verify's own time, counted from when a ready worker
-    has the pair. A pair that runs out of both is TIMED_OUT, and is remembered
-    for this process with the budget it ran out of: a policy that repeats one
-    pathological answer pays its timeout once, while a call with a budget
-    longer than that (by `_RETRY_BUDGET_FACTOR`) tries again. A budget run
-    out of once (the first) is not remembered. Definite verdicts are remembered.
+    has the pair. A pair that runs out of both is TIMED_OUT, and is not
+    remembered: the next call tries it again with its own budgets. Definite
+    verdicts are remembered for the process.
     """
     key = (answer, truth)
     known = _MEMO.get(key)
-    ran_out = 0.0
     if known is not None:
-        verdict, ran_out = known
-        if verdict.definite:
-            return verdict, MATH_VERIFY
-    outcome = (Verdict.TIMED_OUT, NO_TIME if known is None else TIMEOUT)
+        return known, MATH_VERIFY
+    outcome = (Verdict.TIMED_OUT, NO_TIME)
     for budget in (budget_s, retry_s):
-        if budget <= ran_out * _RETRY_BUDGET_FACTOR:
-            continue  # no time, or known to run out of this much
+        if budget <= 0:
+            continue  # no time left of the call's deadline: straight to the retry
         outcome = _compare_guarded(answer, truth, budget)
         if outcome[0].definite:
-            _remember(key, (outcome[0], 0.0))
+            _remember(key, outcome[0])
             return outcome
-        ran_out = budget
-    if outcome[1] == TIMEOUT and ran_out > 0:
-        _remember(key, (Verdict.TIMED_OUT, ran_out))
     return outcome

@@ -122,8 +122,9 @@ def judge_many(
     Each pair has `timeout_s` as `judge` would give it. `num_workers` > 1
     runs the math-verify comparisons concurrently (one worker process each,
     started before the first comparison); plain-number pairs never leave this
-    thread. Only definite verdicts are written to `cache`: a timed-out pair is
-    graded again by the next call.
+    thread. Repeats of one (answer, ground truth) pair within the call are
+    compared once. Only definite verdicts are written to `cache` (or kept in
+    the process): a timed-out pair is graded again by the next call.
     """
     if len(completions) != len(ground_truths):
         raise ValueError(
@@ -150,15 +151,20 @@ def judge_many(
     def slow(item: tuple[int, str, str, float]) -> tuple[Verdict, str]:
         return _slow(item[1], item[2], item[3], timeout_s)
 
-    if num_workers > 1 and len(pending) > 1:
-        workers = min(num_workers, len(pending))
+    # A batch's repeats of one pair (a policy writing one answer n times) are
+    # compared once: a pathological answer costs one timeout per batch.
+    first: dict[tuple[str, str], int] = {}
+    distinct = [item for item in pending if first.setdefault((item[1], item[2]), item[0]) == item[0]]
+    if num_workers > 1 and len(distinct) > 1:
+        workers = min(num_workers, len(distinct))
         sandbox.warm_up(workers)  # a batch's start-up, not any pair's time
         with ThreadPoolExecutor(workers) as executor:
-            outcomes = list(executor.map(slow, pending))
+            outcomes = list(executor.map(slow, distinct))
     else:
-        outcomes = [slow(item) for item in pending]
-    for (i, _, _, _), (verdict, _) in zip(pending, outcomes):
-        results[i] = verdict
+        outcomes = [slow(item) for item in distinct]
+    decided = {item[0]: verdict for item, (verdict, _) in zip(distinct, outcomes)}
+    for i, answer, truth, _ in pending:
+        results[i] = decided[first[(answer, truth)]]
 
     if cache is not None:
         for i in fresh:

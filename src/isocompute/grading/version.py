@@ -12,4 +12,6 @@ pipeline (which takes a cache) need not import each other's module both ways.
 # math-verify, over MAX_CHARS characters). Version 2: a pair that ran out of
 # time is timed out, not wrong, and never saved; version 1 caches may hold
 # correct answers saved as False after a worker's start-up ate their deadline.
-GRADER_VERSION = "2"
+# Version 3: 42e0 and 4.2e1 equal 42, and 1\,234 equals 1234 (the fast path;
+# math-verify graded them wrong).
+GRADER_VERSION = "3"

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from isocompute.grading import grade_many
+from isocompute.grading import Verdict, check_timeout_share, grade_many, judge_many
 from isocompute.sampling import LocalSampler, SamplingParams, pack_prompts
 from isocompute.train import grpo
 from isocompute.train.backends import register_backend
@@ -82,7 +82,12 @@ class LocalGRPO:
 
         texts = self.tokenizer.batch_decode(completions, skip_special_tokens=True)
         gts = [self.train_set.ground_truths[i] for i in rows for _ in range(n)]
-        rewards = np.asarray(grade_many(texts, gts), dtype=np.float32)
+        # A timed-out rollout (math-verify could not decide it within its budget and
+        # one longer retry) is rewarded 0 like a wrong one, and counted: a step with
+        # more than grading.max_timeout_share of them fails the run (train_local).
+        verdicts = judge_many(texts, gts)
+        rewards = np.asarray([v.correct for v in verdicts], dtype=np.float32)
+        timeouts = sum(v is Verdict.TIMED_OUT for v in verdicts)
         group_index = np.repeat(np.arange(B_p), n)
         t2 = time.perf_counter()
 
@@ -94,6 +99,8 @@ class LocalGRPO:
         tokens = int(lengths.sum())
         metrics.update({
             "critic/score/mean": float(rewards.mean()),
+            "grading/timeouts": int(timeouts),
+            "grading/timeout_share": timeouts / len(verdicts),
             "batch/solve_none": float((per_group == 0).mean()),
             "batch/solve_all": float((per_group == 1).mean()),
             "response_length/mean": float(lengths.mean()),
@@ -305,6 +312,8 @@ def train_local(cfg: dict, cell, paths, stop_at_step: int | None = None, on_step
             metrics.update({"perf/tokens_generated_cumulative": tokens_total, "time/wall_s": wall(),
                             "training/compute_rollouts": step * cell.B_p * cell.n})
             record(step, metrics)
+            check_timeout_share(metrics["grading/timeouts"], cell.B_p * cell.n, cfg["grading"]["max_timeout_share"],
+                                f"train {cell.split} {cell.name} step {step}")
             files.append_jsonl(paths.pass_rates, pass_rates)
             if step in trainer.recipe.probe_steps:
                 files.append_jsonl(paths.probe, trainer.probe(step))
