@@ -51,6 +51,8 @@ rule headline:
         LAYOUT.log("report/headline"),
     conda:
         ANALYSIS_ENV
+    container:
+        CONTAINER
     params:
         tables=headline_tables_args,
         experiment=config["experiment"],

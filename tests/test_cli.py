@@ -20,7 +20,7 @@ TOOLS = {"check-config", "doctor", "plan", "verl-command", "verl-merge", "analyz
 # but a person runs them by hand on their own tables and runs, so they are tools).
 STAGES = {"pool", "base-model", "difficulty", "difficulty-merge", "splits", "fig-difficulty", "check-grid",
           "train-options", "train", "score", "cross-eval", "adaptive-decide", "collect", "figures",
-          "collect-variants", "variant-figures", "figure-index", "compare"}
+          "collect-variants", "variant-figures", "figure-index", "compare", "headline"}
 
 
 def _python_m(*args: str, **kw) -> subprocess.CompletedProcess:

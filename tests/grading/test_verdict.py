@@ -127,3 +127,20 @@ def test_grade_many_gives_each_pair_its_own_timeout(monkeypatch):
     assert len(budgets) == 5 and budgets[1] == budgets[3] == 2.0 * 0.3
     assert all(0.2 < b <= 0.3 for b in budgets[::2])
     sandbox.clear_memo()
+
+
+@pytest.mark.parametrize(("completion", "truth", "expected"), [
+    ("\\boxed{\\frac{x}{3}\\cdot 3}", "x", Verdict.CORRECT),
+    ("\\boxed{2x-x}", "x", Verdict.CORRECT),
+    ("\\boxed{\\frac{y}{2}\\cdot 2}", "y", Verdict.CORRECT),
+    ("\\boxed{2x}", "x", Verdict.WRONG),
+    ("\\boxed{x+1}", "x", Verdict.WRONG),
+    ("\\boxed{y}", "x", Verdict.WRONG),
+    ("\\boxed{yes}", "\\text{yes}", Verdict.CORRECT),
+])
+def test_a_bare_variable_truth_is_compared_as_an_identity(completion, truth, expected):
+    """math-verify compares a bare-variable ground truth as text (3x/3 is wrong by it, raw_math_verify
+    below); the worker then asks sympy whether the answer is the variable as an identity."""
+    assert judge(completion, truth)[0] is expected
+    if expected is Verdict.CORRECT and truth != "\\text{yes}":
+        assert raw_math_verify(completion, truth) is False
