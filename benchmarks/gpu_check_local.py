@@ -210,7 +210,8 @@ def train_params(cfg: dict, device: str, schedule: tuple[float, float]) -> dict:
     return {"seed": cfg["seed"], "experiment": cfg["experiment"], "train": {**cfg["train"], "device": device},
             "sampling": {k: cfg["sampling"][k] for k in TRAIN_SAMPLING_KEYS},
             "eval": {"samples": cfg["eval"]["samples"], "extra_sets": []},
-            "schedule": {"min_compute": float(schedule[0]), "C_max": float(schedule[1])}}
+            "schedule": {"min_compute": float(schedule[0]), "C_max": float(schedule[1])},
+            "grading": cfg["grading"]}
 
 
 def train_command(cfg: dict, split: str, B_p: int, n: int, max_steps: int, run_dir: str, device: str,
