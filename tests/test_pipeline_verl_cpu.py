@@ -98,7 +98,7 @@ def score_set(work) -> None:
     cfg = checked()
     (cell,) = grid_cells(cfg)
     argv = [sys.executable, "-c", "import sys; from isocompute.cli import main; sys.exit(main())", "score",
-            "--params", jobs.as_json(jobs.stage_params(cfg, "eval")),
+            "--params", jobs.as_json(jobs.score_params(cfg)),
             *jobs.score_args(cell, eval_set="hard").split(), "--run-dir", RUN, "--out", SET_EVALS]
     subprocess.run(argv, cwd=work, check=True, timeout=120)
 
