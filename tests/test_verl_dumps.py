@@ -92,7 +92,7 @@ def write_local_run(run_dir: Path) -> None:
 
 
 def score(run_dir: Path, out: Path) -> pd.DataFrame:
-    params = json.dumps({"eval": {"k": 4, "samples": 4}, "seed": 0})
+    params = json.dumps({"eval": {"k": 4, "samples": 4}, "grading": {"max_timeout_share": 0.01}, "seed": 0})
     proc = subprocess.run([str(VENV_BIN / "isocompute"), "score", "--params", params, "--split", "easy",
                            "--bp", "2", "--n", "2", "--run-dir", str(run_dir), "--out", str(out)],
                           capture_output=True, text=True)
