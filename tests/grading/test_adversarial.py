@@ -1,25 +1,26 @@
-"""The grader is bounded in time for any input (issue 14): on a generated corpus
-of 1,000 adversarial completions, every call returns within its timeout and its retry plus
-slack, and the corpus as a whole in bounded time."""
+"""The grader is bounded for any input: on a generated corpus of 1,000 adversarial
+completions, every call hands math-verify at most its deadline and one retry at
+RETRY_FACTOR times it, every comparison ends by its budget (a hang would not), and a
+batch compares each distinct pair once.
+
+The bounds are counted (the budgets each call handed out, the comparisons a batch
+made), not timed: a loaded machine slows every call, and a wall-clock bound on a
+2-core machine at load 8 fails for that reason alone. Only a hang is timed, with a
+margin no load reaches (HANG_S past a comparison's budget)."""
 
 from __future__ import annotations
 
 import time
 
 import pytest
-from grading_cases import timed
 
 from isocompute.grading import adversarial, grade_many, grade_with_reason, sandbox, verdict, warm_up
+from isocompute.grading import worker as worker_module
 from isocompute.grading.extract import MAX_CHARS
 
 TIMEOUT_S = 1.0
 RETRY_FACTOR = 1.5  # the retry is exercised at a fraction of the shipped cost
-SLACK_S = 0.5
-CALL_BOUND_S = (1 + RETRY_FACTOR) * TIMEOUT_S + SLACK_S  # the deadline, then the retry
-# Measured without the retry: about 20 s on 2 busy cores, mostly the dozen
-# distinct answers that run math-verify out of time (now 1 + RETRY_FACTOR
-# timeouts each); the rest is linear-time extraction.
-CORPUS_BUDGET_S = 45.0 + 12 * RETRY_FACTOR * TIMEOUT_S
+HANG_S = 30.0  # a comparison this far past its budget did not stop at it: a hang, not load
 UNSETTLED = {"timeout", "no time left"}  # outcomes that depend on the machine's speed
 
 
@@ -35,14 +36,39 @@ def corpus() -> list[adversarial.Case]:
     return adversarial.corpus(1_000, seed=14)
 
 
+class _Spy:
+    """Every math-verify comparison: (answer, truth, budget_s, seconds it waited)."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str, float, float]] = []
+
+    def wrap(self, compare):
+        def spied(worker_or_answer, *args):
+            start = time.monotonic()
+            try:
+                return compare(worker_or_answer, *args)
+            finally:
+                answer, truth, budget = (worker_or_answer, *args) if isinstance(worker_or_answer, str) else args
+                self.calls.append((answer, truth, budget, time.monotonic() - start))
+        return spied
+
+
 @pytest.fixture(scope="module")
-def graded(corpus) -> tuple[list[tuple[bool, str, float]], float]:
+def spy():
+    recorder = _Spy()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(worker_module.Worker, "compare", recorder.wrap(worker_module.Worker.compare))
+        patch.setattr(sandbox, "_compare_in_fork", recorder.wrap(sandbox._compare_in_fork))
+        yield recorder
+
+
+@pytest.fixture(scope="module")
+def graded(corpus, spy):
     warm_up(2)  # a spare worker for the call after a kill
     sandbox.clear_memo()
-    start = time.monotonic()
     # One call per distinct pair: the grader does not remember a timeout between
     # calls, so a repeat would only pay the same bounded call again.
-    by_pair: dict[tuple[str, str], tuple[bool, str, float]] = {}
+    by_pair: dict[tuple[str, str], tuple] = {}
     outcomes = []
     for case in corpus:
         pair = (case.completion, case.ground_truth)
@@ -51,10 +77,11 @@ def graded(corpus) -> tuple[list[tuple[bool, str, float]], float]:
             # pair's time (grade's docstring), and with no timeout remembered the distinct
             # pathological answers come back to back.
             warm_up(2)
-            (verdict, reason), seconds = timed(grade_with_reason, *pair, timeout_s=TIMEOUT_S)
-            by_pair[pair] = (verdict, reason, seconds)
+            first = len(spy.calls)
+            verdict, reason = grade_with_reason(*pair, timeout_s=TIMEOUT_S)
+            by_pair[pair] = (verdict, reason, None, spy.calls[first:])
         outcomes.append(by_pair[pair])
-    return outcomes, time.monotonic() - start
+    return outcomes, None
 
 
 def test_corpus_is_deterministic_and_adversarial(corpus):
@@ -70,20 +97,28 @@ def test_corpus_is_deterministic_and_adversarial(corpus):
 
 
 def test_every_call_is_bounded(corpus, graded):
-    outcomes, total = graded
-    late = [
-        (round(seconds, 2), case.kind, len(case.completion), reason)
-        for case, (_, reason, seconds) in zip(corpus, outcomes)
-        if seconds > CALL_BOUND_S
-    ]
-    assert not late, late
-    assert total < CORPUS_BUDGET_S, total
+    outcomes, _ = graded
+    over = []
+    for case, (_, reason, _, calls) in zip(corpus, outcomes):
+        budgets = sorted({round(budget, 6) for *_, budget, _ in calls})
+        # At most two budgets: what was left of the deadline, then the retry; each tried at
+        # most twice (a fresh worker for one that died on the pair).
+        if (len(budgets) > 2 or any(b > RETRY_FACTOR * TIMEOUT_S + 1e-6 for b in budgets)
+                or sum(b <= TIMEOUT_S + 1e-6 for b in budgets) > 1 or len(calls) > 4):
+            over.append((case.kind, reason, budgets, len(calls)))
+    assert not over, over[:5]
+    hung = [(case.kind, budget, round(waited, 1)) for case, (*_, calls) in zip(corpus, outcomes)
+            for *_, budget, waited in calls if waited > budget + HANG_S]
+    assert not hung, hung[:5]
+    # The corpus does reach math-verify, and does run it out of time: the bounds were exercised.
+    assert sum(len(o[3]) for o in outcomes) > 0
+    assert any(o[1] in UNSETTLED for o in outcomes)
 
 
 def test_policies_hold_on_the_corpus(corpus, graded):
     outcomes, _ = graded
     by_kind: dict[str, set[tuple[bool, str]]] = {}
-    for case, (verdict, reason, _) in zip(corpus, outcomes):
+    for case, (verdict, reason, *_) in zip(corpus, outcomes):
         by_kind.setdefault(case.kind, set()).add((verdict, reason))
     assert by_kind["control characters"] == {(False, "control character")}
     assert by_kind["unicode digits"] == {(True, "numeric")}
@@ -91,14 +126,18 @@ def test_policies_hold_on_the_corpus(corpus, graded):
     assert not any(verdict for verdict, _ in by_kind["power tower"])
 
 
-def test_grade_many_agrees_on_the_corpus(corpus, graded):
-    outcomes, total = graded
-    verdicts, seconds = timed(
-        grade_many, [c.completion for c in corpus], [c.ground_truth for c in corpus], timeout_s=TIMEOUT_S
-    )
-    # A batch's repeats of a pair are compared once: one timeout per distinct answer, so the
-    # batch costs no more than grading each distinct pair once did on this machine minutes ago
-    # (plus its workers' replacements), whatever the machine's load.
-    assert seconds < 2 * max(total, CORPUS_BUDGET_S / 2) + CORPUS_BUDGET_S, (seconds, total)
+def test_grade_many_agrees_on_the_corpus(corpus, graded, spy):
+    outcomes, _ = graded
+    first = len(spy.calls)
+    verdicts = grade_many([c.completion for c in corpus], [c.ground_truth for c in corpus], timeout_s=TIMEOUT_S)
+    calls = spy.calls[first:]
+    # A batch's repeats of a pair are compared once: at most the comparisons of grading
+    # each distinct pair once (two budgets, each tried at most twice).
+    distinct = {(c.completion, c.ground_truth) for c in corpus}
+    per_pair: dict[tuple[str, str], int] = {}
+    for answer, truth, *_ in calls:
+        per_pair[(answer, truth)] = per_pair.get((answer, truth), 0) + 1
+    assert max(per_pair.values(), default=0) <= 4, max(per_pair.values())
+    assert len(calls) <= 4 * len(distinct)
     settled = [(v, o[0]) for v, o in zip(verdicts, outcomes) if o[1] not in UNSETTLED]
     assert all(a == b for a, b in settled)
