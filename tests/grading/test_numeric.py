@@ -70,9 +70,9 @@ def test_fast_path_spawns_nothing(monkeypatch):
 def test_100k_integer_completions_are_cheap():
     completions = [f"Adding them gives \\boxed{{{i % 1000}}}" for i in range(100_000)]
     truths = [str(i % 997) for i in range(100_000)]
-    start = time.perf_counter()
+    start = time.process_time()  # CPU seconds: the fast path runs here, and load does not stretch them
     verdicts = grade_many(completions, truths)
-    elapsed = time.perf_counter() - start
+    elapsed = time.process_time() - start
     assert sum(verdicts) == sum(i % 1000 == i % 997 for i in range(100_000))
     assert elapsed < 3.0, elapsed
 

@@ -16,7 +16,7 @@ from isocompute.grading.worker import Worker
 
 TIMEOUT_S = 1.0
 RETRY_FACTOR = 2.0  # the retry is exercised, at half the shipped cost per tower
-SLACK_S = 1.5  # generous: the suite shares a loaded machine
+HANG_S = 30.0  # a call this far past its budgets did not stop at them: a hang; load never reaches it
 CUT_OFF_S = (1 + RETRY_FACTOR) * TIMEOUT_S  # a tower's two budgets
 
 
@@ -53,12 +53,15 @@ def _counting_comparisons(monkeypatch) -> list[float]:
     return budgets
 
 
-def test_timeout_main_thread():
+def test_timeout_main_thread(monkeypatch):
     warm_up(2)  # a worker killed by an earlier timeout may still be restarting
     handler = signal.getsignal(signal.SIGALRM)
+    budgets = _counting_comparisons(monkeypatch)
     outcome, elapsed = _timed_judge(TOWER, "42")
     assert outcome == (Verdict.TIMED_OUT, "timeout")
-    assert 0.9 * CUT_OFF_S <= elapsed < CUT_OFF_S + SLACK_S  # it was slow, and cut off
+    # Cut off by its budgets (counted: the deadline, then the retry), not by a hang; it was slow.
+    assert len(budgets) == 2 and budgets[0] <= TIMEOUT_S and budgets[1] == RETRY_FACTOR * TIMEOUT_S
+    assert 0.9 * CUT_OFF_S <= elapsed < CUT_OFF_S + HANG_S
     assert signal.getsignal(signal.SIGALRM) is handler  # the caller's signals are untouched
     # The grader still works afterwards.
     assert grade("\\boxed{1+x^2}", "x^2+1") is True
@@ -69,11 +72,11 @@ def test_timeout_in_thread():
     out: list[tuple[tuple[Verdict, str], float]] = []
     thread = threading.Thread(target=lambda: out.append(_timed_judge(TOWER, "43")))
     thread.start()
-    thread.join(CUT_OFF_S + 10)
+    thread.join(CUT_OFF_S + HANG_S)
     assert out, "judge() hung in a thread"
     outcome, elapsed = out[0]
     assert outcome == (Verdict.TIMED_OUT, "timeout")
-    assert elapsed < CUT_OFF_S + SLACK_S
+    assert elapsed < CUT_OFF_S + HANG_S
 
 
 def test_timeout_concurrent_threads():
@@ -131,7 +134,7 @@ def test_without_a_worker_falls_back_to_fork(monkeypatch):
     assert sandbox._POOL.broken
     start = time.monotonic()
     assert judge("\\boxed{5^{5^{5^{5}}}}", "1", timeout_s=TIMEOUT_S) == (Verdict.TIMED_OUT, "timeout")
-    assert time.monotonic() - start < CUT_OFF_S + SLACK_S
+    assert time.monotonic() - start < CUT_OFF_S + HANG_S  # the forked child was killed, not waited for
 
 
 def test_a_timeout_is_not_remembered_but_a_batch_pays_it_once(monkeypatch):
