@@ -118,12 +118,12 @@ def test_every_call_is_bounded(corpus, graded):
 def test_policies_hold_on_the_corpus(corpus, graded):
     outcomes, _ = graded
     by_kind: dict[str, set[tuple[bool, str]]] = {}
-    for case, (verdict, reason, *_) in zip(corpus, outcomes):
-        by_kind.setdefault(case.kind, set()).add((verdict, reason))
+    for case, (correct, reason, *_) in zip(corpus, outcomes):
+        by_kind.setdefault(case.kind, set()).add((correct, reason))
     assert by_kind["control characters"] == {(False, "control character")}
     assert by_kind["unicode digits"] == {(True, "numeric")}
     assert by_kind["1M characters"] == {(False, "too long")}
-    assert not any(verdict for verdict, _ in by_kind["power tower"])
+    assert not any(correct for correct, _ in by_kind["power tower"])
 
 
 def test_grade_many_agrees_on_the_corpus(corpus, graded, spy):
