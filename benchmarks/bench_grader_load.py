@@ -89,7 +89,9 @@ def honest_pairs(n: int, seed: int) -> list[tuple[str, str, str]]:
         seen.add((answer, truth))
         # By construction equal; checked anyway, outside the grader, so that a
         # "wrong" below can only be the grader's.
-        gold, pred = parse("\\boxed{" + truth + "}"), parse("\\boxed{" + answer + "}")
+        # No signal-based parse timeout: on a loaded machine it fires (5 s) and the check fails.
+        gold = parse("\\boxed{" + truth + "}", parsing_timeout=None)
+        pred = parse("\\boxed{" + answer + "}", parsing_timeout=None)
         assert gold and pred and sympy.simplify(gold[0] - pred[0]) == 0, (answer, truth)
         pairs.append((kind, f"so the answer is \\boxed{{{answer}}}", truth))
     return pairs
