@@ -15,6 +15,7 @@ import csv
 import hashlib
 import json
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -38,12 +39,14 @@ _CURVE = ("R0", "A", "B", "C_mid", "compute_min", "compute_max")
 _LAW = ("L", "U", "k", "c0")
 
 
+@dataclass(frozen=True)
 class TableRule:
     """What a reader needs of one table: `ids` whole numbers always present, `status` one
     of `statuses`, and `values` numbers present in the rows whose status is in `needed_for`."""
-
-    def __init__(self, ids, statuses, values, needed_for):
-        self.ids, self.statuses, self.values, self.needed_for = tuple(ids), statuses, tuple(values), needed_for
+    ids: tuple[str, ...]
+    statuses: tuple[str, ...]
+    values: tuple[str, ...]
+    needed_for: tuple[str, ...]
 
 
 # The tables the advisor (`analysis.recommend`) answers from, by TABLE_FILES key.
@@ -172,9 +175,10 @@ def _cut_mid_row(path: Path) -> bool:
 
 def check_table(df: pd.DataFrame, rule: TableRule, path: Path) -> None:
     """The columns of `rule` in `df` (read from `path`): InputError naming the file, column and line."""
-    missing = [c for c in (*rule.ids, "status", *rule.values) if c not in df.columns]
+    columns = (*rule.ids, "status", *rule.values)
+    missing = [c for c in columns if c not in df.columns]
     if missing:
-        raise InputError(f"{path}: no column {missing[0]!r} (expected {', '.join((*rule.ids, 'status', *rule.values))})")
+        raise InputError(f"{path}: no column {missing[0]!r} (expected {', '.join(columns)})")
     line = lambda i: f"line {int(i) + 2}"   # noqa: E731  (1-based, after the header)
     status = df["status"]
     unknown = ~status.isin(rule.statuses)

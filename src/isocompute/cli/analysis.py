@@ -341,7 +341,8 @@ def cmd_headline(args) -> int:
             try:
                 ci = float(params.get("ci", ci))
             except (TypeError, ValueError):
-                raise InputError(f"{Path(folder) / 'params.json'}: 'ci' is not a number ({params.get('ci')!r})") from None
+                raise InputError(f"{Path(folder) / 'params.json'}: 'ci' is not a number, got "
+                                 f"{params.get('ci')!r}") from None
     body = headline.headline_body(args.experiment, splits, ci=ci)
     brief = headline.headline_body(args.experiment, splits, ci=ci, brief=True)
     with atomic.atomic_dir(args.tables_out) as tmp:
