@@ -9,14 +9,15 @@ import shlex
 from isocompute.analysis.compare import check_comparisons, comparison_sources
 
 try:
-    # This workflow's own analyses count as present: it makes them first.
+    # This workflow's own analyses count as present, with the B_p its grid trains:
+    # it makes them first.
     check_comparisons(
         config,
-        made_here=[
-            path
+        made_here={
+            path: {c.B_p for c in CELLS if c.split == s}
             for s in analysis_splits()
             for path in (LAYOUT.analysis_evals(s), LAYOUT.analysis_tables(s))
-        ],
+        },
     )
 except ConfigError as _err:
     sys.stderr.write(f"isocompute config error: {_err}\n")
@@ -34,11 +35,15 @@ def comparison_inputs(wildcards):
 
 
 def comparison_args(wildcards):
-    """The command line of an entry: LABEL=RESULTS per experiment and the figure's
-    options, so a changed entry redraws its figure only."""
+    """The command line of an entry: --experiment LABEL RESULTS per experiment (either
+    may hold '='), and the figure's options: a changed entry redraws its figure only."""
     spec = config["compare"][wildcards.comparison]
-    results = [f"{e['label']}={experiment_results(e)}" for e in spec["experiments"]]
-    args = [*results, "--splits", *spec["splits"], "--figure", spec["figure"]]
+    args = [
+        a
+        for e in spec["experiments"]
+        for a in ("--experiment", e["label"], experiment_results(e))
+    ]
+    args += ["--splits", *spec["splits"], "--figure", spec["figure"]]
     if spec["B_p"] is not None:
         args += ["--bp", str(spec["B_p"])]
     if spec["title"]:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from conftest import make_study_dir, run_snakemake, write_config
-from isocompute.analysis.compare import check_comparisons
+from isocompute.analysis.compare import check_comparisons, comparison_sources
 from isocompute.analysis.pipeline import run_analysis, write_analysis
 from isocompute.analysis.settings import AnalysisSettings
 from isocompute.analysis.synthetic import synthetic_evals
@@ -52,9 +52,10 @@ def test_compare_command_draws_panels_and_overlay(analyses, tmp_path):
 def test_compare_rule_draws_the_figure_and_rejects_a_missing_experiment(analyses, tmp_path):
     workdir = make_study_dir(tmp_path / "study")
     shutil.copytree(analyses, workdir / "results")
+    (workdir / "results" / "b").rename(workdir / "results" / "b=lr2")   # '=' in a label and a path
     entry = {"figure": "frontiers", "splits": list(SPLITS), "title": "base models",
              "experiments": [{"label": "Qwen", "experiment": "a"},
-                             {"label": "Llama", "results": "results/b"}]}
+                             {"label": "Llama = 2", "results": "results/b=lr2"}]}
     cfg = write_config(workdir, {"experiment": "cmp", "compare": {"base_models": entry}})
     run_snakemake(workdir, "-c1", "--configfile", str(cfg))
     out = workdir / "results" / "cmp" / "compare"
@@ -77,3 +78,31 @@ def test_compare_entries_are_checked(tmp_path):
         {"label": "a", "experiment": "a"}, {"label": "a", "experiment": "b"}]}}})
     with pytest.raises(ConfigError, match="labels must differ"):
         check_comparisons(twice, root=str(tmp_path))
+
+
+def test_a_b_p_the_experiment_never_ran_is_refused_by_name(analyses, tmp_path, capsys):
+    """A fixed B_p no run of an experiment has would draw an empty panel: refused, with the B_p it has."""
+    spec = {"splits": ["easy"], "B_p": 64, "experiments": [{"label": "a", "experiment": "a"}]}
+    cfg = check_config({"compare": {"x": spec}})
+    with pytest.raises(ConfigError, match=r"compare\.x\.B_p: experiment 'a' has no runs at B_p = 64 on split "
+                                          r"'easy' \(its B_p: 8\)"):
+        check_comparisons(cfg, root=str(analyses))
+    own = check_config({"compare": {"x": {**spec, "experiments": [{"label": "own", "experiment": "own"}]}}})
+    made = {p: {16, 32} for s in comparison_sources(own["compare"]["x"], root=str(analyses))
+            for p in (s.evals, s.tables)}   # this workflow's analyses, with the B_p its grid trains
+    with pytest.raises(ConfigError, match=r"compare\.x\.B_p: .*'own'.*\(its B_p: 16, 32\)"):
+        check_comparisons(own, root=str(analyses), made_here=made)
+    check_comparisons(check_config({"compare": {"x": {**spec, "B_p": 8}}}), root=str(analyses))
+    rc = main(["compare", f"a={analyses}/a", "--splits", "easy", "--bp", "64", "--out", str(tmp_path / "f")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and "--bp: 'a'" in err[0] and "(its B_p: 8)" in err[0], err
+    assert not list(tmp_path.iterdir())
+
+
+def test_a_results_path_holding_an_equals_sign(analyses, tmp_path):
+    where = tmp_path / "lr=1e-6"
+    shutil.copytree(analyses / "a", where)
+    assert main(["compare", f"D = 6k={where}", "--splits", "easy", "--out", str(tmp_path / "one")]) == 0
+    assert main(["compare", "--experiment", "x=y", str(where), "--splits", "easy", "--out", str(tmp_path / "two")]) == 0
+    assert main(["compare", f"D={tmp_path}/nowhere=1", "--splits", "easy", "--out", str(tmp_path / "three")]) == 2
+    assert {p.name for p in tmp_path.iterdir()} == {"lr=1e-6", "one.png", "one.pdf", "two.png", "two.pdf"}

@@ -136,3 +136,16 @@ def test_settings_differing_lists_changed_leaves_in_order():
     assert got["experiment"] == "e" and got["train.lr_base"] == 1.0e-4
     assert got["grid.easy.B_p"] == [4] and "train.B_ref" not in got
     assert settings_differing(check_config({}), check_config({})) == []
+
+
+@pytest.mark.parametrize("cluster, message", [
+    ({"vllm": {"tensor_parallel_size": 4}, "sample": {"gpus": 2}},
+     r"'cluster.vllm.tensor_parallel_size': 4 is more GPUs than the sampling job has \(cluster.sample.gpus = 2\)"),
+    ({"vllm": {"tensor_parallel_size": 4}, "gres": "gpu:h200:2"},
+     r"'cluster.vllm.tensor_parallel_size': 4 .* \(the count of cluster.gres = 2\)"),
+])
+def test_vllm_tensor_parallelism_beyond_the_sampling_job_is_refused_by_name(cluster, message):
+    with pytest.raises(ConfigError, match=message):
+        check_config({"sampling": {"backend": "vllm"}, "cluster": cluster})
+    check_config({"sampling": {"backend": "vllm"}, "cluster": {**cluster, "vllm": {"tensor_parallel_size": 2}}})
+    check_config({"cluster": cluster})   # the local sampler starts no vLLM engine

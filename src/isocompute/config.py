@@ -23,6 +23,7 @@ from isocompute.container import check_container
 from isocompute.errors import ConfigError
 from isocompute.layout import run_name
 from isocompute.schedule import first_rung_below_one
+from isocompute.topology import check_sampling_engine
 
 SCHEMA_RESOURCE = "schema.yaml"
 
@@ -177,6 +178,7 @@ def _check_semantics(config: dict) -> None:
     if model["hidden_size"] % model["num_heads"]:
         raise ConfigError("config key 'base_model.num_heads': must divide base_model.hidden_size")
     check_container(config["cluster"]["container"])
+    check_sampling_engine(config)
     _check_variants(config)
     _check_eval_sets(config)
     _check_sweep(config)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 
+from isocompute.errors import ConfigError
+
 # A GPU job runs on one node: verl is started with trainer.nnodes = 1 (no Ray
 # cluster is started across nodes) and vLLM's tensor parallelism stays in a node.
 NODES_PER_GPU_JOB = 1
@@ -32,3 +34,15 @@ def train_topology(cfg: dict) -> tuple[int, int]:
 def gpu_job_threads(cfg: dict, kind: str, gpus: int | None = None) -> int:
     """A GPU rule's `threads`: every CPU the job gets (GPUs x cluster.<kind>.cpus_per_gpu)."""
     return job_gpus(cfg, kind, gpus) * int(cfg["cluster"][kind]["cpus_per_gpu"])
+
+
+def check_sampling_engine(cfg: dict) -> None:
+    """vLLM's tensor parallelism fits in the sampling job (sampling.backend vllm: the difficulty
+    jobs), which would otherwise fail only once the job has its GPUs. ConfigError naming both keys."""
+    if cfg["sampling"]["backend"] != "vllm":
+        return
+    tp, gpus = int(cfg["cluster"]["vllm"]["tensor_parallel_size"]), job_gpus(cfg, "sample")
+    if tp > gpus:
+        where = "the count of cluster.gres" if cfg["cluster"]["gres"] else "cluster.sample.gpus"
+        raise ConfigError(f"config key 'cluster.vllm.tensor_parallel_size': {tp} is more GPUs than the sampling "
+                          f"job has ({where} = {gpus}); at most {gpus}, or raise {where}")

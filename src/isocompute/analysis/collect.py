@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from isocompute.analysis.settings import AnalysisSettings
+from isocompute.analysis.tables_folder import read_tables, settings_from_params
 from isocompute.errors import InputError
 from isocompute.layout import RunFiles, RungFiles
 
@@ -62,25 +62,16 @@ def collect_runs(run_dirs) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 def read_analysis_tables(out_dir: Path | str, keys=None) -> tuple[dict[str, pd.DataFrame], dict | None]:
     """The tables `write_analysis` wrote in `out_dir` (only `keys` of `pipeline.TABLE_FILES` when
-    given; absent ones left out, an empty file an empty table) and params.json (None when missing)."""
+    given; absent ones left out, an empty file an empty table) and params.json (None when missing),
+    each checked against the folder's manifest (`tables_folder.read_tables`)."""
     from isocompute.analysis.pipeline import TABLE_FILES
 
-    out_dir = Path(out_dir)
-    tables: dict[str, pd.DataFrame] = {}
-    for key in TABLE_FILES if keys is None else keys:
-        path = out_dir / TABLE_FILES[key]
-        if path.is_file():
-            try:
-                tables[key] = pd.read_csv(path)
-            except pd.errors.EmptyDataError:
-                tables[key] = pd.DataFrame()
-    params = out_dir / "params.json"
-    return tables, (json.loads(params.read_text()) if params.is_file() else None)
+    return read_tables(out_dir, {key: TABLE_FILES[key] for key in (TABLE_FILES if keys is None else keys)})
 
 
 def load_analysis(out_dir: Path | str, evals: pd.DataFrame) -> dict:
     """The tables written by `write_analysis`, read back for plotting, with the settings
     they were computed with (params.json; without it, an analysis from before the noise method)."""
     tables, p = read_analysis_tables(out_dir)
-    return {"evals": evals, **tables, "settings": AnalysisSettings.from_json(p or {}),
+    return {"evals": evals, **tables, "settings": settings_from_params(p or {}, out_dir),
             "split": (p or {}).get("split")}

@@ -29,6 +29,7 @@ from isocompute.analysis.studies import (extrapolation_check, interference_histo
                                          mechanism_table, metric_fits, metric_frontiers,
                                          metric_optima, sensitivity)
 from isocompute.analysis.tables import check_evals, check_train, se_column
+from isocompute.analysis.tables_folder import PARAMS_FILE, write_manifest
 from isocompute.atomic import atomic_dir
 
 __all__ = ["TABLE_FILES", "fit_study", "run_analysis", "write_analysis"]
@@ -61,7 +62,6 @@ TABLE_FILES = {
     "record_points_pooled": "record_points_pooled.csv",
     "record_fit_pooled": "record_fit_pooled.csv",
 }
-PARAMS_FILE = "params.json"
 
 
 def _with_law_points(frontier: pd.DataFrame, by, x: str, window: int) -> pd.DataFrame:
@@ -227,7 +227,7 @@ def _tokens_axis(evals: pd.DataFrame) -> pd.DataFrame | None:
 
 def write_analysis(results: dict, out_dir: Path | str, *, figures: bool = True,
                    formats=("png", "pdf")) -> list[Path]:
-    """Write the tables (and figures/) of `run_analysis` into `out_dir`, atomically
+    """Write the tables (and figures/) of `run_analysis` into `out_dir`, then their manifest, atomically
     (`isocompute.atomic.atomic_dir`: all or nothing; an existing `out_dir` is
     replaced only once the new one is complete). Returns the written paths.
     """
@@ -252,6 +252,8 @@ def write_analysis(results: dict, out_dir: Path | str, *, figures: bool = True,
                 t = pd.concat([results["timings"], pd.DataFrame(
                     {"phase": ["figures"], "seconds": [time.perf_counter() - start]})], ignore_index=True)
                 t.to_csv(tmp / TABLE_FILES["timings"], index=False)
+        # Last: what every reader checks the tables against (tables_folder.read_tables).
+        written.append(write_manifest(tmp).name)
     return [out_dir / w for w in written]
 
 

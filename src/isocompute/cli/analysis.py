@@ -48,7 +48,8 @@ n_star_fit_joint.csv (Q3), optima.csv, sensitivity.csv, interference.csv
 column), with a bootstrap bootstrap_fits.csv (every replicate's fit of every
 cell) and n_star_fit_draws.csv (every replicate's law per B_p),
 recommendations.csv (`isocompute recommend` at a few budgets), params.json,
-timings.csv, and figures/ (PNG + PDF).
+timings.csv, figures/ (PNG + PDF), and last MANIFEST.json (each table's sha256 and
+rows, which every reader of the folder checks: a table changed since is refused).
 
 Malformed input (missing column, NaN, negative compute, duplicate
 (B_p, n, step), unreadable file) stops with one line and exit status 2,
@@ -323,25 +324,25 @@ HEADLINE_TABLES = ("summary", "recommendations")
 
 
 def cmd_headline(args) -> int:
-    import json
-
-    import pandas as pd
-
     from isocompute.analysis import headline
+    from isocompute.analysis.tables_folder import read_tables
 
     splits, ci = {}, 0.95
     for item in args.tables:
         split, sep, folder = item.partition("=")
         if not sep or not split:
             raise InputError(f"{item}: expected SPLIT=TABLES")
-        paths = {t: Path(folder) / f"{t}.csv" for t in HEADLINE_TABLES}
-        for path in paths.values():
-            if not path.is_file():
-                raise InputError(f"{path}: no such table (isocompute analyze writes it)")
-        splits[split] = tuple(pd.read_csv(paths[t]) for t in HEADLINE_TABLES)
-        params = Path(folder) / "params.json"
-        if params.is_file():
-            ci = float(json.loads(params.read_text()).get("ci", ci))
+        tables, params = read_tables(folder, {t: f"{t}.csv" for t in HEADLINE_TABLES})
+        for t in HEADLINE_TABLES:
+            if t not in tables:
+                raise InputError(f"{Path(folder) / f'{t}.csv'}: no such table (isocompute analyze writes it)")
+        splits[split] = tuple(tables[t] for t in HEADLINE_TABLES)
+        if params is not None:
+            try:
+                ci = float(params.get("ci", ci))
+            except (TypeError, ValueError):
+                raise InputError(f"{Path(folder) / 'params.json'}: 'ci' is not a number, got "
+                                 f"{params.get('ci')!r}") from None
     body = headline.headline_body(args.experiment, splits, ci=ci)
     brief = headline.headline_body(args.experiment, splits, ci=ci, brief=True)
     with atomic.atomic_dir(args.tables_out) as tmp:

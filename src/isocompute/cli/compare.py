@@ -21,9 +21,13 @@ def register(sub) -> None:
     p = add_stage_parser(sub, "compare", cmd_compare,
                          "Draw several finished experiments' frontiers in one figure (studies side by side).",
                          params=False)
-    p.add_argument("experiments", nargs="+", metavar="LABEL=RESULTS",
+    p.add_argument("experiments", nargs="*", metavar="LABEL=RESULTS",
                    help="a label and an experiment's results folder (results/{experiment}, holding "
-                        "analysis/{split}/evals.parquet and tables/), in panel order")
+                        "analysis/{split}/evals.parquet and tables/), in panel order; split at the '=' "
+                        "after which RESULTS is a folder, since either may hold one")
+    p.add_argument("--experiment", dest="labelled", nargs=2, action="append", default=[],
+                   metavar=("LABEL", "RESULTS"),
+                   help="the same, unambiguous (the rule's form), after the LABEL=RESULTS ones")
     p.add_argument("--splits", nargs="+", required=True, help="the splits drawn (one row each)")
     p.add_argument("--figure", choices=("frontiers", "overlay"), default="frontiers",
                    help="frontiers: a panel per experiment and split; overlay: one panel per split")
@@ -33,14 +37,31 @@ def register(sub) -> None:
     p.add_argument("--out", required=True, metavar="STEM", help="writes STEM.png and STEM.pdf")
 
 
+def split_labelled(item: str) -> tuple[str, str]:
+    """(LABEL, RESULTS) of LABEL=RESULTS, where either may hold '=' ('D = 500', a folder
+    lr=1e-6): at the one '=' after which RESULTS is an existing folder; InputError when none
+    or several are."""
+    cuts = [i for i, ch in enumerate(item) if ch == "="]
+    readings = [(item[:i], item[i + 1:]) for i in cuts if item[:i] and item[i + 1:]]
+    if not readings:
+        raise InputError(f"expected LABEL=RESULTS, got {item!r}")
+    found = [r for r in readings if os.path.isdir(r[1])]
+    if len(found) == 1:
+        return found[0]
+    tried = ", ".join(repr(r[1]) for r in (found or readings))
+    if found:
+        raise InputError(f"{item!r}: ambiguous, several readings name a results folder ({tried}); "
+                         "give it as --experiment LABEL RESULTS")
+    raise InputError(f"{item!r}: no results folder after any '=' (tried {tried}); give an experiment's "
+                     "results folder, or --experiment LABEL RESULTS")
+
+
 def comparison_spec(args) -> dict:
     """The config `compare` entry the command line describes."""
-    experiments = []
-    for item in args.experiments:
-        label, sep, results = item.rpartition("=")
-        if not sep or not label or not results:
-            raise InputError(f"expected LABEL=RESULTS, got {item!r}")
-        experiments.append({"label": label, "results": results})
+    pairs = [split_labelled(item) for item in args.experiments] + [tuple(p) for p in args.labelled]
+    if not pairs:
+        raise InputError("expected at least one LABEL=RESULTS or --experiment LABEL RESULTS")
+    experiments = [{"label": label, "results": results} for label, results in pairs]
     return {"experiments": experiments, "splits": args.splits, "figure": args.figure, "B_p": args.B_p,
             "title": args.title}
 
@@ -50,8 +71,8 @@ def cmd_compare(args) -> int:
     from isocompute.analysis.plots.compare import plot_comparison
 
     spec = comparison_spec(args)
-    check_comparisons({"compare": {"cli": spec}})
-    loaded = load_comparison(comparison_sources(spec))
+    check_comparisons({"compare": {"cli": {**spec, "B_p": None}}})   # the B_p: by load_comparison, as --bp
+    loaded = load_comparison(comparison_sources(spec), B_p=spec["B_p"], key="--bp")
     stem = Path(args.out)
     stem.parent.mkdir(parents=True, exist_ok=True)
     # Drawn beside the outputs, then moved into place: a failed draw leaves none behind.

@@ -39,8 +39,10 @@ analysis folder holding tables/, or a study's analysis folder holding one
 A budget outside the studied compute range is extrapolated from the fitted
 curves and the law, and the factor is printed; beyond --max-extrapolation
 (analysis.max_extrapolation) times it is refused unless --allow-extrapolation.
-A bad budget, a folder without fits, or a split not studied stops with one
-line and exit status 2.
+A bad budget, a folder without fits, a split not studied, a table changed
+since analyze wrote it (its MANIFEST.json) or one with a missing, empty or
+non-numeric value where the advice needs one stops with one line and exit
+status 2; a folder without MANIFEST.json is read with a warning.
 """
 
 FITS = "fits.csv"
@@ -92,22 +94,14 @@ def _max_extrapolation(text: str | None) -> float:
 
 def _recorded_splits(tables: Path) -> list[str]:
     """The splits a tables folder was analysed on: records.csv's split column, else params.json's."""
-    import pandas as pd
+    from isocompute.analysis.tables_folder import TablesFolder
 
-    records = tables / "records.csv"
-    if records.is_file():
-        try:
-            cols = pd.read_csv(records, nrows=0).columns
-            if "split" in cols:
-                return sorted(map(str, pd.read_csv(records, usecols=["split"])["split"].dropna().unique()))
-        except pd.errors.EmptyDataError:
-            pass
-    params = tables / "params.json"
-    if params.is_file():
-        split = json.loads(params.read_text()).get("split")
-        if split is not None:
-            return [str(split)]
-    return []
+    folder = TablesFolder(tables)
+    records = folder.table("records", "records.csv")
+    if records is not None and "split" in records.columns:
+        return sorted(map(str, records["split"].dropna().unique()))
+    split = (folder.params() or {}).get("split")
+    return [] if split is None else [str(split)]
 
 
 def find_tables(root: Path, split: str | None) -> tuple[Path, str | None]:
@@ -140,13 +134,14 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     from isocompute.analysis.collect import read_analysis_tables
     from isocompute.analysis.recommend import recommend
     from isocompute.analysis.settings import AnalysisSettings
+    from isocompute.analysis.tables_folder import settings_from_params
 
     budget = parse_budget(args.budget)
     max_extrapolation = _max_extrapolation(args.max_extrapolation)
     tables_dir, split = find_tables(args.analysis_dir, args.split)
     tables, params = read_analysis_tables(tables_dir, ("fits", "n_star_fit", "n_star_fit_draws", "bootstrap_fits"))
     # The settings the tables were computed with (no params.json: the schema's).
-    s = AnalysisSettings.from_json(params) if params else AnalysisSettings()
+    s = settings_from_params(params, tables_dir) if params else AnalysisSettings()
     advice = recommend(tables, budget, extrapolate=not s.observed_range, ci=s.ci, max_extrapolation=max_extrapolation,
                        allow_extrapolation=args.allow_extrapolation)
     context = {"split": split, "analysis_dir": str(tables_dir), "metric": s.metric, "method": s.method,
