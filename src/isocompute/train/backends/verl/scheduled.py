@@ -38,11 +38,8 @@ def is_checkpointed(config, step: int) -> bool:
 
 def register() -> None:
     """Register ScheduledTrainer with verl (idempotent); Ray runs this in every worker process."""
-    import transfer_queue as tq
     from omegaconf import open_dict
     from verl.trainer.ppo.v1 import PPOTrainerSync, get_trainer_cls, register_trainer
-
-    from isocompute.train.backends.verl.timeouts import step_timeouts
 
     try:
         get_trainer_cls(TRAINER_MODE)
@@ -75,6 +72,10 @@ def register() -> None:
         def _compute_metrics(self, batch, metrics, *args, **kwargs):
             # verl's step metrics take no reward extras: the rollouts' own `timed_out`, from
             # the TransferQueue fields verl's validation reads them from.
+            import transfer_queue as tq  # here: only the trainer's process reduces metrics
+
+            from isocompute.train.backends.verl.timeouts import step_timeouts
+
             super()._compute_metrics(batch, metrics, *args, **kwargs)
             data = tq.kv_batch_get(keys=batch.keys, partition_id=batch.partition_id, select_fields=["extra_fields"])
             padding = [bool(tag.get("is_padding", False)) for tag in batch.tags]
