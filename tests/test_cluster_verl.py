@@ -96,10 +96,10 @@ def check_recipe(resolved: dict, cfg: dict, cell, stop_at_step: int | None = Non
         assert steps == sorted(set(range(0, cell.M_max + 1, trainer["test_freq"])) | {cell.M_max})
     else:  # verl asks every step; the scheduled trainer mode answers at the recipe's steps
         assert trainer["test_freq"] == trainer["save_freq"] == 1
-        assert trainer["v1"]["trainer_mode"] == scheduled.TRAINER_MODE
         assert trainer[scheduled.STEPS_KEY] == steps and steps[0] == 0 and steps[-1] == cell.M_max
-        hook = resolved["ray_kwargs"]["ray_init"]["runtime_env"]["worker_process_setup_hook"]
-        assert hook == scheduled.SETUP_HOOK
+    # Either way the project's trainer mode runs (it counts each step's timed-out rewards).
+    assert trainer["v1"]["trainer_mode"] == scheduled.TRAINER_MODE
+    assert resolved["ray_kwargs"]["ray_init"]["runtime_env"]["worker_process_setup_hook"] == scheduled.SETUP_HOOK
     assert trainer["resume_mode"] == "auto" and trainer["logger"] == ["console", "file"]
     assert trainer["experiment_name"] == f"{cfg['experiment']}-{cell.split}-{cell.name}"
     assert trainer["validation_data_dir"].endswith(f"runs/{cell.split}/{cell.name}/generations")

@@ -15,8 +15,8 @@ Ray CPUs (a wait forever: the run is bounded by a timeout), trainer.device turne
 into cuda, the run named after another experiment than the study's, a train job that
 reads eval.k (eval.samples = 2 < the schema's k = 4) or the schedule of another
 C_max (C_max = 20 is no power of two: a schedule to 16 or 32 validates at step 4 too),
-a rung that retrains from step 0 or never reaches M_max, and any part of the CPU
-platform that verl stops loading.
+a rung that retrains from step 0 or never reaches M_max, training steps whose timed-out
+rewards nobody counts, and any part of the CPU platform that verl stops loading.
 
 Cost (2 contended cores): see the closing note of issue 21; the data stages are the
 tiny study's (seconds), the two verl sessions most of it.
@@ -147,6 +147,10 @@ def test_verl_trains_the_cell_on_the_cpu(verl_study):
         assert "actor/kl_loss" in data and "actor/entropy" in data  # the reference model ran
         # The rollout server's tempered log-probs are the actor's (same weights, synced each step).
         assert abs(data["training/rollout_probs_diff_mean"]) < 1e-2, data["training/rollout_probs_diff_mean"]
+        # Each training step's timed-out rewards, counted by the project's trainer mode from the
+        # reward function's timed_out (the local backend's keys): none on honest answers.
+        assert (data["grading/timeouts"], data["grading/timeout_share"]) == (0, 0.0), step
+    assert "grading/timeouts" not in steps[0]  # step 0 only validates
     assert (run / "checkpoints" / "latest_checkpointed_iteration.txt").read_text().strip() == str(M_MAX)
     assert hydra["trainer"]["logger"] == ["console", "file", "tensorboard"]
 

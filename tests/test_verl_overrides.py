@@ -71,7 +71,12 @@ def test_recipe_overrides_follow_the_split_and_the_batch(run_paths):
     periodic = overrides_dict(verl_overrides(verl_cfg(train={"eval_schedule": "steps"}),
                                              Cell("easy", 32, 8, 640, 163840), run_paths))
     assert periodic["trainer.test_freq"] == periodic["trainer.save_freq"] == "10"
-    assert not any("isocompute_eval_steps" in k or "trainer_mode" in k for k in periodic)
+    assert not any("isocompute_eval_steps" in k for k in periodic)
+    # Both run the project's trainer mode: it counts each step's timed-out rewards (verl.timeouts).
+    for overrides in (easy, periodic):
+        assert overrides["trainer.v1.trainer_mode"] == "isocompute_scheduled"
+        assert overrides["+ray_kwargs.ray_init.runtime_env.worker_process_setup_hook"] == \
+            "isocompute.train.backends.verl.scheduled.register"
     # The reward function verl 0.9 actually reads (reward.*), not the legacy top-level keys.
     assert easy["reward.custom_reward_function.path"].endswith("isocompute/train/backends/verl/reward.py")
     assert easy["reward.custom_reward_function.name"] == "compute_score"

@@ -13,6 +13,7 @@ import pytest
 
 from conftest import fake_checkpoint, overrides_dict, verl_cfg
 from isocompute.errors import InputError
+from isocompute.grading import TooManyTimeouts
 from isocompute.grid import Cell
 from isocompute.layout import RunPaths
 from isocompute.train.backends.verl import dumps as verl_dumps, run as verl_run
@@ -182,3 +183,95 @@ def test_run_verl_runs_the_command_and_checks_the_run(tmp_path, monkeypatch):
         run_verl(cfg, cell, paths)
     with pytest.raises(InputError, match="39 training problems verl keeps .* fewer than B_p = 40"):
         run_verl(cfg, Cell("easy", 40, 8, 3, 960), paths)
+
+
+def scored_step(timeouts: int, rollouts: int) -> dict:
+    """The grading metrics the project's trainer mode logs for a step whose first `timeouts` rollouts
+    the reward function could not grade in time (math-verify forced to time out)."""
+    from isocompute.grading import Verdict
+    from isocompute.train.backends.verl import reward
+    from isocompute.train.backends.verl.timeouts import step_timeouts
+
+    def judged(completion, truth, timeout_s):
+        return (Verdict.TIMED_OUT, "timeout") if completion == "tower" else (Verdict.WRONG, "numeric")
+
+    real, reward.judge = reward.judge, judged
+    try:
+        infos = [reward.compute_score("math", "tower" if i < timeouts else "\\boxed{1}", "2", {"problem_id": "p"})
+                 for i in range(rollouts)]
+    finally:
+        reward.judge = real
+    return step_timeouts([{"reward_extra_info": info} for info in infos], [False] * rollouts)
+
+
+class RunningVerl:
+    """verl's session: logs one training step (and its checkpoint and dump where verl makes them)
+    each time run_verl polls it, until it has logged `steps` or is stopped."""
+
+    def __init__(self, run: Path, steps: dict, checkpoints=(), dumps=()):
+        self.run, self.steps, self.checkpoints, self.dumps = run, dict(steps), set(checkpoints), set(dumps)
+        self.stopped = []
+
+    def __call__(self, argv, env=None, **kw):
+        self.logger, self.returncode = Path(env["VERL_FILE_LOGGER_PATH"]), None
+        return self
+
+    def wait(self, timeout=None):
+        if self.returncode is None and not self.steps:
+            self.returncode = 0
+        if self.returncode is not None:
+            return self.returncode
+        step = min(self.steps)
+        if step in self.dumps:
+            dump(self.run, step)
+        if step in self.checkpoints:
+            fake_checkpoint(self.run, step)
+        with open(self.logger, "a") as fh:
+            fh.write(json.dumps({"step": step, "data": self.steps.pop(step)}) + "\n")
+        raise verl_run.subprocess.TimeoutExpired("verl", timeout)
+
+    def terminate(self):
+        self.stopped.append("SIGTERM")
+        self.returncode = -15
+
+
+def test_a_training_step_above_the_timeout_share_stops_verl_and_fails_by_name(tmp_path, monkeypatch):
+    """A step's timed-out rewards (in verl's step metrics, under the local backend's keys) above
+    grading.max_timeout_share stop verl and fail the job naming the run, the step and the key;
+    the counts stay in metrics.jsonl. A checkpoint holding that step is refused on the next
+    attempt (not resumed as if it were sound) until the share is raised."""
+    from isocompute import jobs
+
+    run = tmp_path / "run"
+    train = tmp_path / "train.parquet"
+    pd.DataFrame({"x": range(40)}).to_parquet(train)
+    paths = RunPaths(run, train, train, str(tmp_path / "model"))
+    cfg = verl_cfg(train={"eval_schedule": "steps", "eval_interval": 2},
+                   cluster={"verl": {"train_pass_rates": False}})
+    cell = Cell("easy", 32, 8, 4, 1024)
+    assert jobs.train_params(cfg, cell)["grading"] == {"max_timeout_share": 0.01}  # the train job reads it
+    rollouts = cell.B_p * cell.n
+    # 2 of 256 (0.0078) is within the default share of 0.01, 3 of 256 (0.0117) is not.
+    steps = {0: {"val": 0.1}, 1: scored_step(2, rollouts), 2: scored_step(3, rollouts), 3: scored_step(0, rollouts),
+             4: scored_step(0, rollouts)}
+    verl = RunningVerl(run, steps, checkpoints=(0, 2, 4), dumps=(0, 2, 4))
+    monkeypatch.setattr(verl_run.subprocess, "Popen", verl)
+    monkeypatch.setattr(verl_dumps, "token_counter", lambda model: None)
+    monkeypatch.setattr(verl_run, "dropped_prompts", lambda files, model, length, share: {
+        part: {"prompts": 40, "dropped": 0, "share": 0.0, "longest": 10} for part in ("train", "val")})
+    with pytest.raises(TooManyTimeouts, match=r"^train easy bp32_n8 step 2: 3 of 256 graded pairs timed out "
+                                              r"\(share 0\.01172 > grading\.max_timeout_share = 0\.01\)"):
+        run_verl(cfg, cell, paths)
+    assert verl.stopped == ["SIGTERM"] and 3 in verl.steps  # stopped at the step, not run to M_max
+    metrics = {r["step"]: r["data"] for r in read_jsonl(run / "metrics.jsonl")}
+    assert [(s, d.get("grading/timeouts")) for s, d in metrics.items()] == [(0, None), (1, 2), (2, 3)]
+    assert metrics[1]["grading/timeout_share"] == pytest.approx(2 / 256)
+    # The step's checkpoint (step 2 is a save step) holds the lowered rewards: refused, by name.
+    with pytest.raises(TooManyTimeouts, match=r"step 2: .*grading\.max_timeout_share = 0\.01\).*; the "
+                                              r"last checkpoint holds that step: raise the share to keep it, or remove"):
+        run_verl(cfg, cell, paths)
+    # A raised share keeps the run: it resumes from step 2 to M_max.
+    tolerant = verl_cfg(train={"eval_schedule": "steps", "eval_interval": 2},
+                        cluster={"verl": {"train_pass_rates": False}}, grading={"max_timeout_share": 0.05})
+    assert run_verl(tolerant, cell, paths)["resumed_from"] == 2
+    assert [r["data"].get("grading/timeouts") for r in read_jsonl(run / "metrics.jsonl")] == [None, 2, 3, 0, 0]

@@ -157,7 +157,7 @@ def evaluation_schedule_overrides(cfg: dict, cell, stop_at_step: int | None = No
     """When verl validates and checkpoints: the recipe's eval_steps.
 
     The paper's periodic schedule (train.eval_schedule: steps) is verl's own
-    test_freq/save_freq. The compute-matched schedule is a list of steps, which
+    test_freq/save_freq (in the project's trainer mode, which counts timeouts). The compute-matched schedule is a list of steps, which
     verl 0.9.1 cannot take: its trainer asks at every step (freq 1) and the
     `scheduled` trainer mode answers only at the listed steps (registered in
     verl's Ray workers by a setup hook). save_freq == test_freq either way, so a
@@ -168,15 +168,17 @@ def evaluation_schedule_overrides(cfg: dict, cell, stop_at_step: int | None = No
     recipe's schedule; the mode checkpoints there without validating.
     """
     stops_early = stop_at_step is not None and int(stop_at_step) < cell.M_max
+    # The project's trainer mode always runs: it counts each step's timed-out rewards.
+    mode = {"trainer.v1.trainer_mode": scheduled.TRAINER_MODE,
+            "+ray_kwargs.ray_init.runtime_env.worker_process_setup_hook": scheduled.SETUP_HOOK}
     if cfg["train"]["eval_schedule"] == "steps" and not stops_early:
         interval = int(cfg["train"]["eval_interval"])
-        return {"trainer.test_freq": interval, "trainer.save_freq": interval}
+        return {"trainer.test_freq": interval, "trainer.save_freq": interval, **mode}
     out = {
         "trainer.test_freq": 1,
         "trainer.save_freq": 1,
-        "trainer.v1.trainer_mode": scheduled.TRAINER_MODE,
+        **mode,
         f"+trainer.{scheduled.STEPS_KEY}": list(cell_recipe(cfg, cell).eval_steps),
-        "+ray_kwargs.ray_init.runtime_env.worker_process_setup_hook": scheduled.SETUP_HOOK,
     }
     if stops_early:
         out[f"+trainer.{scheduled.STOP_KEY}"] = int(stop_at_step)

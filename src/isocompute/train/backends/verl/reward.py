@@ -5,12 +5,14 @@ verl 0.9 loads this file by path (`reward.custom_reward_function.path/name`)
 and calls it once per rollout from its reward workers. The returned dict's
 extra keys become verl's `reward_extra_info`: they travel into its validation
 dumps (`validation_data_dir`), which is how each dumped sample carries its
-`problem_id`, and its rollout dumps (`rollout_data_dir`); verl's validation
+`problem_id`; verl's validation
 metrics skip string-valued keys, `acc` makes verl report
 `val-core/<source>/acc/mean@k`, and `timed_out` (1.0 for a rollout math-verify
 could not decide in time, rewarded 0 like a wrong one) gives
 `val-aux/<source>/timed_out/mean@k`, the share of timeouts. verl's training
-metrics take no extra keys; a training step's count is in its rollout dump.
+metrics take no extra keys (and its V1 trainer's rollout dumps drop them): the
+project's trainer mode counts a training step's `timed_out` into its metrics
+(`verl.timeouts`, `verl.scheduled`).
 """
 
 from __future__ import annotations

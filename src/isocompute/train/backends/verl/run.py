@@ -12,6 +12,7 @@ from pathlib import Path
 
 from isocompute import atomic
 from isocompute.errors import InputError
+from isocompute.grading import TooManyTimeouts
 from isocompute.train.backends import register_backend
 from isocompute.train.backends.verl.dumps import annotate_dumps
 from isocompute.train.backends.verl.eval_sets import split_dumps, write_set_copies
@@ -20,6 +21,7 @@ from isocompute.train.backends.verl.limits import check_batch_capacity, check_su
 from isocompute.train.backends.verl.overrides import training_engine, verl_command
 from isocompute.train.backends.verl.pass_rates import PassRateRecorder, problem_lookup
 from isocompute.train.backends.verl.resume import dump_is_complete, merge_metrics, prepare_run_dir, prune_checkpoints
+from isocompute.train.backends.verl.timeouts import first_over
 from isocompute.train.identity import training_identity
 from isocompute.train.recipe import cell_recipe
 from isocompute.train.run_logs import read_jsonl
@@ -27,7 +29,8 @@ from isocompute.train.tracking import prepare as prepare_tracking, tracking_of
 
 log = logging.getLogger(__name__)
 
-POLL_S = 30.0  # how often run_verl turns finished rollout dumps into pass rates
+POLL_S = 30.0  # how often run_verl checks verl's step metrics and turns finished rollout dumps into pass rates
+STOP_S = 120.0  # how long verl gets to shut Ray down when a step timed out too often
 
 
 def run_identity(cfg: dict, cell, paths) -> dict:
@@ -55,8 +58,11 @@ def run_verl(cfg: dict, cell, paths, stop_at_step: int | None = None, **hooks) -
 
     Owns the files around the subprocess: keeps the metrics of earlier sessions
     (verl's file logger truncates its file on start), turns rollout dumps into
-    pass rates while verl runs, and annotates the validation dumps at the end.
-    Returns the run summary that the train stage writes into run.json.
+    pass rates while verl runs, stops verl at the first step whose share of
+    timed-out rewards (counted into verl's step metrics by the project's trainer
+    mode) is above grading.max_timeout_share, failing the job as the local
+    backend does, and annotates the validation dumps at the end. Returns the
+    run summary that the train stage writes into run.json.
     """
     check_supported(cfg)
     prepare_tracking(tracking_of(cfg, cell))  # here, not in verl's Ray worker once the model is loaded
@@ -76,6 +82,11 @@ def run_verl(cfg: dict, cell, paths, stop_at_step: int | None = None, **hooks) -
     if not 0 < target <= cell.M_max:
         raise InputError(f"--stop-at-step: expected a step in [1, M_max = {cell.M_max}], got {target}")
     state = prepare_run_dir(files, run_identity(cfg, cell, paths), cell.M_max, keep=keep)
+    limit, run = cfg["grading"]["max_timeout_share"], f"{cell.split} {cell.name}"
+    refused = first_over(read_jsonl(files.metrics), limit, run)  # kept by the last checkpoint
+    if refused is not None:
+        raise TooManyTimeouts(f"{refused}; the last checkpoint holds that step: raise the share to keep it, "
+                              f"or remove {files.checkpoints} to retrain the run")
     if state.step is not None and state.step >= target:
         log.info("verl %s %s: already at step %d (asked for %d)", cell.split, cell.name, state.step, target)
         return {"steps": state.step, "train_problems": train_rows, "dropped_prompts": dropped,
@@ -91,19 +102,17 @@ def run_verl(cfg: dict, cell, paths, stop_at_step: int | None = None, **hooks) -
     with open(files.session_log, "ab") as out:
         proc = subprocess.Popen(command.argv, env=env, stdout=out, stderr=subprocess.STDOUT,
                                 cwd=str(files.session_dir))
-        while True:
-            try:
-                proc.wait(timeout=POLL_S)
-                break
-            except subprocess.TimeoutExpired:
-                if recorder is not None:
-                    recorder.collect()
+        refused = watch(proc, files, recorder, limit, run)
     if recorder is not None:
         # After a crash the newest dump may be half-written: it is left for the next session.
         recorder.collect(final=proc.returncode == 0)
-    merged = merge_metrics(read_jsonl(files.metrics), read_jsonl(files.session_metrics), state.step)
+    session = read_jsonl(files.session_metrics)
+    merged = merge_metrics(read_jsonl(files.metrics), session, state.step)
     atomic.write_jsonl(files.metrics, merged)
     files.session_metrics.unlink(missing_ok=True)
+    refused = refused or first_over(session, limit, run)
+    if refused is not None:
+        raise refused
     if proc.returncode != 0:
         raise RuntimeError(f"verl exited with status {proc.returncode} (log: {files.session_log}); "
                            "re-running the rule resumes from the last checkpoint")
@@ -121,3 +130,36 @@ def run_verl(cfg: dict, cell, paths, stop_at_step: int | None = None, **hooks) -
         annotated += annotate_dumps(files.set_generations(name), paths.model)
     return {"steps": target, "train_problems": train_rows, "dropped_prompts": dropped, "resumed_from": state.step,
             "verl_command": command.shell(), "dumps_annotated": annotated}
+
+
+def watch(proc, files: VerlRunFiles, recorder: PassRateRecorder | None, limit: float,
+          run: str) -> TooManyTimeouts | None:
+    """Wait for verl, every POLL_S checking the steps its file logger wrote and reading finished
+    rollout dumps; the error of a step above the share, verl stopped (stopped too when the job
+    is interrupted), or None once verl exits."""
+    try:
+        while True:
+            try:
+                proc.wait(timeout=POLL_S)
+                return None
+            except subprocess.TimeoutExpired:
+                pass
+            if recorder is not None:
+                recorder.collect()
+            refused = first_over(read_jsonl(files.session_metrics), limit, run)
+            if refused is not None:
+                stop(proc)
+                return refused
+    except BaseException:
+        stop(proc)
+        raise
+
+
+def stop(proc) -> None:
+    """End verl's session: SIGTERM (its Ray driver shuts its local cluster down), then SIGKILL."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=STOP_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()

@@ -1,6 +1,7 @@
-"""The compute-matched evaluation schedule inside verl 0.9.1, whose trainer
-validates and checkpoints every `trainer.test_freq` steps: a trainer mode that
-validates and checkpoints only at the listed steps of the recipe.
+"""The project's trainer mode inside verl 0.9.1: the compute-matched evaluation
+schedule (verl's trainer validates and checkpoints every `trainer.test_freq`
+steps; this mode, given the recipe's steps, only at those), and each training
+step's count of timed-out rewards in verl's own step metrics (`verl.timeouts`).
 
 verl's sync trainer loop asks at every step when test_freq = save_freq = 1;
 `ScheduledTrainer` (registered as TRAINER_MODE with verl's own
@@ -9,8 +10,9 @@ and does nothing at the others, so validation dumps, checkpoints and resumption
 keep verl's own code and formats. A session stopped at a rung of an adaptive
 sweep (`trainer.total_training_steps` = the rung's step) also checkpoints at
 `trainer.isocompute_stop_step`, where verl's loop ends, without validating
-there. verl looks the mode up inside its Ray TaskRunner actor, so `register`
-runs there as Ray's worker_process_setup_hook.
+there. Without the list (train.eval_schedule: steps) verl's test_freq decides.
+verl looks the mode up inside its Ray TaskRunner actor, so `register` runs
+there as Ray's worker_process_setup_hook.
 """
 
 from __future__ import annotations
@@ -22,8 +24,10 @@ SETUP_HOOK = f"{__name__}.register"
 
 
 def is_scheduled(config, step: int) -> bool:
-    """Whether verl's global step `step` is one of the run's validation (and checkpoint) steps."""
-    return int(step) in {int(s) for s in config.trainer[STEPS_KEY]}
+    """Whether verl's global step `step` is one of the run's validation (and checkpoint) steps;
+    every step verl asks at when the run lists none (verl's own test_freq)."""
+    steps = config.trainer.get(STEPS_KEY)
+    return steps is None or int(step) in {int(s) for s in steps}
 
 
 def is_checkpointed(config, step: int) -> bool:
@@ -45,7 +49,7 @@ def register() -> None:
 
     class ScheduledTrainer(PPOTrainerSync):
         """verl's sync trainer, validating and checkpointing at the recipe's steps only (and
-        checkpointing at a rung's stop step)."""
+        checkpointing at a rung's stop step), counting each step's timed-out rewards."""
 
         def __init__(self, config):
             # verl's base trainer keys its replay buffer, dataloader batching and checkpointed
@@ -64,5 +68,17 @@ def register() -> None:
             if not is_checkpointed(self.config, self.global_steps):
                 return None
             return super()._save_checkpoint(*args, **kwargs)
+
+        def _compute_metrics(self, batch, metrics, *args, **kwargs):
+            # verl's step metrics take no reward extras: the rollouts' own `timed_out`, from
+            # the TransferQueue fields verl's validation reads them from.
+            import transfer_queue as tq  # here: only the trainer's process reduces metrics
+
+            from isocompute.train.backends.verl.timeouts import step_timeouts
+
+            super()._compute_metrics(batch, metrics, *args, **kwargs)
+            data = tq.kv_batch_get(keys=batch.keys, partition_id=batch.partition_id, select_fields=["extra_fields"])
+            padding = [bool(tag.get("is_padding", False)) for tag in batch.tags]
+            metrics.update(step_timeouts(data.pop("extra_fields").tolist(), padding))
 
     register_trainer(TRAINER_MODE)(ScheduledTrainer)
