@@ -57,7 +57,7 @@ def test_burners_run_beside_the_grader(burners):
 
 
 def test_honest_pairs_under_load_are_correct_or_timed_out(bench, burners):
-    pairs = bench.honest_pairs(150, seed=23)
+    pairs = bench.honest_pairs(60, seed=23)
     warm_up(2)
     verdicts = judge_many([c for _, c, _ in pairs], [t for *_, t in pairs], num_workers=2)
     wrong = [(kind, c, t) for (kind, c, t), v in zip(pairs, verdicts) if v is Verdict.WRONG]
@@ -67,13 +67,14 @@ def test_honest_pairs_under_load_are_correct_or_timed_out(bench, burners):
 
 
 def test_a_tight_budget_under_load_gives_timeouts_not_wrong_verdicts(bench, burners):
-    # A budget of 20 ms under load: many comparisons cannot finish. Each that does not is
-    # TIMED_OUT (counted by score and training, never cached), none is WRONG.
-    pairs = bench.honest_pairs(60, seed=29)
-    hard = bench.towers(4, seed=29)
+    # A budget of 0.2 s under load: some comparisons cannot finish. Each that does not is
+    # TIMED_OUT (counted by score and training, never cached), none is WRONG. (Every
+    # timeout costs a worker restart, slow under load: the batch is kept small.)
+    pairs = bench.honest_pairs(8, seed=29)
+    hard = bench.towers(1, seed=29)
     completions = [c for _, c, _ in pairs + hard]
     truths = [t for *_, t in pairs + hard]
-    verdicts = judge_many(completions, truths, timeout_s=0.02)
+    verdicts = judge_many(completions, truths, timeout_s=0.2)
     honest, towers = verdicts[:len(pairs)], verdicts[len(pairs):]
     assert Verdict.WRONG not in honest
     assert towers == [Verdict.TIMED_OUT] * len(hard)  # sympy never finishes them: always counted
