@@ -19,6 +19,7 @@ from isocompute.analysis.fits import USABLE, FitGrid
 from isocompute.analysis.frontier import comparable, envelope, run_curves, study_grid
 from isocompute.analysis.methods import get_method
 from isocompute.analysis.nstar import LAW_PARAMS, LawGrid, fit_n_star_laws, running_average
+from isocompute.analysis.progress import progress
 
 BOOT_COLUMNS = ["replicate", "B_p", "n", "R0", "A", "B", "C_mid", "status", "compute_min", "compute_max"]
 DRAW_COLUMNS = ["replicate", *LAW_PARAMS, "status"]
@@ -65,7 +66,8 @@ def bootstrap_fits(evals: pd.DataFrame, metric: str = "avg@4", *, n_boot: int = 
         R0 = m.study_base(evals, metric)
     rng = np.random.default_rng(seed)
     parts, drawn = [], {}
-    for (B_p, n), cell in evals.groupby(["B_p", "n"], sort=True):
+    cells = evals.groupby(["B_p", "n"], sort=True)
+    for (B_p, n), cell in progress(cells, total=cells.ngroups, desc="bootstrap fits (cells)"):
         arr = m.cell_arrays(cell, metric, min_compute)
         cell_R0 = m.cell_base(arr, R0)
         P = arr["compute"].size

@@ -31,6 +31,9 @@ FIT_COLUMNS = ["R0", "A", "B", "C_mid", "sse", "n_points", "status", "compute_mi
 OK, FLAT, TOO_FEW, NO_POSITIVE, NO_BASE = "ok", "flat", "too_few_points", "no_positive_compute", "no_base_eval"
 USABLE = (OK, FLAT)
 
+# Elements of the refinement's (replicates, C_mid candidates, B values, points) sigmoids per block.
+REFINE_BLOCK = 2 ** 24
+
 
 def check_method(method: str) -> str:
     """`method` if it names an analysis method ('noise' or 'paper'), else ValueError."""
@@ -129,17 +132,34 @@ def _grid_fit(log_c, ysum, count, y2, log_cmid, grid: FitGrid, a_max, dtype=np.f
     sse_best = sse_c[ic, cols].astype(float)
     a_best = a_c[ic, cols].astype(float)
 
-    # Refine B at each candidate C_mid (B alone, as in ScaleRL), level by level.
-    step = log_b[1] - log_b[0] if nB > 1 else 0.0
-    m = grid.b_refine_points
-    u = np.linspace(-1.0, 1.0, m) if m > 1 else np.zeros(1)
-    # Each replicate's own record points only (padded with zero weights).
+    # Refine B at each candidate C_mid (B alone, as in ScaleRL), level by level, on each
+    # replicate's own record points only (padded with zero weights to the widest, L). The
+    # replicates are independent, so a block of them at a time gives the same numbers and
+    # keeps the (block, K, F, L) sigmoids near REFINE_BLOCK however many points a cell has.
     has = count.T > 0                                            # (R, P)
     L = max(int(has.sum(axis=1).max()), 1)
+    block = max(1, REFINE_BLOCK // (ic.shape[1] * max(grid.b_refine_points, 1) * L))
+    for r0 in range(0, R, block):
+        rows = slice(r0, r0 + block)
+        log_b_best[rows], a_best[rows], sse_best[rows] = _refine_b(
+            has[rows], ysum.T[rows], count.T[rows], y2[rows], d, ic[rows], log_b, log_b_best[rows], a_best[rows],
+            sse_best[rows], L, grid, a_max, dtype)
+    k = np.argmin(sse_best, axis=1)
+    r = np.arange(R)
+    return (a_best[r, k], np.exp(log_b_best[r, k]), np.exp(log_cmid[ic[r, k]]),
+            np.maximum(sse_best[r, k], 0.0))
+
+
+def _refine_b(has, ysum_t, count_t, y2, d, ic, log_b, log_b_best, a_best, sse_best, L, grid, a_max, dtype):
+    """`_grid_fit`'s refinement of B for a block of replicates: has, ysum_t, count_t (R, P), y2 (R,),
+    ic and the best so far (R, K); returns the refined (log_b_best, a_best, sse_best)."""
+    step = log_b[1] - log_b[0] if log_b.size > 1 else 0.0
+    m = grid.b_refine_points
+    u = np.linspace(-1.0, 1.0, m) if m > 1 else np.zeros(1)
     pidx = np.argsort(~has, axis=1, kind="stable")[:, :L]        # (R, L), records first
     keep = np.take_along_axis(has, pidx, axis=1)
-    ysum_t = np.where(keep, np.take_along_axis(ysum.T, pidx, axis=1), 0).astype(dtype)[:, None, :, None]
-    count_t = np.where(keep, np.take_along_axis(count.T, pidx, axis=1), 0).astype(dtype)[:, None, :, None]
+    ysum_t = np.where(keep, np.take_along_axis(ysum_t, pidx, axis=1), 0).astype(dtype)[:, None, :, None]
+    count_t = np.where(keep, np.take_along_axis(count_t, pidx, axis=1), 0).astype(dtype)[:, None, :, None]
     d_cand = d[ic[:, :, None], pidx[:, None, :]].astype(dtype)  # (R, K, L)
     for _ in range(grid.b_refine_levels if m > 1 else 0):
         lb = np.clip(log_b_best[:, :, None] + step * u, log_b[0], log_b[-1])   # (R, K, F)
@@ -156,10 +176,7 @@ def _grid_fit(log_c, ysum, count, y2, log_cmid, grid: FitGrid, a_max, dtype=np.f
         a_best = np.where(better, np.take_along_axis(a_f, jf, axis=2)[..., 0], a_best)
         sse_best = np.where(better, sse_j, sse_best)
         step = step * 2 / (m - 1)
-    k = np.argmin(sse_best, axis=1)
-    r = np.arange(R)
-    return (a_best[r, k], np.exp(log_b_best[r, k]), np.exp(log_cmid[ic[r, k]]),
-            np.maximum(sse_best[r, k], 0.0))
+    return log_b_best, a_best, sse_best
 
 
 def _best_a(ssy, ss2, y2, a_step, a_max):

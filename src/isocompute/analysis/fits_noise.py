@@ -22,6 +22,7 @@ from isocompute.analysis.fits import (FIT_COLUMNS, FLAT, NO_BASE, NO_POSITIVE, O
                                       _a_max, _cmid_grid, _grid_fit)
 from isocompute.analysis.fits_pooled import get_pool
 from isocompute.analysis.nstar import running_average
+from isocompute.analysis.progress import progress
 from isocompute.analysis.tables import se_column
 from isocompute.config import schema_defaults
 
@@ -205,7 +206,8 @@ def fit_curves_noise(evals: pd.DataFrame, metric: str = "avg@4", *, R0: float | 
     if R0 is None:
         R0 = pooled_base(evals, metric)["R0"]
     rows, arrays = [], {}
-    for key, cell in evals.groupby(keys, sort=True):
+    cells = evals.groupby(keys, sort=True)
+    for key, cell in progress(cells, total=cells.ngroups, desc=f"fits of {metric} (cells)"):
         row = dict(zip(keys, key if isinstance(key, tuple) else (key,)))
         arr = cell_arrays(cell, metric, min_compute)
         if "B_p" in row and "n" in row and arr["compute_range"] is not None:

@@ -39,9 +39,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 from scipy.optimize import least_squares
+from scipy.special import expit
 from scipy.stats import f as f_dist
 
-from isocompute.analysis.fits import FLAT, OK, sigmoid_reward
+from isocompute.analysis.fits import FLAT, OK
+from isocompute.analysis.progress import progress
 from isocompute.registry import registering
 
 POOLED_COLUMN = "pooled"   # True: A, B, C_mid are the trend model's (or the common curve's); False: the run's own fit
@@ -57,9 +59,41 @@ def _unpack(theta: np.ndarray, degree: int):
     return theta[0], theta[1:degree + 2], theta[degree + 2:]
 
 
-def _curves(theta, X, R0, compute):
-    B, a, m = _unpack(theta, X.shape[1] - 1)
-    return sigmoid_reward(compute, R0, X @ a, B, np.exp(X @ m))
+class _WeightedResiduals:
+    """The trend model's weighted residuals at theta, `sw * (sigmoid_reward(compute, R0, X @ a, B,
+    exp(X @ m)) - y)`: the same numbers by the same operations,
+    with what a step of theta leaves unchanged kept: log compute always, log C_mid while the
+    midpoint coefficients stay, the sigmoid's fraction while B does too. The solver's
+    finite-difference Jacobian steps one coefficient at a time, so most of its evaluations
+    move A alone and need no exp, log or expit over the points (the cost of the bootstrap's
+    pooled refits on a large table)."""
+
+    def __init__(self, X, R0: float, compute, y, sw):
+        self.X, self.R0, self.y, self.sw = X, R0, y, sw
+        self.degree = X.shape[1] - 1
+        self.nonpositive = compute <= 0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            self.log_c = np.log(compute)
+        self.m_key = self.b_key = None
+
+    def __call__(self, theta):
+        B, a, m = _unpack(theta, self.degree)
+        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+            if self.m_key != m.tobytes():
+                self.m_key, self.b_key = m.tobytes(), None
+                self.shift = self.log_c - np.log(np.exp(self.X @ m))
+            if self.b_key != B.tobytes():
+                self.b_key = B.tobytes()
+                self.frac = expit(B * self.shift)
+            A = self.X @ a
+            out = self.R0 + (A - self.R0) * self.frac
+        base = self.R0 + 0.0
+        if self.nonpositive.any():
+            out = np.where(self.nonpositive, base, out)
+        same = A == self.R0
+        if same.any():
+            out = np.where(same, base, out)
+        return self.sw * (out - self.y)
 
 
 def fit_trend(points: list[dict], R0: float, init: pd.DataFrame, *, degree: int = 2) -> dict | None:
@@ -86,7 +120,7 @@ def fit_trend(points: list[dict], R0: float, init: pd.DataFrame, *, degree: int 
     draws = np.concatenate([p.get("draws", np.ones(p["compute"].size)) for p in points])
     X, c, y, sw = X[keep], c[keep], y[keep], np.sqrt(w[keep])
     try:
-        res = least_squares(lambda th: sw * (_curves(th, X, R0, c) - y), theta0, method="trf", x_scale="jac")
+        res = least_squares(_WeightedResiduals(X, R0, c, y, sw), theta0, method="trf", x_scale="jac")
     except (ValueError, np.linalg.LinAlgError):
         return None
     if not (res.success and np.all(np.isfinite(res.x)) and res.x[0] > 0):
@@ -271,7 +305,8 @@ class TrendPool(Pool):
     def pool_replicates(self, boot, drawn, R0, grid):
         """Each replicate pooled as the point estimate is (the F-test included), on its drawn points."""
         parts = []
-        for r, rep in boot.groupby("replicate", sort=True):
+        replicates = boot.groupby("replicate", sort=True)
+        for r, rep in progress(replicates, total=replicates.ngroups, desc="bootstrap pooling (replicates)"):
             arrays = {key: {**arr, "weights": arr["weights"] * counts[r], "draws": counts[r]}
                       for key, (arr, counts) in drawn.items()}
             parts.append(self.pool(rep.astype({"sse": float}), arrays, R0, grid))

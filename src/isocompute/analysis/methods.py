@@ -145,7 +145,9 @@ class NoiseMethod(Method):
         res = fit_weighted(arr["compute"], arr["values"], R0, arr["weights"][:, None] * counts.T,
                            compute_range=arr["compute_range"], grid=grid, dtype=np.float32,
                            refine_c_mid=grid.boot_refine_c_mid)
-        return res, (arr, counts)
+        # Kept for pooling until every cell is fitted: as the smallest unsigned type that holds
+        # them (the same counts; int64 for every point of every replicate fills gigabytes).
+        return res, (arr, counts.astype(np.min_scalar_type(int(counts.max(initial=0)))))
 
     def pool_replicates(self, boot, drawn, R0, grid):
         return get_pool(grid.pool).pool_replicates(boot, drawn, R0, grid)

@@ -9,6 +9,7 @@ destination, which is renamed into place only when complete.
 from __future__ import annotations
 
 import json
+import logging
 import time
 import warnings
 from pathlib import Path
@@ -33,6 +34,8 @@ from isocompute.analysis.tables_folder import PARAMS_FILE, write_manifest
 from isocompute.atomic import atomic_dir
 
 __all__ = ["TABLE_FILES", "fit_study", "run_analysis", "write_analysis"]
+
+log = logging.getLogger("isocompute")
 
 # results key -> file name; keys absent from the results are skipped.
 TABLE_FILES = {
@@ -262,8 +265,10 @@ class _Clock:
         self.rows, self.last = [], time.perf_counter()
 
     def lap(self, phase: str) -> None:
+        """End `phase`, and say so on the log (a long analysis tells where it is)."""
         now = time.perf_counter()
         self.rows.append((phase, now - self.last))
+        log.info("analyze: %s done (%.1f s)", phase, now - self.last)
         self.last = now
 
     def table(self) -> pd.DataFrame:
