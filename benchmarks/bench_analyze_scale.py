@@ -96,13 +96,15 @@ from isocompute.cli import main
 start = time.perf_counter()
 rc = main(sys.argv[1:])
 wall = time.perf_counter() - start
-print(json.dumps({"rc": rc, "wall_s": wall,
-                  "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}), file=sys.stderr)
+use = resource.getrusage(resource.RUSAGE_SELF)
+print(json.dumps({"rc": rc, "wall_s": wall, "cpu_s": use.ru_utime + use.ru_stime,
+                  "peak_rss_mb": use.ru_maxrss / 1024}), file=sys.stderr)
 """
 
 
 def run_analyze(src: Path, table: Path, out: Path, params: str, timeout: float | None = None) -> dict:
-    """Wall time and peak RSS of `isocompute analyze` with `src` on the import path."""
+    """Wall time, CPU time and peak RSS of `isocompute analyze` with `src` on the import path (on a
+    shared machine the CPU time is the steadier of the two times)."""
     env = {**os.environ, "PYTHONPATH": str(src), "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
     cmd = [sys.executable, "-c", _CHILD, "analyze", str(table), "--params", params, "--no-figures", "--out", str(out)]
     start = time.perf_counter()
@@ -112,7 +114,7 @@ def run_analyze(src: Path, table: Path, out: Path, params: str, timeout: float |
     try:
         result = json.loads(last)
     except ValueError:
-        result = {"rc": proc.returncode, "wall_s": wall, "peak_rss_mb": float("nan")}
+        result = {"rc": proc.returncode, "wall_s": wall, "cpu_s": float("nan"), "peak_rss_mb": float("nan")}
     if proc.returncode != 0 or result["rc"] != 0:
         raise SystemExit(f"isocompute analyze ({src}) failed on {table}:\n{proc.stderr[-3000:]}")
     result["process_wall_s"] = wall
@@ -143,7 +145,7 @@ def main(argv=None) -> int:
     work = Path(tempfile.mkdtemp(prefix="bench_analyze_scale_")) if args.keep is None else args.keep
     work.mkdir(parents=True, exist_ok=True)
     try:
-        print(f"{'rows':>9} {'runs':>5} {'seeds':>5} {'code':<7} {'wall s':>8} {'peak RSS MB':>12}  tables")
+        print(f"{'rows':>9} {'runs':>5} {'seeds':>5} {'code':<7} {'wall s':>8} {'CPU s':>8} {'peak RSS MB':>12}  tables")
         for size in rows:
             evals = study(size)
             table = work / f"evals_{int(size)}.parquet"
@@ -159,7 +161,7 @@ def main(argv=None) -> int:
                 if name == "before":
                     diff = same_tables(outs["after"], outs["before"])
                     verdict = "identical" if not diff else "DIFFER: " + ", ".join(diff)
-                print(f"{len(evals):>9} {runs:>5} {seeds:>5} {name:<7} {res['wall_s']:>8.1f} "
+                print(f"{len(evals):>9} {runs:>5} {seeds:>5} {name:<7} {res['wall_s']:>8.1f} {res['cpu_s']:>8.1f} "
                       f"{res['peak_rss_mb']:>12.0f}  {verdict}", flush=True)
         return 0
     finally:

@@ -212,3 +212,20 @@ def test_check_analysis_tables_passes_on_its_own_tables_and_fails_on_a_changed_o
     out = run_benchmark("check_analysis_tables.py", "study", str(split), "--config", str(config), returncode=1)
     assert f"easy: {len(tables) + 1} tables compared, 2 differ" in out, out
     assert re.search(r"^  fits\.csv: ", out, flags=re.M) and "  dropped.csv: missing" in out, out
+
+
+def test_analyze_scale_quick_compares_two_checkouts_table_by_table(tmp_path):
+    """Given the same src/ as 'before', the two runs' tables are identical, and each row says
+    its rows, runs, seeds, wall and CPU seconds and peak RSS."""
+    from bench_analyze_scale import study, study_shape
+
+    out = run_benchmark("bench_analyze_scale.py", "--quick", "--bootstrap", "4", "--before", str(REPO / "src"),
+                        "--keep", str(tmp_path))
+    rows = len(study(2e3))
+    seeds = study_shape(2e3)["seeds"]
+    found = re.findall(rf"^\s+{rows}\s+(\d+)\s+{seeds}\s+(after|before)\s+([\d.]+)\s+([\d.]+)\s+(\d+)[ ]*(.*)$",
+                       out, flags=re.M)
+    assert [f[1] for f in found] == ["after", "before"], out
+    assert found[1][5] == "identical", out
+    assert all(int(f[0]) == 32 * seeds and float(f[4]) > 0 for f in found), out
+    assert sorted(p.name for p in tmp_path.glob("analysis_*")) == ["analysis_2000_after", "analysis_2000_before"]
