@@ -24,7 +24,6 @@ import argparse
 import filecmp
 import json
 import os
-import resource
 import shutil
 import subprocess
 import sys
