@@ -21,6 +21,7 @@ import pandas as pd
 from scipy.sparse import csr_array
 from scipy.special import expit
 
+from isocompute.analysis.progress import progress
 from isocompute.analysis.records import ema, record_mask
 
 METHODS = ("noise", "paper")
@@ -340,7 +341,8 @@ def fit_curves_paper(evals: pd.DataFrame, metric: str = "avg@4", *, bin_width: f
     grid = FitGrid() if grid is None else grid
     keys = [k for k in run_keys if k in evals.columns]
     rows = []
-    for key, run in evals.groupby(keys, sort=True):
+    runs = evals.groupby(keys, sort=True)
+    for key, run in progress(runs, total=runs.ngroups, desc=f"fits of {metric} (runs)"):
         key = key if isinstance(key, tuple) else (key,)
         arr = run_arrays(run, metric, min_compute)
         row = dict(zip(keys, key))

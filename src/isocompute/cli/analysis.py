@@ -51,6 +51,9 @@ recommendations.csv (`isocompute recommend` at a few budgets), params.json,
 timings.csv, figures/ (PNG + PDF), and last MANIFEST.json (each table's sha256 and
 rows, which every reader of the folder checks: a table changed since is refused).
 
+On stderr it says each stage as it ends and, in the per-cell fits and the
+bootstrap, how far it is: a bar on a terminal, else a line every 30 s.
+
 Malformed input (missing column, NaN, negative compute, duplicate
 (B_p, n, step), unreadable file) stops with one line and exit status 2,
 leaving no output behind.
