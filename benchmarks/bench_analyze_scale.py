@@ -121,10 +121,27 @@ def run_analyze(src: Path, table: Path, out: Path, params: str, timeout: float |
 
 
 def same_tables(a: Path, b: Path) -> list[str]:
-    """Files that differ between two analyze folders (timings.csv left out)."""
-    names = sorted({p.name for p in a.iterdir()} | {p.name for p in b.iterdir()} - {"timings.csv"})
-    return [n for n in names if n != "timings.csv"
-            and not ((a / n).is_file() and (b / n).is_file() and filecmp.cmp(a / n, b / n, shallow=False))]
+    """Files that differ between two analyze folders: timings.csv left out, and MANIFEST.json
+    compared without its entry for timings.csv (the one file that differs run to run)."""
+    def manifest(path: Path):
+        if not path.is_file():
+            return None
+        files = json.loads(path.read_text())
+        files.get("files", {}).pop("timings.csv", None)
+        return files
+
+    names = sorted({p.name for p in a.iterdir()} | {p.name for p in b.iterdir()})
+    differ = []
+    for name in names:
+        if name == "timings.csv":
+            continue
+        if name == "MANIFEST.json":
+            same = manifest(a / name) == manifest(b / name)
+        else:
+            same = (a / name).is_file() and (b / name).is_file() and filecmp.cmp(a / name, b / name, shallow=False)
+        if not same:
+            differ.append(name)
+    return differ
 
 
 def main(argv=None) -> int:
