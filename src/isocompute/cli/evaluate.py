@@ -17,7 +17,7 @@ def cmd_score(args) -> int:
     cfg = config_from_params(args.params)
     table = score_run(args.run_dir, cfg["eval"]["k"], B_p=args.bp, n=args.n, split=args.split,
                       replicate=args.replicate, max_step=args.max_step, eval_set=args.eval_set,
-                      max_timeout_share=cfg["grading"]["max_timeout_share"])
+                      max_timeout_share=cfg["grading"]["max_timeout_share"], samples=cfg["eval"].get("samples"))
     atomic.write_parquet(args.out, table)
     return 0
 
