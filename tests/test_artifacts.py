@@ -83,8 +83,16 @@ def test_a_deleted_dump_is_refused_naming_it_and_run_json(tmp_path):
     (run / "generations" / "2.jsonl").unlink()
     with pytest.raises(InputError, match=r"generations/2\.jsonl: missing, but .*run\.json records step 2"):
         score(run)
-    # A rung's scoring checks the steps up to it only.
+    # A rung's scoring checks the steps up to it only, against the rung's marker when it has one.
     assert score(run, max_step=0)["step"].tolist() == [0]
+    (run / "rungs" / "1").mkdir(parents=True)
+    meta = json.loads((run / "run.json").read_text())
+    (run / "rungs" / "1" / "rung.json").write_text(json.dumps({**meta, "stop_at_step": 2, "eval_steps": [0, 2]}))
+    (run / "run.json").unlink()  # the run has not reached M_max yet
+    with pytest.raises(InputError, match=r"generations/2\.jsonl: missing, but .*rungs/1/rung\.json records step 2"):
+        score(run, max_step=2)
+    with pytest.raises(InputError, match=r"run\.json: not found; the run has not finished"):
+        score(run)
 
 
 def test_a_null_ground_truth_in_a_dump_is_refused(tmp_path):

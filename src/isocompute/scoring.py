@@ -96,7 +96,10 @@ def expected_problems(marker: Path, meta: dict, eval_set: str | None) -> tuple[i
         return None, ""
     import pyarrow.parquet as pq
 
-    return pq.ParquetFile(path).metadata.num_rows - dropped, f"{path}"
+    try:
+        return pq.ParquetFile(path).metadata.num_rows - dropped, f"{path}"
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{path}: not a readable parquet file ({type(exc).__name__}); rebuild the splits") from None
 
 
 def check_dumps(directory: Path, marker: Path, meta: dict, *, max_step: int | None, eval_set: str | None,
