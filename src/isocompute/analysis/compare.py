@@ -14,7 +14,6 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-import pandas as pd
 
 from isocompute.atomic import read_parquet
 from isocompute.errors import ConfigError, InputError
