@@ -14,7 +14,6 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-
 from isocompute.atomic import read_parquet
 from isocompute.errors import ConfigError, InputError
 from isocompute.layout import RESULTS_ROOT, StudyLayout
