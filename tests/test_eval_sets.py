@@ -11,6 +11,7 @@ import pytest
 
 from isocompute.config import ConfigError, check_config
 from isocompute.data.eval_sets import check_eval_sets, extra_sets, read_eval_set
+from isocompute.errors import InputError
 from isocompute.layout import StudyLayout, run_paths
 from isocompute.grid import Cell
 
@@ -51,6 +52,23 @@ def test_set_files_are_checked_for_verl_columns(tmp_path):
     assert [s.name for s in extra_sets(cfg)] == ["aime24", "Hard"]
     df = read_eval_set(tmp_path / "good.parquet", "aime24")
     assert [e["problem_id"] for e in df["extra_info"]] == ["aime24-0", "aime24-1", "aime24-2"]
+
+
+@pytest.mark.parametrize("column, frame, what", [
+    ("reward_model.ground_truth", verl_frame().assign(reward_model=[{"style": "rule", "ground_truth": g}
+                                                                    for g in ("1", None, None)]), "row 1: null"),
+    ("prompt", verl_frame().assign(prompt=["q0", "q1", "q2"]), "row 0: not a chat"),
+])
+def test_null_ground_truths_and_plain_string_prompts_are_refused_naming_set_file_column_row(
+        tmp_path, column, frame, what):
+    # Graded against the string 'None', a set scored avg@4 0 throughout; a plain prompt is no chat.
+    path = tmp_path / "aime.parquet"
+    frame.to_parquet(path)
+    where = rf"evaluation set 'aime24': {path}: column '{column}' {what}".replace(".", r"\.")
+    with pytest.raises(ConfigError, match=r"config key 'eval\.extra_sets\[0\]\.path': " + where):
+        check_eval_sets(cfg_with({"name": "aime24", "path": str(path)}))
+    with pytest.raises(InputError, match=where):
+        read_eval_set(path, "aime24")
 
 
 def test_runs_get_every_set_but_their_own_split():

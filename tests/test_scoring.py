@@ -21,6 +21,8 @@ def _run_dir(tmp_path):
                  for i, (p, out, gt) in enumerate(samples)]
         (run / "generations" / f"{step}.jsonl").write_text("\n".join(lines) + "\n")
     (run / "metrics.jsonl").write_text(json.dumps({"step": 2, "data": {"perf/tokens_generated_cumulative": 40}}) + "\n")
+    # What the train rule records of the evaluations, which scoring checks the dumps against.
+    (run / "run.json").write_text(json.dumps({"eval_steps": [0, 2], "val_problems": 2}))
     return run
 
 

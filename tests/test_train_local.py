@@ -197,7 +197,9 @@ def test_extra_evaluation_sets_are_validated_at_the_same_steps_and_scored_apart(
     base = paths_for(root, "sets")
     paths = RunPaths(base.run_dir, base.train_file, base.val_file, base.model,
                      (("other", root / "train.parquet"), ("aime24", root / "aime.parquet")))
-    train_run(tiny_cfg(), Cell("easy", 2, 2, 4, 16), paths)
+    summary = train_run(tiny_cfg(), Cell("easy", 2, 2, 4, 16), paths)
+    assert (summary["val_problems"], summary["eval_set_problems"]) == (6, {"other": 24, "aime24": 3})
+    paths.marker.write_text(json.dumps(summary))  # what the train stage writes last, and scoring checks
     own = sorted(int(p.stem) for p in paths.generations.glob("*.jsonl"))
     assert own == [0, 2, 4]
     for name, problems in (("other", 24), ("aime24", 3)):

@@ -6,6 +6,8 @@ complete. On any error the temporary is removed and the old output (if any) is
 left as it was. Readers (Snakemake, a resumed run, a user) never see half a file.
 Outputs get the modes a plain write would (0666 / 0777 less the umask), not the
 private 0600 / 0700 of a temporary: a results folder shared by a group stays readable.
+What was damaged after it was written (a torn copy, an edit) is refused on reading
+(`read_parquet`, `read_json`) with one line naming the file, never a traceback.
 """
 
 from __future__ import annotations
@@ -79,6 +81,40 @@ def write_parquet(path: Path | str, df) -> Path:
     with atomic_path(path) as tmp:
         df.to_parquet(tmp, index=False)
     return Path(path)
+
+
+DAMAGED = "delete it so the rule that writes it runs again"
+
+
+def read_parquet(path: Path | str, **kwargs):
+    """A parquet file of the pipeline as a frame; a missing, truncated or foreign file raises
+    InputError naming it (pyarrow says ArrowInvalid or OSError)."""
+    import pandas as pd
+
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{path}: not found")
+    try:
+        return pd.read_parquet(path, **kwargs)
+    except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError, ArrowIOError an OSError
+        raise InputError(f"{path}: not a readable parquet file ({_first_line(exc)}); {DAMAGED}") from None
+
+
+def read_json(path: Path | str):
+    """A JSON file of the pipeline (a run's run.json, a summary); a missing or garbled file raises
+    InputError naming it."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{path}: not found")
+    try:
+        return json.loads(path.read_text())
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: not valid JSON ({_first_line(exc)}); {DAMAGED}") from None
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
 
 
 # Every folder atomic_dir makes carries this file, so that it replaces only folders it made.

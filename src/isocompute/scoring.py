@@ -16,37 +16,147 @@ from pathlib import Path
 
 import pandas as pd
 
+from isocompute.atomic import read_json
 from isocompute.errors import InputError
-from isocompute.layout import RunFiles, replicate_suffix, run_name
+from isocompute.layout import RunFiles, StudyLayout, replicate_suffix, run_name
 
 log = logging.getLogger(__name__)
+
+RETRAIN = "the run's dumps are incomplete: retrain it (delete its folder)"
+
+
+def read_dump(path: Path) -> pd.DataFrame:
+    """One validation dump (verl's format; extra keys kept), its keys and ground truths checked."""
+    try:
+        df = pd.read_json(path, lines=True, dtype=False)
+    except ValueError as exc:
+        raise InputError(f"{path}: not JSON lines ({exc})") from None
+    missing = {"output", "gts"} - set(df.columns)
+    if missing:
+        raise InputError(f"{path}: missing key(s) {sorted(missing)}; expected verl's generation dump format")
+    if df["gts"].isna().any():
+        row = int(df["gts"].isna().to_numpy().argmax())
+        raise InputError(f"{path}: line {row + 1}: gts is null (a problem without a ground truth would be graded "
+                         "against 'None'); fix the evaluation set's reward_model.ground_truth and retrain")
+    if "step" not in df.columns:
+        df["step"] = int(path.stem)
+    return df
 
 
 def read_generations(directory: Path, max_step: int | None = None):
     """The validation dumps of a run (all, or those of steps <= max_step) as one frame (verl's
     format; extra keys kept)."""
-    files = sorted(Path(directory).glob("*.jsonl"), key=lambda p: int(p.stem) if p.stem.isdigit() else -1)
-    files = [p for p in files if p.stem.isdigit() and (max_step is None or int(p.stem) <= max_step)]
+    files = dump_files(directory, max_step)
     if not files:
         raise InputError(f"{directory}: no validation dumps (<step>.jsonl); did the run evaluate?")
-    frames = []
-    for path in files:
-        try:
-            df = pd.read_json(path, lines=True, dtype=False)
-        except ValueError as exc:
-            raise InputError(f"{path}: not JSON lines ({exc})") from None
-        missing = {"output", "gts"} - set(df.columns)
-        if missing:
-            raise InputError(f"{path}: missing key(s) {sorted(missing)}; expected verl's generation dump format")
-        if "step" not in df.columns:
-            df["step"] = int(path.stem)
-        frames.append(df)
-    return pd.concat(frames, ignore_index=True)
+    return pd.concat([read_dump(p) for p in files.values()], ignore_index=True)
+
+
+def dump_files(directory: Path, max_step: int | None = None) -> dict[int, Path]:
+    """{step: dump} of the dumps in `directory` (those of steps <= max_step)."""
+    paths = (p for p in Path(directory).glob("*.jsonl") if p.stem.isdigit())
+    return dict(sorted((int(p.stem), p) for p in paths if max_step is None or int(p.stem) <= max_step))
+
+
+def run_record(files: RunFiles, max_step: int | None = None) -> tuple[Path, dict]:
+    """(marker, its content): what the run recorded of its evaluations. With `max_step`, the
+    marker of the rung that stopped there (an adaptive sweep's) when there is one, else run.json."""
+    if max_step is not None:
+        for marker in sorted(Path(files.run_dir).glob("rungs/*/rung.json")):
+            meta = read_json(marker)
+            if isinstance(meta, dict) and meta.get("stop_at_step") == max_step:
+                return marker, meta
+    if not files.marker.is_file():
+        raise InputError(f"{files.marker}: not found; the run has not finished (train it, then score it)")
+    meta = read_json(files.marker)
+    if not isinstance(meta, dict):
+        raise InputError(f"{files.marker}: not a run marker (a JSON object); delete it so the train rule reruns")
+    return files.marker, meta
+
+
+def expected_problems(marker: Path, meta: dict, eval_set: str | None) -> tuple[int | None, str]:
+    """(problems every dump must hold, where that number comes from): run.json's record for runs
+    that keep one, else the set's problem file (the own split's less the prompts verl dropped);
+    None when neither is there."""
+    recorded = meta.get("eval_set_problems", {}).get(eval_set) if eval_set else meta.get("val_problems")
+    if recorded is not None:
+        return int(recorded), f"{marker}"
+    if eval_set:
+        specs = [s for s in meta.get("config", {}).get("eval", {}).get("extra_sets", []) if s.get("name") == eval_set]
+        if not specs:
+            return None, ""
+        path = Path(StudyLayout(meta["config"]["experiment"]).eval_set_file(specs[0]))
+        dropped = 0
+    else:
+        path = Path(meta.get("val_file", ""))
+        dropped = int(meta.get("dropped_prompts", {}).get("val", {}).get("dropped", 0))
+    if not path.is_file():
+        log.warning("%s: the validation set %s is not there; checking that the dumps agree with each other only",
+                    marker, path)
+        return None, ""
+    import pyarrow.parquet as pq
+
+    try:
+        return pq.ParquetFile(path).metadata.num_rows - dropped, f"{path}"
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{path}: not a readable parquet file ({type(exc).__name__}); rebuild the splits") from None
+
+
+def check_dumps(directory: Path, marker: Path, meta: dict, *, max_step: int | None, eval_set: str | None,
+                samples: int | None) -> dict[int, pd.DataFrame]:
+    """The dumps of the steps the run recorded (run.json's `eval_steps`, up to `max_step`), each
+    checked to hold the same problems (as many as the set has) with the same samples each.
+    Raises InputError naming the dump, the step and what is missing."""
+    found = dump_files(directory, max_step)
+    steps = meta.get("eval_steps")
+    if steps is None:
+        log.warning("%s records no eval_steps (written before they were); checking the dumps there", marker)
+        steps = list(found)
+    steps = [int(s) for s in steps if max_step is None or int(s) <= max_step]
+    for step in steps:
+        if step not in found:
+            raise InputError(f"{Path(directory) / f'{step}.jsonl'}: missing, but {marker} records step {step} as an "
+                             f"evaluation step; {RETRAIN}")
+    stray = sorted(set(found) - set(steps))
+    if stray:
+        raise InputError(f"{found[stray[0]]}: step {stray[0]} is not an evaluation step {marker} records (a dump "
+                         "of another run, or a stale run.json); delete the run's folder and retrain it")
+    if not steps:
+        raise InputError(f"{directory}: no validation dumps (<step>.jsonl); did the run evaluate?")
+    problems, source = expected_problems(marker, meta, eval_set)
+    dumps = {step: read_dump(found[step]) for step in steps}
+    counts = {step: problem_keys(df, found[step]).value_counts() for step, df in dumps.items()}
+    every = set().union(*(set(c.index) for c in counts.values()))
+    for step, per_problem in counts.items():
+        lost = sorted(every - set(per_problem.index))
+        want = samples if samples is not None else int(per_problem.mode().iloc[0])
+        short = per_problem[per_problem != want]
+        what = None
+        if lost:
+            what = f"problem(s) {lost[:3]} missing ({len(per_problem)} of the {len(every)} problems of the other dumps)"
+        elif problems is not None and len(per_problem) != problems:
+            what = f"{len(per_problem)} problems, expected the {problems} of {source}"
+        elif len(short):
+            what = (f"problem {short.index[0]!r} has {int(short.iloc[0])} samples, expected {want}"
+                    f"{' (eval.samples)' if samples is not None else ''}")
+        if what:
+            raise InputError(f"{found[step]}: step {step}: {what}; {RETRAIN}")
+    return dumps
+
+
+def problem_keys(gens: pd.DataFrame, where) -> pd.Series:
+    """What groups a dump's samples by problem: problem_id, else the prompt (verl's dumps without it)."""
+    key = gens["problem_id"] if "problem_id" in gens.columns else None
+    if key is None or key.isna().any():
+        if "input" not in gens.columns:
+            raise InputError(f"{where}: neither problem_id nor input to group samples by problem")
+        key = gens["problem_id"].fillna(gens["input"]) if key is not None else gens["input"]
+    return key.astype(str)
 
 
 def score_run(run_dir: Path | str, k: int, *, B_p: int, n: int, split: str, replicate: int = 0,
               max_step: int | None = None, eval_set: str | None = None,
-              max_timeout_share: float | None = None) -> pd.DataFrame:
+              max_timeout_share: float | None = None, samples: int | None = None) -> pd.DataFrame:
     """The evaluation table of one run (one row per evaluation step), re-graded from its dumps.
 
     `replicate` is the run's seed replicate (column `seed`: the analysis
@@ -59,36 +169,40 @@ def score_run(run_dir: Path | str, k: int, *, B_p: int, n: int, split: str, repl
     timed-out samples are not, and column `timeouts` counts them per step. With
     `max_timeout_share` (grading.max_timeout_share), a step with a larger share of
     timed-out samples raises TooManyTimeouts naming the run and the step.
+
+    The dumps are checked against what the run recorded first (`check_dumps`: every
+    evaluation step's dump, each with the set's problems and `samples` (eval.samples) samples
+    each); a cache that fails its checks is ignored and rebuilt (`GradeCache.load`,
+    `spot_check_cache`).
     """
-    from isocompute.grading import GradeCache, Verdict, check_timeout_share, judge_many
+    from isocompute.grading import GradeCache, Verdict, check_timeout_share, judge_many, spot_check_cache
     from isocompute.metrics import cumulative_tokens, eval_table
     from isocompute.train.run_logs import read_jsonl
 
     run_dir = Path(run_dir)
     files = RunFiles(run_dir)
-    gens = read_generations(files.set_generations(eval_set) if eval_set else files.generations, max_step)
-    key = gens["problem_id"] if "problem_id" in gens.columns else None
-    if key is None or key.isna().any():
-        if "input" not in gens.columns:
-            raise InputError(f"{run_dir}/generations: neither problem_id nor input to group samples by problem")
-        key = gens["problem_id"].fillna(gens["input"]) if key is not None else gens["input"]
+    marker, meta = run_record(files, max_step)
+    directory = files.set_generations(eval_set) if eval_set else files.generations
+    dumps = check_dumps(directory, marker, meta, max_step=max_step, eval_set=eval_set, samples=samples)
+    gens = pd.concat(dumps.values(), ignore_index=True)
+    key = problem_keys(gens, directory)
     cache_path = run_dir / "grades_cache.json"
-    cache = GradeCache.load(cache_path)
-    before = len(cache)
     outputs = gens["output"].fillna("").astype(str).tolist()
     truths = gens["gts"].astype(str).tolist()
+    cache = spot_check_cache(GradeCache.load(cache_path), outputs, truths, str(cache_path))
+    before = len(cache)
     verdicts = judge_many(outputs, truths, cache=cache)
     if len(cache) != before:
         cache.save(cache_path)
     correct = [v.correct for v in verdicts]
     timed_out = [v is Verdict.TIMED_OUT for v in verdicts]
-    samples = gens.assign(problem=key.astype(str), correct=correct, timed_out=timed_out)
-    keep = [c for c in ("step", "problem", "correct", "sample", "n_tokens") if c in samples.columns]
+    graded = gens.assign(problem=key, correct=correct, timed_out=timed_out)
+    keep = [c for c in ("step", "problem", "correct", "sample", "n_tokens") if c in graded.columns]
     tokens = cumulative_tokens(read_jsonl(files.metrics), B_p * n)
-    table = eval_table(samples[keep], k, B_p=B_p, n=n, tokens=tokens, split=split,
+    table = eval_table(graded[keep], k, B_p=B_p, n=n, tokens=tokens, split=split,
                        run=run_name(B_p, n, replicate_suffix(replicate)))
     table.insert(4, "seed", int(replicate))
-    per_step = samples.groupby("step")["timed_out"].agg(["sum", "size"])
+    per_step = graded.groupby("step")["timed_out"].agg(["sum", "size"])
     table["timeouts"] = per_step["sum"].reindex(table["step"]).fillna(0).astype(int).to_numpy()
     if any(timed_out):
         log.warning("score %s bp%d_n%d%s: %d of %d samples timed out in the grader (scored as not correct; "

@@ -73,6 +73,8 @@ def test_save_is_atomic_and_compact(tmp_path):
     cache.put("\\boxed{1}", "1", True)
     path = tmp_path / "run" / "grades.json"
     cache.save(path)
-    assert json.loads(path.read_text()) == {"grader_version": GRADER_VERSION, "grades": {GradeCache.key("\\boxed{1}", "1"): True}}
+    grades = {GradeCache.key("\\boxed{1}", "1"): True}
+    assert json.loads(path.read_text()) == {"grader_version": GRADER_VERSION, "digest": GradeCache.digest(grades),
+                                            "grades": grades}
     assert "\n" not in path.read_text()
     assert [p.name for p in path.parent.iterdir()] == ["grades.json"]  # no temporary left behind

@@ -6,14 +6,16 @@ gathered from the rung where it stopped. The only I/O is in `read_run_tables`.""
 
 from __future__ import annotations
 
-import json
+import io
 from pathlib import Path
 
 import pandas as pd
 
 from isocompute.analysis.tables_folder import read_tables, settings_from_params
+from isocompute.atomic import read_json, read_parquet
 from isocompute.errors import InputError
 from isocompute.layout import RunFiles, RungFiles
+from isocompute.train.run_logs import read_jsonl
 
 
 def read_run_tables(run_dir: Path | str) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -27,23 +29,34 @@ def read_run_tables(run_dir: Path | str) -> tuple[pd.DataFrame, pd.DataFrame]:
         if not path.is_file():
             raise InputError(f"{path}: missing; the run has not {'reached its rung' if stopped else 'finished'} "
                              "or was not scored")
-    evals = pd.read_parquet(evals_path)
-    meta = json.loads(marker.read_text())
+    evals = read_parquet(evals_path)
+    meta = read_json(marker)
     B_p, n = int(meta["B_p"]), int(meta["n"])
     last_step = int(meta["stop_at_step"]) if stopped else None
     # The training batches' pass rates (the mechanism table: zero-variance groups by n), and the
     # fixed probe's when the run has one (the same problems and draws for every n, at a nominal
     # matched compute: what the interference figure reads then).
     path = files.pass_rates
-    batch = pd.read_json(path, lines=True) if path.is_file() and path.stat().st_size else pd.DataFrame(
-        columns=["step", "problem_id", "pass_rate"])
+    batch = _read_log(path)
+    batch = pd.DataFrame(columns=["step", "problem_id", "pass_rate"]) if batch is None else batch
     rates = batch.assign(source="batch", compute=batch["step"].astype("int64") * B_p * n)
-    if files.probe.is_file() and files.probe.stat().st_size:
-        rates = pd.concat([rates, pd.read_json(files.probe, lines=True).assign(source="probe")], ignore_index=True)
+    probe = _read_log(files.probe)
+    if probe is not None:
+        rates = pd.concat([rates, probe.assign(source="probe")], ignore_index=True)
     if last_step is not None and len(rates):
         rates = rates[rates["step"] <= last_step]
     rates = rates.assign(B_p=B_p, n=n, seed=int(meta.get("replicate", 0)))
     return evals, rates
+
+
+def _read_log(path: Path) -> pd.DataFrame | None:
+    """A run's append-only JSONL log as a frame (None when absent or empty): a torn last line, a
+    killed writer's, is dropped with a warning, as resuming would; other damage raises InputError."""
+    records = read_jsonl(path, warn=True)
+    if not records:
+        return None
+    lines = [line for line in Path(path).read_text().splitlines() if line.strip()][:len(records)]
+    return pd.read_json(io.StringIO("\n".join(lines)), lines=True)
 
 
 def collect_runs(run_dirs) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -14,8 +14,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-import pandas as pd
-
+from isocompute.atomic import read_parquet
 from isocompute.errors import ConfigError, InputError
 from isocompute.layout import RESULTS_ROOT, StudyLayout
 
@@ -106,7 +105,7 @@ def load_comparison(sources: list[ComparedAnalysis], *, B_p: int | None = None,
     for src in sources:
         if not Path(src.evals).is_file() or not Path(src.tables).is_dir():
             raise ConfigError(f"{src.label}, split {src.split}: no analysis at {src.tables} and {src.evals}")
-        results = load_analysis(src.tables, pd.read_parquet(src.evals))
+        results = load_analysis(src.tables, read_parquet(src.evals))
         if B_p is not None:
             fits = results.get("fits")
             have = [] if fits is None or "B_p" not in fits.columns else fits["B_p"].unique()

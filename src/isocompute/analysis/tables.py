@@ -11,6 +11,8 @@ column and what is wrong.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 
@@ -82,8 +84,9 @@ def check_evals(evals: pd.DataFrame, metric: str = "avg@4", *, split: str | None
 
     Raises InputError on: a missing column (B_p, n, step, compute, `metric`),
     a non-numeric, NaN or infinite value, negative compute or step, B_p or n
-    not a positive integer, compute != B_p*n*step, a metric outside [0, 1], a
-    duplicate (B_p, n, step), several splits without `split` chosen.
+    not a positive integer, compute != B_p*n*step, a metric outside [0, 1],
+    metrics out of their order (`_check_metric_order`), a duplicate (B_p, n, step),
+    several splits without `split` chosen.
     """
     if not isinstance(evals, pd.DataFrame):
         raise InputError(f"{what}: expected a table, got {type(evals).__name__}")
@@ -116,6 +119,7 @@ def check_evals(evals: pd.DataFrame, metric: str = "avg@4", *, split: str | None
         if out.any():
             i = int(np.flatnonzero(out.to_numpy())[0])
             raise InputError(f"{what}: column '{col}' must be in [0, 1], got {plain(df[col].iloc[i])} in row {i}")
+    _check_metric_order(df, what)
     keys = ["B_p", "n"] + (["seed"] if "seed" in df.columns else []) + ["step"]
     dup = df.duplicated(keys, keep=False)
     if dup.any():
@@ -123,6 +127,33 @@ def check_evals(evals: pd.DataFrame, metric: str = "avg@4", *, split: str | None
         raise InputError(f"{what}: duplicate ({', '.join(keys)}) = ({', '.join(plain(row[k]) for k in keys)}) "
                          f"in columns {', '.join(repr(k) for k in keys)}")
     return df.sort_values(keys, kind="stable").reset_index(drop=True)
+
+
+# Rounding slack of the order checks: the metrics are means over the same problems.
+ORDER_TOLERANCE = 1e-9
+
+
+def _check_metric_order(df: pd.DataFrame, what: str) -> None:
+    """Relations that hold by construction (metrics.eval_points: each is a mean over the same
+    problems of per-problem values in this order): worst@k <= avg@k <= best@k for each k, and
+    worst@k_unbiased <= pass@1 <= pass@k_unbiased. A row out of order is a damaged table."""
+    chains = [[f"worst@{k}", f"avg@{k}", f"best@{k}"] for k in _ks(df, r"(?:avg|best|worst)@(\d+)")]
+    chains += [[f"worst@{k}_unbiased", "pass@1", f"pass@{k}_unbiased"] for k in _ks(df, r"pass@(\d+)_unbiased")]
+    for chain in chains:
+        present = [c for c in chain if c in df.columns]
+        for lo, hi in zip(present, present[1:]):
+            a, b = pd.to_numeric(df[lo], errors="coerce"), pd.to_numeric(df[hi], errors="coerce")
+            bad = (a > b + ORDER_TOLERANCE).to_numpy()
+            if bad.any():
+                i = int(np.flatnonzero(bad)[0])
+                raise InputError(f"{what}: row {i} (step {plain(df['step'].iloc[i])}) has {lo} = {plain(a.iloc[i])} "
+                                 f"above {hi} = {plain(b.iloc[i])}, impossible for one evaluation (a damaged table); "
+                                 "delete it so the rule that writes it runs again")
+
+
+def _ks(df: pd.DataFrame, pattern: str) -> list[int]:
+    """The k of each column named like `pattern` (its group), sorted."""
+    return sorted({int(m.group(1)) for m in (re.fullmatch(pattern, str(c)) for c in df.columns) if m})
 
 
 def _check_optional_columns(df: pd.DataFrame, metrics, what: str) -> None:

@@ -7,11 +7,11 @@ in `read_variant_run`; `variant_curves` is pure.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pandas as pd
 
+from isocompute.atomic import read_json, read_parquet
 from isocompute.errors import InputError
 from isocompute.layout import RunFiles
 
@@ -52,10 +52,10 @@ def read_variant_run(run_dir: Path | str) -> pd.DataFrame:
     for path in (files.marker, files.evals):
         if not path.is_file():
             raise InputError(f"{path}: missing; the run has not finished or was not scored")
-    meta = json.loads(files.marker.read_text())
+    meta = read_json(files.marker)
     if not meta.get("variant"):
         raise InputError(f"{files.marker}: not a variant's run (no 'variant' in it)")
-    return variant_curves(read_jsonl(files.metrics), pd.read_parquet(files.evals), variant=meta["variant"],
+    return variant_curves(read_jsonl(files.metrics), read_parquet(files.evals), variant=meta["variant"],
                           split=meta["split"], B_p=meta["B_p"], n=meta["n"])
 
 

@@ -283,7 +283,7 @@ def cmd_figures(args) -> int:
     from isocompute.analysis.collect import load_analysis
     from isocompute.analysis.plots import plot_all
 
-    evals = pd.read_parquet(args.evals)
+    evals = atomic.read_parquet(args.evals)
     results = load_analysis(args.tables, evals)
     with atomic.atomic_dir(args.out) as tmp:
         paths = plot_all(results, tmp)
@@ -308,7 +308,7 @@ def cmd_variant_figures(args) -> int:
     from isocompute.analysis.plots.variants import plot_variants
 
     cfg = config_from_params(args.params)
-    curves = pd.read_parquet(args.curves)
+    curves = atomic.read_parquet(args.curves)
     with atomic.atomic_dir(args.out) as tmp:
         paths = plot_variants(curves, cfg["variants"], tmp, metric=f"avg@{cfg['eval']['k']}")
     log.info("%d variant figure files -> %s", len(paths), args.out)

@@ -107,8 +107,6 @@ def cmd_difficulty(args) -> int:
 
 def cmd_difficulty_merge(args) -> int:
     """The difficulty table of the pool from its parts' counts, in pool order."""
-    import json
-
     import pandas as pd
 
     from isocompute.data.difficulty import difficulty_table
@@ -116,11 +114,11 @@ def cmd_difficulty_merge(args) -> int:
 
     cfg = config_from_params(args.params)
     pool = read_problems(args.pool)
-    counts = pd.concat([pd.read_parquet(p) for p in args.parts], ignore_index=True)
+    counts = pd.concat([atomic.read_parquet(p) for p in args.parts], ignore_index=True)
     table = difficulty_table(pool, counts)
     out = Path(args.out)
     atomic.write_parquet(out, table)
-    seconds = sum(json.loads(Path(p).with_suffix(".json").read_text()).get("seconds", 0.0) for p in args.parts)
+    seconds = sum(atomic.read_json(Path(p).with_suffix(".json")).get("seconds", 0.0) for p in args.parts)
     atomic.write_json(out.with_suffix(".json"), provenance(cfg, seconds=seconds, parts=len(args.parts)))
     log.info("difficulty: %d problems from %d parts, mean avg@%d %.3f", len(table), len(args.parts),
              int(table["samples"].iloc[0]) if len(table) else 0, table["avg_at_samples"].mean())
@@ -135,7 +133,7 @@ def cmd_splits(args) -> int:
 
     cfg = config_from_params(args.params)
     pool = read_problems(args.pool)
-    difficulty = pd.read_parquet(args.difficulty)
+    difficulty = atomic.read_parquet(args.difficulty)
     if list(difficulty["problem_id"]) != list(problem_ids(pool)):
         raise InputError(f"{args.difficulty}: problem ids do not match {args.pool}; re-run the difficulty stage")
     out = Path(args.out_dir)
@@ -155,10 +153,10 @@ def cmd_fig_difficulty(args) -> int:
     from isocompute.data.plots import difficulty_histograms, histogram_counts
 
     cfg = config_from_params(args.params)
-    difficulty = pd.read_parquet(args.difficulty)
+    difficulty = atomic.read_parquet(args.difficulty)
     rates = {"pool": difficulty["avg_at_samples"].to_numpy()}
     for split in cfg["splits"]["names"]:
-        train = pd.read_parquet(Path(args.splits_dir) / split / "train.parquet")
+        train = atomic.read_parquet(Path(args.splits_dir) / split / "train.parquet")
         rates[split] = train["extra_info"].map(lambda e: e["base_pass_rate"]).to_numpy()
     samples = cfg["difficulty"]["samples"]
     difficulty_histograms(rates, samples, cfg["splits"]["bands"], args.out_stem)

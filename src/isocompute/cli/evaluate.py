@@ -17,7 +17,7 @@ def cmd_score(args) -> int:
     cfg = config_from_params(args.params)
     table = score_run(args.run_dir, cfg["eval"]["k"], B_p=args.bp, n=args.n, split=args.split,
                       replicate=args.replicate, max_step=args.max_step, eval_set=args.eval_set,
-                      max_timeout_share=cfg["grading"]["max_timeout_share"])
+                      max_timeout_share=cfg["grading"]["max_timeout_share"], samples=cfg["eval"].get("samples"))
     atomic.write_parquet(args.out, table)
     return 0
 
@@ -30,8 +30,8 @@ def cmd_cross_eval(args) -> int:
 
     cfg = config_from_params(args.params)
     extra = cfg["eval"]["extra_sets"]
-    table = cross_eval_table(pd.concat([pd.read_parquet(p) for p in args.own], ignore_index=True),
-                             pd.concat([pd.read_parquet(p) for p in args.sets], ignore_index=True), extra)
+    table = cross_eval_table(pd.concat([atomic.read_parquet(p) for p in args.own], ignore_index=True),
+                             pd.concat([atomic.read_parquet(p) for p in args.sets], ignore_index=True), extra)
     atomic.write_parquet(args.out_table, table)
     metric = f"avg@{cfg['eval']['k']}"
     sets = list(dict.fromkeys([*sorted(table.loc[~table["eval_set"].isin([s["name"] for s in extra]), "eval_set"]),

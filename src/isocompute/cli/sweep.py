@@ -66,7 +66,7 @@ def read_tables(paths, flag: str):
     for path in paths or []:
         if not Path(path).is_file():
             raise InputError(f"{flag}: evaluation table not found: {path}")
-        frames.append(pd.read_parquet(path))
+        frames.append(atomic.read_parquet(path))
     if not frames:
         if flag == "--trained":
             raise InputError("--trained: no evaluation tables of runs trained to this rung")

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from isocompute.atomic import write_parquet
+from isocompute.atomic import read_parquet, write_parquet
 from isocompute.data.schema import ground_truths, problem_ids
 from isocompute.errors import InputError
 from isocompute.grading import grade
@@ -65,8 +65,8 @@ def sample_counts(pool: pd.DataFrame, sampler, render, *, samples: int, extra_sa
     parts = []
     for c, (lo, hi) in bounds.items():
         path = chunk_dir / f"chunk{c:05d}.parquet"
-        if path.is_file():
-            part = pd.read_parquet(path)
+        part = _cached_chunk(path)
+        if part is not None:
             if list(part["problem_id"]) == ids[lo:hi]:
                 parts.append(part)
                 if bar is not None:
@@ -93,6 +93,18 @@ def sample_counts(pool: pd.DataFrame, sampler, render, *, samples: int, extra_sa
         bar.close()
     columns = ["problem_id", "samples", "correct", "samples_k", "correct_k"]
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=columns)
+
+
+def _cached_chunk(path: Path) -> pd.DataFrame | None:
+    """A chunk's counts saved by an earlier job, or None: absent, or torn (a job killed while
+    copying it) and counted again."""
+    if not path.is_file():
+        return None
+    try:
+        return read_parquet(path)
+    except InputError as exc:
+        log.warning("%s; counting the chunk again", exc)
+        return None
 
 
 def difficulty_table(pool: pd.DataFrame, counts: pd.DataFrame) -> pd.DataFrame:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from isocompute.atomic import read_parquet
 from isocompute.errors import ConfigError, InputError
 
 # What an evaluation-set file must hold for both backends (verl reads the prompt, the
@@ -62,6 +63,21 @@ def missing_columns(df: pd.DataFrame) -> list[str]:
     return missing
 
 
+def first_bad_row(df: pd.DataFrame) -> tuple[str, int, str] | None:
+    """(column, row, what is wrong) of the first row verl could not evaluate: a `prompt` that is
+    not a chat (a list of {role, content} messages: a plain string would be read as characters),
+    or a null `reward_model.ground_truth` (graded against the string 'None'). None if all are fine."""
+    for i, messages in enumerate(df["prompt"]):
+        if isinstance(messages, str) or not hasattr(messages, "__len__") or not len(messages) or not all(
+                isinstance(m, dict) and "role" in m and "content" in m for m in messages):
+            return "prompt", i, f"not a chat (a list of {{role, content}} messages), got {str(messages)[:40]!r}"
+    for i, model in enumerate(df["reward_model"]):
+        truth = model.get("ground_truth") if isinstance(model, dict) else None
+        if truth is None or (isinstance(truth, float) and truth != truth):
+            return "reward_model.ground_truth", i, "null (a problem needs its answer)"
+    return None
+
+
 def check_eval_sets(cfg: dict) -> None:
     """Every `eval.extra_sets[i].path` exists and holds verl's columns (splits are built by the
     pipeline and checked by the config); raises ConfigError naming the key."""
@@ -81,6 +97,10 @@ def check_eval_sets(cfg: dict) -> None:
             what = f"missing verl column(s) {missing}" if missing else "no problems"
             raise ConfigError(f"config key '{key}': {s.path}: {what}; expected verl's RL schema "
                               f"{list(REQUIRED_COLUMNS)}")
+        bad = first_bad_row(df)
+        if bad:
+            raise ConfigError(f"config key '{key}': evaluation set {s.name!r}: {s.path}: column '{bad[0]}' row "
+                              f"{bad[1]}: {bad[2]}")
 
 
 def read_eval_set(path: Path | str, name: str) -> pd.DataFrame:
@@ -89,10 +109,13 @@ def read_eval_set(path: Path | str, name: str) -> pd.DataFrame:
     path = Path(path)
     if not path.is_file():
         raise InputError(f"evaluation set {name!r}: file not found: {path}")
-    df = pd.read_parquet(path)
+    df = read_parquet(path)
     missing = missing_columns(df)
     if missing:
         raise InputError(f"evaluation set {name!r}: {path}: missing verl column(s) {missing}")
+    bad = first_bad_row(df)
+    if bad:
+        raise InputError(f"evaluation set {name!r}: {path}: column '{bad[0]}' row {bad[1]}: {bad[2]}")
     infos = df["extra_info"] if "extra_info" in df.columns else pd.Series([None] * len(df), index=df.index)
     df = df.assign(extra_info=[
         {**(e if isinstance(e, dict) else {}),

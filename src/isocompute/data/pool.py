@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from isocompute.atomic import read_parquet
 from isocompute.data.schema import make_row, validate_frame
 from isocompute.errors import ConfigError, InputError
 
@@ -98,7 +99,7 @@ def _read_local(path: Path) -> pd.DataFrame:
     if not path.is_file():
         raise InputError(f"config key 'pool.path': file not found: {path}")
     if path.suffix == ".parquet":
-        return pd.read_parquet(path)
+        return read_parquet(path)
     if path.suffix in (".jsonl", ".json"):
         try:
             return pd.read_json(path, lines=path.suffix == ".jsonl")

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from isocompute.atomic import read_parquet
 from isocompute.errors import InputError
 
 COLUMNS = ["data_source", "prompt", "ability", "reward_model", "extra_info"]
@@ -58,4 +59,4 @@ def read_problems(path: Path | str) -> pd.DataFrame:
     path = Path(path)
     if not path.is_file():
         raise InputError(f"problem file not found: {path}")
-    return validate_frame(pd.read_parquet(path), str(path))
+    return validate_frame(read_parquet(path), str(path))

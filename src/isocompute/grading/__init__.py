@@ -16,7 +16,7 @@ from isocompute.grading.cache import GradeCache
 from isocompute.grading.extract import extract_answer
 from isocompute.grading.outcome import TooManyTimeouts, Verdict, check_timeout_share
 from isocompute.grading.sandbox import warm_up
-from isocompute.grading.verdict import grade, grade_many, grade_with_reason, judge, judge_many
+from isocompute.grading.verdict import grade, grade_many, grade_with_reason, judge, judge_many, spot_check_cache
 from isocompute.grading.version import GRADER_VERSION
 
 __all__ = [
@@ -31,5 +31,6 @@ __all__ = [
     "grade_with_reason",
     "judge",
     "judge_many",
+    "spot_check_cache",
     "warm_up",
 ]

@@ -4,7 +4,9 @@
 it lacks with `judge_many`, and saves it back; a cache from another
 GRADER_VERSION is ignored, so a changed grader re-grades everything. Only
 definite verdicts (correct or wrong) are saved: a pair that timed out is
-graded again by the next scoring.
+graded again by the next scoring. The file carries a digest of its verdicts: a
+torn or edited file (or one written before caches had a digest) is ignored with a
+warning and rebuilt, never trusted.
 """
 
 from __future__ import annotations
@@ -54,21 +56,42 @@ class GradeCache:
     def __contains__(self, pair: tuple[str, str]) -> bool:
         return self.key(*pair) in self._grades
 
+    @staticmethod
+    def digest(grades: dict) -> str:
+        """A checksum of the verdicts as saved (sorted keys, compact), so an edit shows."""
+        text = json.dumps(grades, sort_keys=True, separators=(",", ":"))
+        return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+
     def save(self, path: str | os.PathLike) -> None:
         # Compact JSON (not write_json's indented form): a cache holds 100k keys.
-        write_text(path, json.dumps({"grader_version": GRADER_VERSION, "grades": self._grades}))
+        write_text(path, json.dumps({"grader_version": GRADER_VERSION, "digest": self.digest(self._grades),
+                                     "grades": self._grades}))
 
     @classmethod
     def load(cls, path: str | os.PathLike, missing_ok: bool = True) -> "GradeCache":
+        """The verdicts saved in `path`; empty (with a warning naming the file) when the file is
+        torn, is not a cache, is another GRADER_VERSION's, or its digest does not match."""
         path = Path(path)
         if missing_ok and not path.exists():
             return cls()
-        with open(path) as f:
-            data = json.load(f)
+        try:
+            data = json.loads(path.read_text())
+            grades = data["grades"]
+            if not isinstance(grades, dict) or not all(isinstance(v, bool) for v in grades.values()):
+                raise TypeError("grades is not a mapping of digests to true/false")
+        except (ValueError, KeyError, TypeError) as exc:
+            logger.warning("ignoring grade cache %s: unreadable (%s: %s); it is rebuilt", path,
+                           type(exc).__name__, str(exc).splitlines()[0] if str(exc) else "")
+            return cls()
         if data.get("grader_version") != GRADER_VERSION:
             logger.warning(
                 "ignoring grade cache %s from grader version %s (now %s)",
                 path, data.get("grader_version"), GRADER_VERSION,
             )
             return cls()
-        return cls({k: bool(v) for k, v in data["grades"].items()})
+        if data.get("digest") != cls.digest(grades):
+            logger.warning("ignoring grade cache %s: %s; it is rebuilt", path,
+                           "its digest does not match its verdicts (edited or damaged)" if "digest" in data
+                           else "no digest (written before caches were checksummed)")
+            return cls()
+        return cls(grades)

@@ -185,3 +185,31 @@ def grade_many(
     """`grade` for each pair: `judge_many`'s verdicts as bits (timed out is not correct)."""
     verdicts = judge_many(completions, ground_truths, timeout_s, cache, num_workers, max_chars=max_chars)
     return [v.correct for v in verdicts]
+
+
+# How many of a loaded cache's verdicts are graded again before it is trusted, and the seed
+# that picks them (fixed: the same dumps check the same pairs).
+SPOT_CHECKS = 32
+SPOT_CHECK_SEED = 0
+
+
+def spot_check_cache(cache: GradeCache, completions: Sequence[str], ground_truths: Sequence[str],
+                     source: str, checks: int = SPOT_CHECKS, timeout_s: float = 2.0) -> GradeCache:
+    """`cache`, or an empty one if it fails a spot check: up to `checks` of its verdicts on these
+    pairs (picked with a fixed seed) are graded again, and one definite verdict that differs (a
+    cache edited by hand, or written by a grader that changed without its version) drops it,
+    with a warning naming `source`. A pair that times out now proves nothing either way."""
+    import random
+
+    pairs = sorted({(str(c), str(t)) for c, t in zip(completions, ground_truths) if cache.get(c, t) is not None})
+    if not pairs:
+        return cache
+    picked = random.Random(SPOT_CHECK_SEED).sample(pairs, min(checks, len(pairs)))
+    fresh = judge_many([c for c, _ in picked], [t for _, t in picked], timeout_s)
+    wrong = [(c, t) for (c, t), v in zip(picked, fresh) if v.definite and v.correct != cache.get(c, t)]
+    if wrong:
+        logger.warning("ignoring grade cache %s: %d of %d spot-checked verdicts differ from the grader's (e.g. "
+                       "%r against %r); it is rebuilt", source, len(wrong), len(picked), wrong[0][0][:80],
+                       wrong[0][1][:80])
+        return GradeCache()
+    return cache

@@ -12,23 +12,29 @@ import shutil
 from pathlib import Path
 
 from isocompute import atomic
+from isocompute.errors import InputError
 from isocompute.layout import RunFiles
 
 log = logging.getLogger(__name__)
 
 
-def read_jsonl(path: Path) -> list[dict]:
-    """Records of a JSONL file; a torn line (a killed writer) is dropped."""
+def read_jsonl(path: Path, warn: bool = False) -> list[dict]:
+    """Records of a JSONL file. A torn last line (a writer killed mid-line: what resuming cuts
+    away, `truncate_jsonl`) is dropped, with a warning naming the file when `warn`; a torn line
+    before others is damage no writer leaves and raises InputError naming the file and line."""
     if not Path(path).is_file():
         return []
+    lines = [(i, line) for i, line in enumerate(Path(path).read_text().splitlines(), 1) if line.strip()]
     out = []
-    for line in Path(path).read_text().splitlines():
-        if not line.strip():
-            continue
+    for j, (i, line) in enumerate(lines):
         try:
             out.append(json.loads(line))
         except json.JSONDecodeError:
-            continue
+            if j < len(lines) - 1:
+                raise InputError(f"{path}: line {i} is not JSON, and lines follow it (not a torn last line); "
+                                 "the file is damaged: delete the run's folder and retrain it") from None
+            if warn:
+                log.warning("%s: dropped its torn last line %d (a writer killed mid-line)", path, i)
     return out
 
 

@@ -335,6 +335,7 @@ def train_local(cfg: dict, cell, paths, stop_at_step: int | None = None, on_step
     return {"steps": step, "config_hash": run_hash, "wall_s": wall(), "tokens_cumulative": tokens_total,
             "resumed_from": None if state is None else state["step"],
             "eval_steps": files.generation_steps(paths.generations), "lr": trainer.lr,
+            "val_problems": len(val), "eval_set_problems": {name: len(p) for name, p in extra.items()},
             "regularized": trainer.regularized}
 
 

@@ -15,7 +15,7 @@ from isocompute.errors import InputError
 from isocompute.grading import TooManyTimeouts
 from isocompute.train.backends import register_backend
 from isocompute.train.backends.verl.dumps import annotate_dumps
-from isocompute.train.backends.verl.eval_sets import split_dumps, write_set_copies
+from isocompute.train.backends.verl.eval_sets import set_copy, split_dumps, write_set_copies
 from isocompute.train.backends.verl.files import VerlRunFiles, latest_checkpoint_step
 from isocompute.train.backends.verl.limits import check_batch_capacity, check_supported, dropped_prompts
 from isocompute.train.backends.verl.overrides import training_engine, verl_command
@@ -75,6 +75,8 @@ def run_verl(cfg: dict, cell, paths, stop_at_step: int | None = None, **hooks) -
     train_rows = check_split_size(Path(paths.train_file), cell.B_p, dropped["train"]["dropped"])
     # verl validates the own split and every extra evaluation set as one batch.
     set_sizes = write_set_copies(paths, files)
+    recorded = {"val_problems": dropped["val"]["prompts"] - dropped["val"]["dropped"],
+                "eval_set_problems": validated_set_problems(paths, files, v["max_prompt_length"])}
     check_batch_capacity(cfg, [cell], val_problems=dropped["val"]["prompts"] - dropped["val"]["dropped"]
                          + sum(set_sizes.values()))
     keep = v["max_checkpoints"]
@@ -90,7 +92,7 @@ def run_verl(cfg: dict, cell, paths, stop_at_step: int | None = None, **hooks) -
     if state.step is not None and state.step >= target:
         log.info("verl %s %s: already at step %d (asked for %d)", cell.split, cell.name, state.step, target)
         return {"steps": state.step, "train_problems": train_rows, "dropped_prompts": dropped,
-                "resumed_from": state.step}
+                "resumed_from": state.step, **recorded, "eval_steps": eval_steps_to(cfg, cell, state.step)}
     command = verl_command(cfg, cell, paths, stop_at_step=stop_at_step)
     log.info("verl %s bp%d_n%d: %s from step %s\n%s", cell.split, cell.B_p, cell.n,
              "resuming" if state.step is not None else "starting", state.step or 0, command.shell())
@@ -129,7 +131,23 @@ def run_verl(cfg: dict, cell, paths, stop_at_step: int | None = None, **hooks) -
     for name, _ in paths.eval_sets:
         annotated += annotate_dumps(files.set_generations(name), paths.model)
     return {"steps": target, "train_problems": train_rows, "dropped_prompts": dropped, "resumed_from": state.step,
-            "verl_command": command.shell(), "dumps_annotated": annotated}
+            "verl_command": command.shell(), "dumps_annotated": annotated, **recorded,
+            "eval_steps": eval_steps_to(cfg, cell, target)}
+
+
+def eval_steps_to(cfg: dict, cell, step: int) -> list[int]:
+    """The recipe's evaluation steps up to `step`: what run.json records for scoring to check."""
+    return [int(s) for s in cell_recipe(cfg, cell).eval_steps if s <= step]
+
+
+def validated_set_problems(paths, files, max_prompt_length: int) -> dict[str, int]:
+    """Problems verl validates of each extra evaluation set (its copy less the overlong prompts
+    verl drops), recorded in run.json for scoring to check each dump against."""
+    if not paths.eval_sets:
+        return {}
+    counted = dropped_prompts({name: set_copy(files, name) for name, _ in paths.eval_sets}, paths.model,
+                              max_prompt_length, 1.0)
+    return {name: d["prompts"] - d["dropped"] for name, d in counted.items()}
 
 
 def watch(proc, files: VerlRunFiles, recorder: PassRateRecorder | None, limit: float,
