@@ -171,3 +171,18 @@ def test_a_garbled_params_json_is_one_line_naming_it(hand_made, capsys, garble):
     (hand_made / "params.json").write_text(garble)
     line = _error(capsys, ["recommend", str(hand_made), "--budget", "1000000"])
     assert str(hand_made / "params.json") in line
+
+
+def test_a_flat_fit_has_no_rise_or_midpoint_and_is_read(hand_made, capsys):
+    # A flat curve (status 'flat': A = R0) leaves B and C_mid empty, as the fits write it;
+    # the same holes in an 'ok' row are refused.
+    path = hand_made / "fits.csv"
+    df = pd.read_csv(path, dtype=str, keep_default_na=False)
+    df.loc[2, ["status", "A", "B", "C_mid"]] = ["flat", df.loc[2, "R0"], "", ""]
+    df.to_csv(path, index=False)
+    rc, out = _recommend(capsys, hand_made)
+    assert rc == 0, out.err
+    df.loc[2, "status"] = "ok"
+    df.to_csv(path, index=False)
+    line = _error(capsys, ["recommend", str(hand_made), "--budget", "1000000"])
+    assert f"{path}: column 'B', line 4: missing value (status 'ok')" in line

@@ -37,22 +37,25 @@ LAW_STATUSES = ("ok", "constant", "too_few_points", "failed")   # nstar.fit_laws
 GOOD_LAW = ("ok", "constant")
 _CURVE = ("R0", "A", "B", "C_mid", "compute_min", "compute_max")
 _LAW = ("L", "U", "k", "c0")
+_FLAT_UNSET = ((FLAT, ("B", "C_mid")),)   # a flat fit is its base value A = R0: no rise, no midpoint
 
 
 @dataclass(frozen=True)
 class TableRule:
     """What a reader needs of one table: `ids` whole numbers always present, `status` one
-    of `statuses`, and `values` numbers present in the rows whose status is in `needed_for`."""
+    of `statuses`, and `values` numbers present in the rows whose status is in `needed_for`,
+    except those `unset` leaves empty for a status (a flat curve has no B or C_mid)."""
     ids: tuple[str, ...]
     statuses: tuple[str, ...]
     values: tuple[str, ...]
     needed_for: tuple[str, ...]
+    unset: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
 # The tables the advisor (`analysis.recommend`) answers from, by TABLE_FILES key.
 TABLE_RULES = {
-    "fits": TableRule(("B_p", "n"), FIT_STATUSES, _CURVE, USABLE),
-    "bootstrap_fits": TableRule(("replicate", "B_p", "n"), FIT_STATUSES, _CURVE, USABLE),
+    "fits": TableRule(("B_p", "n"), FIT_STATUSES, _CURVE, USABLE, _FLAT_UNSET),
+    "bootstrap_fits": TableRule(("replicate", "B_p", "n"), FIT_STATUSES, _CURVE, USABLE, _FLAT_UNSET),
     "n_star_fit": TableRule(("B_p",), LAW_STATUSES, _LAW, GOOD_LAW),
     "n_star_fit_draws": TableRule(("B_p", "replicate"), LAW_STATUSES, _LAW, GOOD_LAW),
 }
@@ -194,7 +197,10 @@ def check_table(df: pd.DataFrame, rule: TableRule, path: Path) -> None:
         if bad.any():
             i = np.flatnonzero(bad)[0]
             raise InputError(f"{path}: column {col!r}, {line(i)}: expected a number, got {df[col].iloc[i]!r}")
-        required = np.ones(len(df), bool) if col in rule.ids else needed
+        required = np.ones(len(df), bool) if col in rule.ids else needed.copy()
+        for unset_status, unset_columns in rule.unset:
+            if col in unset_columns:
+                required &= (status != unset_status).to_numpy()
         hole = required & ~given
         if hole.any():
             i = np.flatnonzero(hole)[0]
