@@ -149,3 +149,39 @@ def test_vllm_tensor_parallelism_beyond_the_sampling_job_is_refused_by_name(clus
         check_config({"sampling": {"backend": "vllm"}, "cluster": cluster})
     check_config({"sampling": {"backend": "vllm"}, "cluster": {**cluster, "vllm": {"tensor_parallel_size": 2}}})
     check_config({"cluster": cluster})   # the local sampler starts no vLLM engine
+
+
+NON_FINITE = [
+    ("train.lr_base", float("nan")), ("sweep.eta", float("nan")), ("analysis.ci", float("nan")),
+    ("sweep.z", float("inf")), ("analysis.bin_width", float("nan")), ("analysis.extrapolate_fraction", float("inf")),
+    ("cluster.verl.gpu_memory_utilization", float("nan")), ("train.clip_ratio", float("-inf")),
+]
+
+
+@pytest.mark.parametrize("key, value", NON_FINITE, ids=[k for k, _ in NON_FINITE])
+def test_nan_and_infinity_fail_every_number_by_name(key, value):
+    # jsonschema's bounds compare with < and >, false for NaN, and infinity clears any minimum.
+    cfg: dict = {}
+    node = cfg
+    *parents, last = key.split(".")
+    for part in parents:
+        node = node.setdefault(part, {})
+    node[last] = value
+    with pytest.raises(ConfigError, match=re.escape(f"config key '{key}': expected number") + ".*finite"):
+        check_config(cfg)
+
+
+def test_nan_in_a_variant_fails_before_any_job():
+    variants = {"x": {"train": {"lr_base": float("nan")}, "cells": [{"split": "easy", "B_p": 4, "n": 2}]}}
+    with pytest.raises(ConfigError, match=re.escape("config key 'variants.x.train.lr_base'")):
+        check_config({"variants": variants})
+
+
+@pytest.mark.parametrize("grid, message", [
+    ({"B_p": [2], "n": [2], "C_max": 24.0, "B_max": 64}, "'grid.easy.C_max': expected integer, got float 24.0 (write 24)"),
+    ({"B_p": [2.0], "n": [2], "C_max": 24, "B_max": 64}, "'grid.easy.B_p[0]': expected integer, got float 2.0 (write 2)"),
+])
+def test_an_integral_float_is_not_an_integer(grid, message):
+    # 24.0 became `--max-steps 6.0` (refused at run time) and B_p 2.0 a run folder bp2.0_n2.
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        check_config({"grid": {"easy": grid}})
