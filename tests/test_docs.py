@@ -60,3 +60,16 @@ def test_licence_and_config_guide_exist():
     guide = (REPO / "config" / "README.md").read_text()
     for path in (REPO / "config").rglob("*.yaml"):
         assert str(path.relative_to(REPO / "config")) in guide, f"config/README.md does not describe {path.name}"
+
+
+def test_every_test_the_fault_table_cites_exists():
+    # docs/reliability.md holds each case to a test; a renamed or deleted test would leave
+    # the table citing nothing.
+    text = (REPO / "docs" / "reliability.md").read_text()
+    cited = re.findall(r"`(tests/[\w/]+\.py)(?:::(\w+))?`", text)
+    assert len(cited) > 30
+    for path, name in cited:
+        source = REPO / path
+        assert source.is_file(), path
+        if name:
+            assert re.search(rf"^def {name}\(", source.read_text(), re.M), f"{path}::{name}"

@@ -79,6 +79,10 @@ BAD_CONFIGS = [
     ("analysis-ci-out-of-range", with_key("analysis.ci", 1.5), "'analysis.ci'"),
     ("negative-seed-type", tiny(seed="zero"), "'seed'"),
     ("val-size-zero", with_key("splits.val_size", 0), "'splits.val_size'"),
+    ("nan-in-yaml", "experiment: tiny\nsweep:\n  eta: .nan\n", "'sweep.eta'"),
+    ("infinity-in-a-variant", "experiment: tiny\nvariants:\n  x:\n    train: {lr_base: .inf}\n"
+     "    cells: [{split: easy, B_p: 2, n: 2}]\n", "'variants.x.train.lr_base'"),
+    ("integral-float-budget", tiny(grid={"easy": {**GRID, "C_max": 16.0}}), "'grid.easy.C_max'"),
     ("duplicate-section", "experiment: tiny\ntrain:\n  lr_base: 0.001\ntrain:\n  kl_coef: 0.0\n",
      "duplicate key 'train'"),
 ]
