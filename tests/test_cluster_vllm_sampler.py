@@ -52,7 +52,8 @@ def test_vllm_sampler_maps_config_and_params_onto_the_engine(monkeypatch):
     calls = {}
     monkeypatch.setitem(sys.modules, "vllm", fake_vllm(calls))
     cfg = check_config({"seed": 3, "sampling": {"backend": "vllm", "batch_size": 8},
-                        "cluster": {"vllm": {"tensor_parallel_size": 2, "max_model_len": 4096}}})
+                        "cluster": {"vllm": {"tensor_parallel_size": 2, "max_model_len": 4096},
+                                    "sample": {"gpus": 2}}})
     sampler = VLLMSampler("/models/m", cfg, tokenizer=FakeTokenizer())
     assert calls["engine"] == {"model": "/models/m", "tensor_parallel_size": 2, "gpu_memory_utilization": 0.9,
                                "dtype": "bfloat16", "enforce_eager": False, "seed": 3, "max_model_len": 4096}
