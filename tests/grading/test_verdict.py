@@ -124,8 +124,10 @@ def test_grade_many_gives_each_pair_its_own_timeout(monkeypatch):
     towers = ["\\boxed{9^{9^{9^{9}}}}", "\\boxed{8^{8^{8^{8}}}}"]
     verdicts = judge_many(towers + ["\\boxed{2x}"], ["1", "1", "x+x"], timeout_s=0.3)
     assert verdicts == [Verdict.TIMED_OUT, Verdict.TIMED_OUT, Verdict.CORRECT]
-    assert len(budgets) == 5 and budgets[1] == budgets[3] == 2.0 * 0.3
-    assert all(0.2 < b <= 0.3 for b in budgets[::2])
+    # Each tower: its own budget, then the retry. The honest pair: its own budget too, and on a
+    # loaded machine (where 0.3 s may not be enough) the retry, which decides it.
+    assert len(budgets) in (5, 6) and budgets[1] == budgets[3] == 2.0 * 0.3 and budgets[5:] in ([], [2.0 * 0.3])
+    assert all(0.2 < b <= 0.3 for b in budgets[0:5:2])
     sandbox.clear_memo()
 
 
