@@ -43,15 +43,6 @@ def read_dump(path: Path) -> pd.DataFrame:
     return df
 
 
-def read_generations(directory: Path, max_step: int | None = None):
-    """The validation dumps of a run (all, or those of steps <= max_step) as one frame (verl's
-    format; extra keys kept)."""
-    files = dump_files(directory, max_step)
-    if not files:
-        raise InputError(f"{directory}: no validation dumps (<step>.jsonl); did the run evaluate?")
-    return pd.concat([read_dump(p) for p in files.values()], ignore_index=True)
-
-
 def dump_files(directory: Path, max_step: int | None = None) -> dict[int, Path]:
     """{step: dump} of the dumps in `directory` (those of steps <= max_step)."""
     paths = (p for p in Path(directory).glob("*.jsonl") if p.stem.isdigit())
@@ -104,8 +95,9 @@ def expected_problems(marker: Path, meta: dict, eval_set: str | None) -> tuple[i
 
 def check_dumps(directory: Path, marker: Path, meta: dict, *, max_step: int | None, eval_set: str | None,
                 samples: int | None) -> dict[int, pd.DataFrame]:
-    """The dumps of the steps the run recorded (run.json's `eval_steps`, up to `max_step`), each
-    checked to hold the same problems (as many as the set has) with the same samples each.
+    """The dumps of the steps the run recorded (run.json's `eval_steps`, up to `max_step`), with
+    column `problem` (`problem_keys`), each checked to hold the same problems (as many as the
+    set has) with the same samples each.
     Raises InputError naming the dump, the step and what is missing."""
     found = dump_files(directory, max_step)
     steps = meta.get("eval_steps")
@@ -125,7 +117,8 @@ def check_dumps(directory: Path, marker: Path, meta: dict, *, max_step: int | No
         raise InputError(f"{directory}: no validation dumps (<step>.jsonl); did the run evaluate?")
     problems, source = expected_problems(marker, meta, eval_set)
     dumps = {step: read_dump(found[step]) for step in steps}
-    counts = {step: problem_keys(df, found[step]).value_counts() for step, df in dumps.items()}
+    dumps = {step: df.assign(problem=problem_keys(df, found[step])) for step, df in dumps.items()}
+    counts = {step: df["problem"].value_counts() for step, df in dumps.items()}
     every = set().union(*(set(c.index) for c in counts.values()))
     for step, per_problem in counts.items():
         lost = sorted(every - set(per_problem.index))
@@ -185,7 +178,6 @@ def score_run(run_dir: Path | str, k: int, *, B_p: int, n: int, split: str, repl
     directory = files.set_generations(eval_set) if eval_set else files.generations
     dumps = check_dumps(directory, marker, meta, max_step=max_step, eval_set=eval_set, samples=samples)
     gens = pd.concat(dumps.values(), ignore_index=True)
-    key = problem_keys(gens, directory)
     cache_path = run_dir / "grades_cache.json"
     outputs = gens["output"].fillna("").astype(str).tolist()
     truths = gens["gts"].astype(str).tolist()
@@ -196,7 +188,7 @@ def score_run(run_dir: Path | str, k: int, *, B_p: int, n: int, split: str, repl
         cache.save(cache_path)
     correct = [v.correct for v in verdicts]
     timed_out = [v is Verdict.TIMED_OUT for v in verdicts]
-    graded = gens.assign(problem=key, correct=correct, timed_out=timed_out)
+    graded = gens.assign(correct=correct, timed_out=timed_out)
     keep = [c for c in ("step", "problem", "correct", "sample", "n_tokens") if c in graded.columns]
     tokens = cumulative_tokens(read_jsonl(files.metrics), B_p * n)
     table = eval_table(graded[keep], k, B_p=B_p, n=n, tokens=tokens, split=split,
