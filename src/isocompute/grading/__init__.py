@@ -14,7 +14,8 @@ keep the bound honest.
 
 from isocompute.grading.cache import GradeCache
 from isocompute.grading.extract import extract_answer
-from isocompute.grading.outcome import TooManyTimeouts, Verdict, check_timeout_share
+from isocompute.grading.outcome import (SHARE_METRIC, TIMEOUTS_METRIC, TooManyTimeouts, Verdict,
+                                        check_timeout_share, timeout_metrics)
 from isocompute.grading.sandbox import warm_up
 from isocompute.grading.verdict import grade, grade_many, grade_with_reason, judge, judge_many, spot_check_cache
 from isocompute.grading.version import GRADER_VERSION
@@ -22,6 +23,8 @@ from isocompute.grading.version import GRADER_VERSION
 __all__ = [
     "GRADER_VERSION",
     "GradeCache",
+    "SHARE_METRIC",
+    "TIMEOUTS_METRIC",
     "TooManyTimeouts",
     "Verdict",
     "check_timeout_share",
@@ -32,5 +35,6 @@ __all__ = [
     "judge",
     "judge_many",
     "spot_check_cache",
+    "timeout_metrics",
     "warm_up",
 ]

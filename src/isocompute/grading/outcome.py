@@ -36,6 +36,16 @@ class Verdict(enum.Enum):
         return self is not Verdict.TIMED_OUT
 
 
+# The per-step metrics both training backends write (metrics.jsonl, verl's step metrics).
+TIMEOUTS_METRIC = "grading/timeouts"
+SHARE_METRIC = "grading/timeout_share"
+
+
+def timeout_metrics(timeouts: int, total: int) -> dict:
+    """A training step's {TIMEOUTS_METRIC, SHARE_METRIC}: `timeouts` of its `total` graded rollouts."""
+    return {TIMEOUTS_METRIC: int(timeouts), SHARE_METRIC: timeouts / total}
+
+
 class TooManyTimeouts(InputError):
     """More of a step's pairs timed out than grading.max_timeout_share allows."""
 

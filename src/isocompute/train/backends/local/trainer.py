@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from isocompute.grading import Verdict, check_timeout_share, grade_many, judge_many
+from isocompute.grading import TIMEOUTS_METRIC, Verdict, check_timeout_share, grade_many, judge_many, timeout_metrics
 from isocompute.sampling import LocalSampler, SamplingParams, pack_prompts
 from isocompute.train import grpo
 from isocompute.train.backends import register_backend
@@ -99,8 +99,7 @@ class LocalGRPO:
         tokens = int(lengths.sum())
         metrics.update({
             "critic/score/mean": float(rewards.mean()),
-            "grading/timeouts": int(timeouts),
-            "grading/timeout_share": timeouts / len(verdicts),
+            **timeout_metrics(timeouts, len(verdicts)),
             "batch/solve_none": float((per_group == 0).mean()),
             "batch/solve_all": float((per_group == 1).mean()),
             "response_length/mean": float(lengths.mean()),
@@ -312,7 +311,7 @@ def train_local(cfg: dict, cell, paths, stop_at_step: int | None = None, on_step
             metrics.update({"perf/tokens_generated_cumulative": tokens_total, "time/wall_s": wall(),
                             "training/compute_rollouts": step * cell.B_p * cell.n})
             record(step, metrics)
-            check_timeout_share(metrics["grading/timeouts"], cell.B_p * cell.n, cfg["grading"]["max_timeout_share"],
+            check_timeout_share(metrics[TIMEOUTS_METRIC], cell.B_p * cell.n, cfg["grading"]["max_timeout_share"],
                                 f"train {cell.split} {cell.name} step {step}")
             files.append_jsonl(paths.pass_rates, pass_rates)
             if step in trainer.recipe.probe_steps:

@@ -11,10 +11,9 @@ while verl runs. Pure: no verl import.
 
 from __future__ import annotations
 
-from isocompute.grading import TooManyTimeouts, check_timeout_share
-
-TIMEOUTS = "grading/timeouts"
-SHARE = "grading/timeout_share"
+from isocompute.grading import SHARE_METRIC as SHARE
+from isocompute.grading import TIMEOUTS_METRIC as TIMEOUTS
+from isocompute.grading import TooManyTimeouts, check_timeout_share, timeout_metrics
 
 
 def step_timeouts(extra_fields: list, padding: list[bool]) -> dict:
@@ -32,7 +31,7 @@ def step_timeouts(extra_fields: list, padding: list[bool]) -> dict:
         raise ValueError(f"{missing} of {len(infos)} training rollouts have no 'timed_out' in their reward_extra_info; "
                          "expected the reward function of train/backends/verl/reward.py (reward.custom_reward_function)")
     timeouts = sum(float(info["timed_out"]) > 0.5 for info in infos)
-    return {TIMEOUTS: int(timeouts), SHARE: timeouts / len(infos)}
+    return timeout_metrics(timeouts, len(infos))
 
 
 def check_step(record: dict, limit: float, run: str) -> None:
