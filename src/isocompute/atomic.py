@@ -97,7 +97,7 @@ def read_parquet(path: Path | str, **kwargs):
     try:
         return pd.read_parquet(path, **kwargs)
     except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError, ArrowIOError an OSError
-        raise InputError(f"{path}: not a readable parquet file ({_first_line(exc)}); {DAMAGED}") from None
+        raise InputError(f"{path}: not a readable parquet file ({error_line(exc)}); {DAMAGED}") from None
 
 
 def read_json(path: Path | str):
@@ -109,10 +109,11 @@ def read_json(path: Path | str):
     try:
         return json.loads(path.read_text())
     except (ValueError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: not valid JSON ({_first_line(exc)}); {DAMAGED}") from None
+        raise InputError(f"{path}: not valid JSON ({error_line(exc)}); {DAMAGED}") from None
 
 
-def _first_line(exc: BaseException) -> str:
+def error_line(exc: BaseException) -> str:
+    """An exception as one line for a message: its type and the first line of its text."""
     text = str(exc).strip()
     return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
 

@@ -110,8 +110,7 @@ class TablesFolder:
             if not isinstance(files, dict) or not all(isinstance(e, dict) and "sha256" in e for e in files.values()):
                 raise ValueError("entries without sha256")
         except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise InputError(f"{path}: not a manifest written by analyze ({type(exc).__name__}: "
-                             f"{str(exc).splitlines()[0] if str(exc) else ''}); {RERUN}") from None
+            raise InputError(f"{path}: not a manifest written by analyze ({atomic.error_line(exc)}); {RERUN}") from None
         return files
 
     def path(self, name: str) -> Path | None:
@@ -147,8 +146,7 @@ class TablesFolder:
         except pd.errors.EmptyDataError:
             df = pd.DataFrame()
         except (pd.errors.ParserError, UnicodeDecodeError, ValueError, OSError) as exc:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-            raise InputError(f"{path}: not a readable CSV table ({type(exc).__name__}: {first})") from None
+            raise InputError(f"{path}: not a readable CSV table ({atomic.error_line(exc)})") from None
         if key in TABLE_RULES and not df.empty:
             check_table(df, TABLE_RULES[key], path)
         return df

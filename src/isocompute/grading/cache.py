@@ -17,7 +17,7 @@ import logging
 import os
 from pathlib import Path
 
-from isocompute.atomic import write_text
+from isocompute.atomic import error_line, write_text
 from isocompute.grading.version import GRADER_VERSION
 
 logger = logging.getLogger(__name__)
@@ -80,8 +80,7 @@ class GradeCache:
             if not isinstance(grades, dict) or not all(isinstance(v, bool) for v in grades.values()):
                 raise TypeError("grades is not a mapping of digests to true/false")
         except (ValueError, KeyError, TypeError) as exc:
-            logger.warning("ignoring grade cache %s: unreadable (%s: %s); it is rebuilt", path,
-                           type(exc).__name__, str(exc).splitlines()[0] if str(exc) else "")
+            logger.warning("ignoring grade cache %s: unreadable (%s); it is rebuilt", path, error_line(exc))
             return cls()
         if data.get("grader_version") != GRADER_VERSION:
             logger.warning(
