@@ -1,4 +1,5 @@
-# Two commands: `make run` (the embedded study end to end) and `make test`; `make replicate`
+# Two commands: `make run` (the embedded study end to end) and `make test` (`make check`:
+# its fast tier, minutes); `make replicate`
 # runs the larger laptop replication of the paper's question (about an hour and a half).
 # Both create .venv at the repo root when absent and install the project with
 # its pinned dependencies; torch is installed first with an exact pin so that
@@ -15,7 +16,7 @@ SNAKEMAKE_ARGS ?=
 PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.isocompute-installed
 
-.PHONY: run test setup report replicate clean-results
+.PHONY: run test check setup report replicate clean-results
 
 setup: $(STAMP)
 
@@ -47,8 +48,13 @@ report: export PATH := $(abspath $(VENV))/bin:$(PATH)
 report: $(STAMP)
 	$(REPORT)
 
+# `make test`: the whole suite (what CI runs). `make check`: its fast tier, the tests not
+# marked slow (no real pipeline stage, training, verl, vLLM, SLURM or benchmark run).
 test: $(STAMP)
 	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
+
+check: $(STAMP)
+	$(VENV)/bin/python -m pytest -m "not slow" $(PYTEST_ARGS)
 
 # Every experiment's results and Snakemake's own state (.snakemake: metadata,
 # locks, logs). The software environments that `--sdm conda` (or apptainer)

@@ -1,5 +1,12 @@
-"""Shared fixtures: the repo root, and a tiny config that runs the real
-pipeline stages in seconds on 2 cores."""
+"""Shared fixtures: the repo root, a tiny config that runs the real pipeline
+stages in seconds on 2 cores, and the two tiers of the suite.
+
+The tiers: `make check` runs `pytest -m "not slow"`, `make test` everything.
+A test that runs Snakemake on real stages (not a dry run), trains, starts verl,
+vLLM or SLURM, or runs a benchmark is marked slow. The helpers here that do such
+work (run_snakemake without -n, require_slow for the others) refuse to run in a
+test not marked slow, with an error that says so; tests that use the session's
+pre-built tiny study (`tiny_stages`) are marked slow at collection."""
 
 from __future__ import annotations
 
@@ -7,6 +14,7 @@ import os
 import shutil
 import subprocess
 import sys
+from base64 import urlsafe_b64decode, urlsafe_b64encode
 from pathlib import Path
 
 import pytest
@@ -32,6 +40,51 @@ TINY_CONFIG = {
 }
 
 
+# --- the two tiers ------------------------------------------------------------------------
+
+# The test being set up, run or torn down (a module fixture runs in its first test's setup).
+_CURRENT: dict = {"item": None}
+
+# Fixtures whose users are slow tests whatever they do themselves: marked at collection
+# (the session's pre-built tiny study; test_cluster_slurm's one-node SLURM cluster).
+SLOW_FIXTURES = frozenset({"tiny_stages", "slurm_cluster"})
+
+# Snakemake options that schedule no job: a run with one of them is no real work.
+_NO_JOBS = frozenset({"-n", "--dry-run", "--dryrun", "--unlock", "--lint", "--list-rules", "-l", "--summary",
+                      "-S", "--detailed-summary", "-D", "--dag", "--rulegraph", "--filegraph",
+                      "--list-target-rules", "--version"})
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    _CURRENT["item"] = item
+    try:
+        return (yield)
+    finally:
+        _CURRENT["item"] = None
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())) and item.get_closest_marker("slow") is None:
+            item.add_marker(pytest.mark.slow)
+
+
+def require_slow(what: str) -> None:
+    """Stop a test not marked slow before it does `what` (real stages, training, verl, vLLM,
+    SLURM, a benchmark): such work belongs to `make test`, not to the fast tier `make check`."""
+    item = _CURRENT["item"]
+    if item is not None and item.get_closest_marker("slow") is None:
+        pytest.fail(f"{item.nodeid} {what} but is not marked slow: mark it slow (@pytest.mark.slow on the test "
+                    "or pytestmark = pytest.mark.slow in its module), so that `make check` (pytest -m \"not slow\") "
+                    "leaves it to `make test`", pytrace=False)
+
+
+def is_dry_run(args) -> bool:
+    """Whether snakemake arguments `args` schedule no job (a dry run, --unlock, a summary, ...)."""
+    return any(str(a) in _NO_JOBS for a in args)
+
+
 def snakemake_command(workdir: Path, *args: str, env_extra: dict | None = None) -> tuple[list[str], dict]:
     """The command line and environment that run snakemake on the repo's Snakefile in `workdir`."""
     env = {**os.environ, "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}", **(env_extra or {})}
@@ -54,7 +107,10 @@ def job_counts(output: str) -> dict[str, int]:
 def run_snakemake(workdir: Path, *args: str, check: bool = True, env_extra: dict | None = None,
                   timeout: float | None = None):
     """Run snakemake on the repo's Snakefile with results under `workdir`; past `timeout`
-    seconds its whole process group (jobs, and a verl job's Ray processes) is killed."""
+    seconds its whole process group (jobs, and a verl job's Ray processes) is killed. A run
+    that is not a dry run is real work: only a test marked slow may ask for one."""
+    if not is_dry_run(args):
+        require_slow("runs snakemake on real stages (not a dry run)")
     cmd, env = snakemake_command(workdir, *args, env_extra=env_extra)
     if timeout is not None:
         return _run_bounded(cmd, env, workdir, timeout, check)
@@ -81,6 +137,23 @@ def _run_bounded(cmd, env, workdir, timeout, check):
     return done
 
 
+def workflow_config_error(path: Path) -> str:
+    """In process, what the Snakefile checks of its --configfile `path` before any job
+    (rules/common.smk: the file read strictly, then check_config; rules/common_train.smk:
+    check_study), as the one line it then prints; '' when the config passes. Run it in the
+    study folder (a config's relative paths are the study's). Tests that call this keep a
+    few cases through `snakemake -n`, which tie it to the Snakefile."""
+    from isocompute.config import check_config, read_config_file
+    from isocompute.errors import ConfigError
+    from isocompute.train.backends import check_study
+
+    try:
+        check_study(check_config(read_config_file(path)))
+    except ConfigError as err:
+        return f"isocompute config error: {err}"
+    return ""
+
+
 def make_study_dir(path: Path) -> Path:
     """A scratch study directory with the repo's config/ and workflow/ (for the report)."""
     shutil.copytree(REPO / "config", path / "config")
@@ -91,6 +164,42 @@ def make_study_dir(path: Path) -> Path:
 @pytest.fixture
 def workdir(tmp_path: Path) -> Path:
     return make_study_dir(tmp_path)
+
+
+# --- one pre-built tiny study per session -----------------------------------------------
+
+# The data stages of TINY_CONFIG: pool -> base model -> difficulty -> splits -> Fig. 2.
+TINY_DATA_TARGETS = ("results/tiny/splits/easy/train.parquet", "results/tiny/figures/fig2_difficulty.png")
+
+
+@pytest.fixture(scope="session")
+def tiny_stages(tmp_path_factory) -> Path:
+    """A study folder holding TINY_CONFIG's data stages, built by Snakemake from nothing once
+    per session (with the code under test) for seed_study to copy into the end-to-end
+    modules' studies. Its users are marked slow at collection."""
+    work = make_study_dir(tmp_path_factory.mktemp("tiny_stages"))
+    cfg = write_config(work, TINY_CONFIG)
+    run_snakemake(work, "--cores", "2", *TINY_DATA_TARGETS, "--configfile", str(cfg))
+    return work
+
+
+def seed_study(work: Path, stages: Path, experiment: str = "tiny") -> Path:
+    """Copy the data stages built in `stages` (the tiny_stages fixture) into study folder
+    `work` as experiment `experiment`, with Snakemake's records of them, so that Snakemake
+    finds them up to date: copy2 keeps the files' times (an output newer than its inputs)
+    and the records (.snakemake/metadata: the params, code and inputs each output was made
+    with; paths renamed to the experiment) let the params trigger rerun just what a study's
+    config changes (a difficulty or splits param, other split names) and what follows it."""
+    shutil.copytree(stages / "results" / "tiny", work / "results" / experiment, symlinks=True)
+    records = work / ".snakemake" / "metadata"
+    records.mkdir(parents=True, exist_ok=True)
+    old, new = "results/tiny/", f"results/{experiment}/"
+    for record in (stages / ".snakemake" / "metadata").iterdir():
+        path = urlsafe_b64decode(record.name).decode()
+        assert path.startswith(old), f"{record}: a Snakemake record of {path}, outside {old}"
+        name = urlsafe_b64encode((new + path[len(old):]).encode()).decode()
+        (records / name).write_text(record.read_text().replace(old, new))
+    return work
 
 
 def write_config(workdir: Path, config: dict) -> Path:

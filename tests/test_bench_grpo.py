@@ -9,9 +9,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from conftest import require_slow
+
 REPO = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow
 def test_quick_bench_measures_the_local_backend_and_trl(tmp_path):
     import torch
 
@@ -26,6 +31,7 @@ def test_quick_bench_measures_the_local_backend_and_trl(tmp_path):
     build_embedded_base_model(cfg, pool, tmp_path / "model")
     pool.iloc[:40].to_parquet(tmp_path / "train.parquet")
     pool.iloc[40:44].to_parquet(tmp_path / "val.parquet")
+    require_slow("runs the benchmark bench_grpo_vs_trl.py")
     proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / "bench_grpo_vs_trl.py"), "--quick",
                            "--model", str(tmp_path / "model"), "--train-file", str(tmp_path / "train.parquet"),
                            "--val-file", str(tmp_path / "val.parquet"),

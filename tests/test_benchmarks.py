@@ -19,7 +19,9 @@ import pandas as pd
 import pytest
 import yaml
 
-from conftest import REPO
+from conftest import REPO, require_slow
+
+pytestmark = pytest.mark.slow   # each runs a benchmark (run_benchmark refuses otherwise)
 
 BENCHMARKS = REPO / "benchmarks"
 sys.path.insert(0, str(BENCHMARKS))
@@ -27,6 +29,7 @@ sys.path.insert(0, str(BENCHMARKS))
 
 def run_benchmark(script: str, *args: str, returncode: int = 0, timeout: float = 600) -> str:
     """stdout of `benchmarks/<script> args`, which must exit with `returncode`."""
+    require_slow(f"runs the benchmark {script}")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")])}
     proc = subprocess.run([sys.executable, str(BENCHMARKS / script), *args], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=timeout)
@@ -81,7 +84,6 @@ def test_analysis_quick_runs_the_cli_chain_on_every_run(tmp_path):
     assert "no target (quick)" in out
 
 
-@pytest.mark.slow
 def test_backends_agree_quick_trains_both_backends_on_the_same_problems(tmp_path):
     """The data stages of the tiny study, two local runs and one verl session (minutes). (verl
     0.9.1 patches trl's value-head model whenever trl is importable and fails on trl 1.16: the

@@ -49,6 +49,7 @@ def test_compare_command_draws_panels_and_overlay(analyses, tmp_path):
     assert all((out / n).stat().st_size > 1000 for n in names)
 
 
+@pytest.mark.slow
 def test_compare_rule_draws_the_figure_and_rejects_a_missing_experiment(analyses, tmp_path):
     workdir = make_study_dir(tmp_path / "study")
     shutil.copytree(analyses, workdir / "results")

@@ -93,6 +93,7 @@ def test_no_caption_renders_a_mail_link(rst):
         assert "mailto:" not in page, f"{rst.name}: an x@y outside ``literal`` is rendered as a mail link"
 
 
+@pytest.mark.slow
 def test_figure_index_rule_renders_the_doc(workdir):
     run_snakemake(workdir, "--cores", "1", "results/embedded/figure_index.html")
     page = (workdir / "results" / "embedded" / "figure_index.html").read_text()

@@ -7,9 +7,12 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from conftest import REPO, TINY_CONFIG, VENV_BIN, make_study_dir, write_config
+import pytest
+
+from conftest import REPO, TINY_CONFIG, VENV_BIN, make_study_dir, require_slow, write_config
 
 
+@pytest.mark.slow
 def test_make_run_works_without_an_activated_venv(tmp_path: Path):
     """The rules call the `isocompute` console script; `make run` must find it
     even when the venv's bin is not on the caller's PATH."""
@@ -22,6 +25,7 @@ def test_make_run_works_without_an_activated_venv(tmp_path: Path):
     env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
     env["PATH"] = scrubbed
     args = f"results/tiny/data/pool.parquet --directory {work} --configfile {cfg}"
+    require_slow("runs `make run` (a real stage and the report)")
     proc = subprocess.run(["make", "-C", str(REPO), "run", "CORES=1", f"SNAKEMAKE_ARGS={args}"],
                           env=env, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]

@@ -20,7 +20,7 @@ import json
 import pandas as pd
 import pytest
 
-from conftest import TINY_CONFIG, job_counts, make_study_dir, run_snakemake, write_config
+from conftest import TINY_CONFIG, job_counts, make_study_dir, run_snakemake, seed_study, write_config
 from isocompute.config import check_config
 from isocompute.grid import grid_cells
 from isocompute.sweep import rung_stop_steps
@@ -53,8 +53,8 @@ def kill_step() -> tuple[int, int]:
     return later[1], later[0]  # dies after step later[1]'s records, before its checkpoint
 
 
-def test_adaptive_sweep_grows_rung_by_rung_and_resumes(tmp_path):
-    work = make_study_dir(tmp_path / "adaptive")
+def test_adaptive_sweep_grows_rung_by_rung_and_resumes(tmp_path, tiny_stages):
+    work = seed_study(make_study_dir(tmp_path / "adaptive"), tiny_stages)
     cfg = str(write_config(work, ADAPTIVE))
     runs = work / "results" / "tiny" / "runs" / "easy"
 
@@ -143,8 +143,8 @@ def _rewrite_decision(path, go):
     return rows
 
 
-def test_a_run_the_safety_net_resumes_trains_on_from_its_checkpoint(tmp_path):
-    work = make_study_dir(tmp_path / "revive")
+def test_a_run_the_safety_net_resumes_trains_on_from_its_checkpoint(tmp_path, tiny_stages):
+    work = seed_study(make_study_dir(tmp_path / "revive"), tiny_stages)
     cfg = str(write_config(work, REVIVE))
     runs = work / "results" / "tiny" / "runs" / "easy"
     rung0, rung1 = (f"results/tiny/sweep/easy/rung{r}/decisions.csv" for r in (0, 1))

@@ -11,7 +11,7 @@ import json
 import pandas as pd
 import pytest
 
-from conftest import TINY_CONFIG, job_counts, make_study_dir, run_snakemake, write_config
+from conftest import TINY_CONFIG, job_counts, make_study_dir, run_snakemake, seed_study, write_config
 from isocompute import jobs
 from isocompute.config import check_config
 from isocompute.grid import Cell, grid_cells
@@ -31,8 +31,8 @@ STUDY = {
 }
 
 
-def test_jobs_validate_where_the_snakefile_planned_and_get_exactly_their_params(tmp_path):
-    work = make_study_dir(tmp_path)
+def test_jobs_validate_where_the_snakefile_planned_and_get_exactly_their_params(tmp_path, tiny_stages):
+    work = seed_study(make_study_dir(tmp_path), tiny_stages, "contract")
     path = write_config(work, STUDY)
     cfg = check_config(json.loads(json.dumps(STUDY)))
     cells = grid_cells(cfg)

@@ -7,13 +7,13 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from conftest import TINY_CONFIG, make_study_dir, run_snakemake, write_config
+from conftest import TINY_CONFIG, make_study_dir, run_snakemake, seed_study, write_config
 
 pytestmark = pytest.mark.slow
 
 
-def test_runs_are_evaluated_on_every_set_and_fig14_is_drawn(tmp_path):
-    work = make_study_dir(tmp_path)
+def test_runs_are_evaluated_on_every_set_and_fig14_is_drawn(tmp_path, tiny_stages):
+    work = seed_study(make_study_dir(tmp_path), tiny_stages)
     ood = work / "aime_tiny.parquet"
     pd.DataFrame({"data_source": ["aime"] * 3,
                   "prompt": [[{"role": "user", "content": f"{a}+{a}="}] for a in (1, 2, 3)],

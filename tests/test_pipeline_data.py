@@ -1,9 +1,12 @@
 """End to end: the real data stages through snakemake on a tiny config
-(pool -> pretrained base model -> avg@16 sampling -> splits -> Fig. 2)."""
+(pool -> pretrained base model -> avg@16 sampling -> splits -> Fig. 2), as the
+session's tiny_stages fixture builds them from nothing (the other end-to-end modules
+start from copies of them, seed_study).
 
 from __future__ import annotations
 
 import json
+import shutil
 
 import pandas as pd
 import pytest
@@ -11,19 +14,19 @@ import pytest
 from isocompute.data.schema import COLUMNS, problem_ids
 from isocompute.model.io import load_policy
 
-from conftest import TINY_CONFIG, make_study_dir, run_snakemake, write_config
+from conftest import TINY_CONFIG, TINY_DATA_TARGETS, job_counts, make_study_dir, run_snakemake, seed_study, write_config
 
 pytestmark = pytest.mark.slow
 
-DATA_TARGETS = ["results/tiny/splits/easy/train.parquet", "results/tiny/figures/fig2_difficulty.png"]
+DATA_TARGETS = list(TINY_DATA_TARGETS)
 
 
 @pytest.fixture(scope="module")
-def tiny_study(tmp_path_factory):
-    work = make_study_dir(tmp_path_factory.mktemp("study"))
-    cfg = write_config(work, TINY_CONFIG)
-    run_snakemake(work, "--cores", "2", *DATA_TARGETS, "--configfile", str(cfg))
-    return work, cfg
+def tiny_study(tiny_stages, tmp_path_factory):
+    """A copy of the session's data stages (built with TINY_CONFIG by Snakemake), whole."""
+    work = tmp_path_factory.mktemp("study") / "study"
+    shutil.copytree(tiny_stages, work, symlinks=True)
+    return work, work / "config" / "test.yaml"
 
 
 def test_data_stages_produce_splits_and_figure(tiny_study):
@@ -86,12 +89,26 @@ def test_rerun_is_a_no_op_and_param_change_reruns_only_downstream(tiny_study):
         assert upstream not in out
 
 
+@pytest.mark.parametrize("experiment", ["tiny", "other"])
+def test_a_seeded_study_finds_the_data_stages_up_to_date(tiny_stages, tmp_path, experiment):
+    """seed_study, which the end-to-end modules start from: no data stage runs again (under the
+    same or another experiment name), and a changed data param reruns that stage and what follows."""
+    work = seed_study(make_study_dir(tmp_path), tiny_stages, experiment)
+    targets = [t.replace("results/tiny/", f"results/{experiment}/") for t in DATA_TARGETS]
+    cfg = write_config(work, {**TINY_CONFIG, "experiment": experiment})
+    proc = run_snakemake(work, "-n", *targets, "--configfile", str(cfg))
+    assert "Nothing to be done" in proc.stdout + proc.stderr, proc.stdout[-3000:]
+    changed = {**TINY_CONFIG, "experiment": experiment,
+               "difficulty": {**TINY_CONFIG["difficulty"], "extremely_hard_samples": 16}}
+    proc = run_snakemake(work, "-n", *targets, "--configfile", str(write_config(work, changed)))
+    assert job_counts(proc.stdout + proc.stderr) == {"difficulty_chunk": 1, "difficulty": 1, "splits": 1,
+                                                     "fig_difficulty": 1}, proc.stdout[-3000:]
+
+
 def test_mixture_components_over_k_samples_end_to_end(tiny_study, tmp_path):
     """The paper's mixture components (docs/methods.md section 10): the difficulty stage then draws K
     samples for every problem; Dual's Hard is none of K correct, its Easy a band over
     the same K. The pool and the base model are reused."""
-    import shutil
-
     work = tmp_path / "mix"
     shutil.copytree(tiny_study[0], work, symlinks=True)
     mixtures = {"dual": {"hard": {"share": 0.5, "band": [0.0, 0.0]}, "easy": {"share": 0.5, "band": [0.04, 1.0]}}}

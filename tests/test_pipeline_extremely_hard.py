@@ -7,13 +7,13 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from conftest import TINY_CONFIG, make_study_dir, run_snakemake, write_config
+from conftest import TINY_CONFIG, make_study_dir, run_snakemake, seed_study, write_config
 
 pytestmark = pytest.mark.slow
 
 
-def test_extremely_hard_study_draws_fig20(tmp_path):
-    work = make_study_dir(tmp_path)
+def test_extremely_hard_study_draws_fig20(tmp_path, tiny_stages):
+    work = seed_study(make_study_dir(tmp_path), tiny_stages)   # its split names re-cut the splits
     cfg = write_config(work, {
         **TINY_CONFIG,
         "splits": {**TINY_CONFIG["splits"], "names": ["easy", "extremely_hard"]},

@@ -11,7 +11,7 @@ import re
 import pandas as pd
 import pytest
 
-from conftest import TINY_CONFIG, job_counts, make_study_dir, run_snakemake, write_config
+from conftest import TINY_CONFIG, job_counts, make_study_dir, run_snakemake, seed_study, write_config
 from isocompute.config import check_config
 from isocompute.grid import Cell
 from isocompute.train.recipe import cell_recipe
@@ -29,8 +29,8 @@ RUNS = {"bp2_n2": 6, "bp2_n2_s1": 6, "bp2_n4": 3, "bp2_n4_s1": 3}  # run -> M_ma
 
 
 @pytest.fixture(scope="module")
-def tiny_grid(tmp_path_factory):
-    work = make_study_dir(tmp_path_factory.mktemp("grid"))
+def tiny_grid(tmp_path_factory, tiny_stages):
+    work = seed_study(make_study_dir(tmp_path_factory.mktemp("grid")), tiny_stages)
     cfg = write_config(work, TINY_GRID)
     run_snakemake(work, "--cores", "2", "--configfile", str(cfg))
     return work, cfg

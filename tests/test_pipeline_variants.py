@@ -10,7 +10,7 @@ import json
 import pandas as pd
 import pytest
 
-from conftest import TINY_CONFIG, make_study_dir, run_snakemake, write_config
+from conftest import TINY_CONFIG, make_study_dir, run_snakemake, seed_study, write_config
 from test_pipeline_train import job_counts
 
 pytestmark = pytest.mark.slow
@@ -45,8 +45,9 @@ FIGURES = "results/tiny/variants/figures"   # the target: no Fig. 2 (the data st
 
 
 @pytest.fixture(scope="module")
-def tiny_variants(tmp_path_factory):
-    work = make_study_dir(tmp_path_factory.mktemp("variants"))
+def tiny_variants(tmp_path_factory, tiny_stages):
+    # From the session's data stages: its own difficulty params redraw the samples (pool and model kept).
+    work = seed_study(make_study_dir(tmp_path_factory.mktemp("variants")), tiny_stages)
     cfg = write_config(work, TINY_VARIANTS)
     run_snakemake(work, "--cores", "2", FIGURES, "--configfile", str(cfg))
     return work, cfg

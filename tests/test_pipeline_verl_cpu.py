@@ -31,7 +31,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from conftest import TINY_CONFIG, make_study_dir, run_snakemake, write_config
+from conftest import TINY_CONFIG, make_study_dir, run_snakemake, seed_study, write_config
 from isocompute.config import check_config
 from isocompute.grid import grid_cells
 from isocompute.sweep import rung_stop_steps
@@ -77,8 +77,8 @@ def planned_steps() -> list[int]:
 
 
 @pytest.fixture(scope="module")
-def verl_study(tmp_path_factory):
-    work = make_study_dir(tmp_path_factory.mktemp("verl_cpu"))
+def verl_study(tmp_path_factory, tiny_stages):
+    work = seed_study(make_study_dir(tmp_path_factory.mktemp("verl_cpu")), tiny_stages, "tinyverl")
     cfg = write_config(work, VERL_CPU)
     run_snakemake(work, TABLES, "--cores", "2", "--configfile", str(cfg), timeout=TIMEOUT_S)
     score_set(work)

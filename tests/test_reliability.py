@@ -1,6 +1,7 @@
 """The fault table as tests: every config-knowable mistake stops `snakemake -n`
 before any job, in one line naming the key, with no traceback and no file
-written; a grid too large for its split stops once the splits are cut, before
+written (each case checked in process, as the Snakefile checks it, and two of
+them through `snakemake -n` itself); a grid too large for its split stops once the splits are cut, before
 any training job; and a study killed (SIGKILL, the whole process group) at
 seeded moments in every stage, then unlocked and re-run with
 --rerun-incomplete, ends with the tables of an uninterrupted run."""
@@ -22,7 +23,8 @@ import pytest
 import yaml
 from pandas.testing import assert_frame_equal
 
-from conftest import TINY_CONFIG, make_study_dir, run_snakemake, snakemake_command, write_config
+from conftest import (TINY_CONFIG, make_study_dir, run_snakemake, seed_study, snakemake_command,
+                      workflow_config_error, write_config)
 
 BIN = Path(sys.executable).parent
 
@@ -95,7 +97,26 @@ def write_raw(workdir: Path, content) -> Path:
 
 
 @pytest.mark.parametrize("case,content,named", BAD_CONFIGS, ids=[c[0] for c in BAD_CONFIGS])
-def test_bad_config_stops_before_any_job_naming_the_key(tmp_path, case, content, named):
+def test_bad_config_stops_before_any_job_naming_the_key(tmp_path, monkeypatch, case, content, named):
+    """The Snakefile's checks, in process (conftest.workflow_config_error): a ConfigError, in
+    one line naming the key; any other exception (a traceback) fails the test."""
+    work = make_study_dir(tmp_path)
+    cfg = write_raw(work, content)
+    monkeypatch.chdir(work)
+    line = workflow_config_error(cfg)
+    assert line, f"{case}: the config passed the checks"
+    assert named in line and "\n" not in line, f"{case}: expected one line naming {named}, got:\n{line}"
+    assert not (work / "results").exists()
+
+
+# Through `snakemake -n` itself: the strict re-read of the file (rules/common.smk) and
+# check_study (rules/common_train.smk: a missing file, relative to the study folder) run
+# before any job, and stop it in one line.
+WIRED = [c for c in BAD_CONFIGS if c[0] in ("pool-path-missing", "duplicate-section")]
+
+
+@pytest.mark.parametrize("case,content,named", WIRED, ids=[c[0] for c in WIRED])
+def test_snakemake_stops_on_a_bad_config_before_any_job_naming_the_key(tmp_path, case, content, named):
     work = make_study_dir(tmp_path)
     cfg = write_raw(work, content)
     proc = run_snakemake(work, "-n", "--configfile", str(cfg), check=False)
@@ -141,10 +162,10 @@ def test_check_config_prints_what_differs_from_the_defaults_and_layers_files(tmp
 
 
 @pytest.mark.slow
-def test_grid_larger_than_a_split_stops_before_any_training_job(tmp_path):
+def test_grid_larger_than_a_split_stops_before_any_training_job(tmp_path, tiny_stages):
     """B_p above the split's training problems is known once the splits are cut: the
     check_grid job stops naming the key, and no training job runs."""
-    work = make_study_dir(tmp_path)
+    work = seed_study(make_study_dir(tmp_path), tiny_stages)
     cfg = write_raw(work, tiny(grid={"easy": {"B_p": [4096], "n": [2], "B_max": 10 ** 6, "C_max": 3 * 8192}}))
     proc = run_snakemake(work, "--cores", "2", "--configfile", str(cfg), check=False)
     assert proc.returncode != 0
@@ -264,8 +285,9 @@ def assert_same_state(got, want, where: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def uninterrupted_study(tmp_path_factory) -> Path:
-    work = make_study_dir(tmp_path_factory.mktemp("uninterrupted"))
+def uninterrupted_study(tmp_path_factory, tiny_stages) -> Path:
+    # The reference starts from the session's data stages; the killed study below builds its own.
+    work = seed_study(make_study_dir(tmp_path_factory.mktemp("uninterrupted")), tiny_stages)
     run_snakemake(work, "--cores", "2", "--configfile", str(write_config(work, FAULT_STUDY)))
     return work
 
