@@ -1,7 +1,7 @@
 """End to end: the real data stages through snakemake on a tiny config
 (pool -> pretrained base model -> avg@16 sampling -> splits -> Fig. 2), as the
 session's tiny_stages fixture builds them from nothing (the other end-to-end modules
-start from copies of them, seed_study).
+start from copies of them, seed_study)."""
 
 from __future__ import annotations
 
