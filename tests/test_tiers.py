@@ -1,0 +1,97 @@
+"""The suite's two tiers: `make check` runs the tests not marked slow, `make test` all of
+them; conftest's helpers that do real work refuse a test not marked slow, and the users of
+the slow fixtures are marked at collection."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from conftest import REPO, is_dry_run
+
+# A scratch suite whose conftest is this suite's (imported under another name, so that its
+# hooks and helpers are one module), run by pytest in a subprocess.
+CONFTEST = f"""
+import importlib.util, sys
+spec = importlib.util.spec_from_file_location("suite_conftest", {str(REPO / "tests" / "conftest.py")!r})
+suite = importlib.util.module_from_spec(spec)
+sys.modules["suite_conftest"] = suite
+spec.loader.exec_module(suite)
+from suite_conftest import pytest_collection_modifyitems, pytest_runtest_protocol, tiny_stages  # noqa: F401
+"""
+
+TESTS = """
+import pytest
+from suite_conftest import require_slow, run_snakemake
+
+
+def test_unmarked_real_run(tmp_path):
+    run_snakemake(tmp_path, "--cores", "1")   # refused before snakemake starts
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    require_slow("trains")
+    return 1
+
+
+def test_unmarked_user_of_a_slow_module_fixture(built):
+    pass
+
+
+def test_unmarked_dry_run_is_allowed(tmp_path):
+    run_snakemake(tmp_path, "-n", "--version")
+
+
+@pytest.mark.slow
+def test_marked_may(tmp_path):
+    require_slow("trains")
+
+
+def test_uses_the_prebuilt_study(tiny_stages):
+    raise AssertionError("never built in this scratch suite")
+"""
+
+
+def scratch_pytest(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    (tmp_path / "conftest.py").write_text(CONFTEST)
+    (tmp_path / "test_scratch.py").write_text(textwrap.dedent(TESTS))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")])}
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rA", "-o", "addopts=", "-o", "markers=slow: slow",
+                           "--rootdir", str(tmp_path), "-c", os.devnull, str(tmp_path / "test_scratch.py"), *args],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_real_work_in_a_test_not_marked_slow_fails_saying_mark_it_slow_and_slow_fixtures_mark_their_users(tmp_path):
+    proc = scratch_pytest(tmp_path, "-m", "not slow")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1, out[-3000:]
+    # Deselected: the marked test and the prebuilt study's user (marked at collection: unmarked, it would
+    # run and fail). The module fixture's user errs in its setup.
+    assert re.search(r"\b1 failed, 1 passed, 2 deselected, 1 error\b", out), out[-3000:]
+    for name, what in (("test_unmarked_real_run", "runs snakemake on real stages (not a dry run)"),
+                       ("test_unmarked_user_of_a_slow_module_fixture", "trains")):
+        assert f"test_scratch.py::{name} {what} but is not marked slow: mark it slow" in out, out[-3000:]
+    assert "PASSED test_scratch.py::test_unmarked_dry_run_is_allowed" in out, out[-3000:]
+
+
+def test_dry_runs_are_told_from_real_runs():
+    assert is_dry_run(["-n", "--configfile", "x.yaml"]) and is_dry_run(["--unlock"]) and is_dry_run(["--dry-run"])
+    assert not is_dry_run(["--cores", "2", "results/tiny/splits"]) and not is_dry_run(["--report", "r.html"])
+
+
+def test_make_check_runs_the_fast_tier_after_the_same_setup_as_make_test(tmp_path):
+    for name in ("Makefile", "pyproject.toml", "constraints.txt"):
+        (tmp_path / name).write_bytes((REPO / name).read_bytes())
+    plans = {target: subprocess.run(["make", "-n", "--no-print-directory", "-C", str(tmp_path), target], capture_output=True, text=True,
+                                    stdin=subprocess.DEVNULL) for target in ("check", "test")}
+    for target, proc in plans.items():
+        assert proc.returncode == 0, proc.stderr
+        setup, _, last = proc.stdout.strip().rpartition("\n")
+        assert "pip install" in setup and "-e \".[test]\"" in setup, (target, proc.stdout)
+        assert last.split()[1:4] == ["-m", "pytest", *(["-m"] if target == "check" else [])], last
+    assert plans["check"].stdout.strip().endswith('-m pytest -m "not slow"'), plans["check"].stdout
