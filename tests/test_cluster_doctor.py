@@ -147,6 +147,7 @@ def test_the_pins_come_from_the_gpu_environment():
         "omegaconf": "2.3.1", "cuda": "13.0"}
 
 
+@pytest.mark.slow   # imports the verl and vLLM stack, twice
 def test_on_this_cpu_machine_the_gpu_checks_fail_clearly():
     """The real command here: no nvidia-smi, a CPU torch, no vllm -> exit 1 with the fixes; a
     login node skips the GPU items with --skip-gpu."""

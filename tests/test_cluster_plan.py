@@ -45,6 +45,7 @@ def test_plan_counts_runs_rollouts_and_gpu_hours():
 
 
 @pytest.mark.parametrize("path", PAPER, ids=[p.stem for p in PAPER])
+@pytest.mark.slow   # simulates the adaptive sweep of each paper config
 def test_paper_configs_check_and_plan(path, tmp_path):
     cfg = load_config(path)
     if cfg["compare"] and not cfg["grid"] and not cfg["variants"]:

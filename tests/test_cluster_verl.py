@@ -109,6 +109,7 @@ def check_recipe(resolved: dict, cfg: dict, cell, stop_at_step: int | None = Non
     assert resolved["data"]["train_files"].endswith(f"splits/{cell.split}/train.parquet")
 
 
+@pytest.mark.slow   # starts verl's trainer CLI (Hydra composition)
 def test_verl_resolves_generated_commands_with_the_recipe(tmp_path):
     cli = []
     for path, split, B_p, n in CLI_CELLS:
@@ -130,6 +131,7 @@ def test_verl_resolves_generated_commands_with_the_recipe(tmp_path):
         check_recipe(yaml.safe_load(out), cfg, cell)
 
 
+@pytest.mark.slow   # starts verl's trainer CLI (Hydra composition)
 def test_verl_rejects_an_unknown_key(tmp_path):
     """The check above means something: a misspelt override fails verl's resolution."""
     _, _, cmd = command_of(MAIN, "easy", 32, 8, tmp_path)

@@ -17,11 +17,14 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from conftest import REPO, VENV_BIN
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 
 
+@pytest.mark.slow   # runs a benchmark (and verl's CLI)
 def test_gpu_check_dry_run_plans_every_step_and_verl_resolves_its_command(tmp_path):
     out = tmp_path / "plan.json"
     proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / "gpu_check.py"), "--dry-run",
@@ -75,6 +78,7 @@ def _rule_commands(workdir, config, targets):
     return out
 
 
+@pytest.mark.slow   # runs a benchmark
 def test_gpu_check_local_dry_run_parses_every_command_and_passes_the_rules_params(tmp_path):
     import yaml
 
@@ -124,6 +128,7 @@ def test_gpu_check_local_dry_run_parses_every_command_and_passes_the_rules_param
     assert mine == theirs
 
 
+@pytest.mark.slow   # runs a benchmark
 def test_gpu_check_local_writes_its_json_when_killed(tmp_path):
     """SIGTERM mid-way: the JSON is there, names the step it interrupted; SIGKILL: the JSON of
     the steps so far is there (rewritten whole after each)."""

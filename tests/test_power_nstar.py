@@ -54,6 +54,7 @@ def test_packing_puts_the_longest_jobs_on_different_cores():
     assert packed_wall([10, 10, 1, 1], cores=1) == 22
 
 
+@pytest.mark.slow   # runs a benchmark (--quick)
 def test_quick_mode_prints_a_table_of_rates_and_says_what_it_would_run(tmp_path, capsys):
     out = tmp_path / "power.csv"
     assert power_nstar.main(["--quick", "--out", str(out)]) == 0

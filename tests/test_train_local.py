@@ -17,7 +17,9 @@ from isocompute.grid import Cell
 from isocompute.layout import RunPaths
 from isocompute.train.backends import train_run
 
-from conftest import TINY_CONFIG
+from conftest import TINY_CONFIG, require_slow
+
+pytestmark = pytest.mark.slow   # each test trains (the module's fixture pretrains the base model)
 
 
 class Killed(RuntimeError):
@@ -27,6 +29,7 @@ class Killed(RuntimeError):
 @pytest.fixture(scope="module")
 def tiny_model_and_splits(tmp_path_factory):
     """A briefly pretrained tiny model and small train/val split files cut from the pool."""
+    require_slow("pretrains a base model and trains")
     from isocompute.data.pool import build_pool
     from isocompute.model.embedded import build_embedded_base_model
 

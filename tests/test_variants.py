@@ -247,6 +247,7 @@ def test_verl_overrides_of_the_paper_variants(tmp_path):
         "results/paper_ablations/variants/lr_linear/runs/easy/bp128_n64/checkpoints")
 
 
+@pytest.mark.slow   # starts verl's trainer CLI (Hydra composition)
 def test_verl_resolves_a_variants_command(tmp_path):
     """verl 0.9.1 resolves a variant's command line (`main_ppo --cfg job`), and composes and
     validates more of them with its own config checks (no GPU)."""

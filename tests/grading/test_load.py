@@ -30,6 +30,9 @@ def _bench():
     return module
 
 
+pytestmark = pytest.mark.slow   # a load test: CPU burners beside the grader
+
+
 @pytest.fixture(scope="module")
 def bench():
     return _bench()
