@@ -50,9 +50,14 @@ def base_model(params: dict, pool: str, out) -> int:
 
 def test_shipped_copy_checksums_and_loads():
     sums = shipped.verify()
-    assert set(sums) == {*shipped.MODEL_FILES, shipped.RECIPE_FILE}
+    assert set(shipped.REQUIRED_FILES) <= set(sums)
+    assert {p.name for p in shipped.SHIPPED_DIR.iterdir()} == {*sums, shipped.SUMS_FILE, ".isocompute-output"}
     model, tok = load_policy(shipped.SHIPPED_DIR)
     assert model.config.model_type == "llama"
+    # What the samplers render (the chat template is a file of its own in this transformers).
+    text = tok.apply_chat_template([{"role": "user", "content": "Compute 2+3."}], tokenize=False,
+                                   add_generation_prompt=True)
+    assert text == "<|user|>Compute 2+3.<|end|>\n<|assistant|>"
     n_params = sum(p.numel() for p in model.parameters())
     meta = json.loads((shipped.SHIPPED_DIR / "isocompute_meta.json").read_text())
     assert n_params == meta["parameters"] and 100_000 < n_params < 200_000
@@ -94,8 +99,9 @@ def test_base_model_stage_copies_the_shipped_copy(tmp_path):
     pool = write_pool(params, tmp_path / "pool.parquet")
     out = tmp_path / "base"
     assert base_model(params, pool, out) == 0
-    for name in shipped.MODEL_FILES:
-        assert shipped.sha256(out / name) == shipped.sha256(shipped.SHIPPED_DIR / name), name
+    sums = shipped.verify()
+    for name in sums.keys() - {shipped.RECIPE_FILE}:
+        assert shipped.sha256(out / name) == sums[name], name
     prov = json.loads((out / "isocompute_provenance.json").read_text())
     assert prov["shipped"]["sha256"] == shipped.verify()["model.safetensors"]
     assert prov["config"]["base_model"]["shipped"] == "auto"
@@ -158,8 +164,11 @@ def test_ship_then_stage_gives_what_pretraining_gives(tmp_path, monkeypatch):
     assert base_model(params, pool, tmp_path / "copied") == 0
     meta = json.loads((tmp_path / "copied" / "isocompute_provenance.json").read_text())
     assert meta["shipped"]["from"] == str(dest)
-    assert (shipped.sha256(tmp_path / "copied" / "model.safetensors")
-            == shipped.sha256(tmp_path / "pretrained" / "model.safetensors"))
+    # Every file the pretraining wrote, byte for byte, but the provenance of the job.
+    pretrained = {p.name for p in (tmp_path / "pretrained").iterdir()}
+    assert {p.name for p in (tmp_path / "copied").iterdir()} == pretrained
+    assert shipped.reproduced(dest, tmp_path / "pretrained") == []
+    assert shipped.reproduced(dest, tmp_path / "copied") == []
     assert main(["ship-base-model", str(cfg_file), "--out", str(dest), "--check"]) == 0
 
 

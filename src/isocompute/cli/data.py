@@ -91,14 +91,14 @@ def cmd_ship_base_model(args) -> int:
         meta = build_embedded_base_model(cfg, build_pool(full), model_dir, progress_factory=progress)
         load_policy(model_dir)
         if args.check:
-            got = shipped.sha256(model_dir / "model.safetensors")
-            if got != expected["model.safetensors"]:
-                raise InputError(f"{dest / 'model.safetensors'}: a fresh pretraining of {args.config}'s recipe "
-                                 f"gives sha256 {got[:16]}..., the shipped copy is {expected['model.safetensors'][:16]}"
-                                 f"...: the pretraining code changed (rebuild: make shipped-model) or this "
-                                 f"machine's float arithmetic differs")
-            log.info("shipped base model %s: a fresh pretraining (%d steps in %.0f s) gives the same weights "
-                     "(sha256 %s)", dest, meta["steps"], meta["seconds"], got)
+            differ = shipped.reproduced(dest, model_dir)
+            if differ:
+                raise InputError(f"{dest / differ[0]}: a fresh pretraining of {args.config}'s recipe does not "
+                                 f"reproduce {', '.join(differ)} of the shipped copy: the pretraining code "
+                                 f"changed (rebuild: make shipped-model) or this machine's float arithmetic differs")
+            log.info("shipped base model %s: a fresh pretraining (%d steps in %.0f s) reproduces every file "
+                     "(model.safetensors sha256 %s)", dest, meta["steps"], meta["seconds"],
+                     expected["model.safetensors"])
             return 0
         sums = shipped.write_shipped(model_dir, cfg, dest)
     log.info("shipped base model: %d parameters, %d steps in %.0f s, final loss %.4f, model.safetensors "

@@ -28,9 +28,13 @@ log = logging.getLogger(__name__)
 SHIPPED_DIR = Path(__file__).resolve().parent / "shipped" / "embedded"
 RECIPE_FILE = "isocompute_recipe.json"
 SUMS_FILE = "SHA256SUMS"
-# The model directory's files (what save_model_dir writes), each in SHA256SUMS.
-MODEL_FILES = ("config.json", "generation_config.json", "model.safetensors", "tokenizer.json",
-               "tokenizer_config.json", "isocompute_meta.json")
+# Files of a pretrained model directory that are not the model: the stage's provenance
+# (written for each copy) and atomic_dir's mark. Every other file save_model_dir wrote
+# (weights, config, tokenizer, chat template, meta) is shipped and listed in SHA256SUMS.
+NOT_SHIPPED = ("isocompute_provenance.json", ".isocompute-output")
+# What a shipped copy must list at least (the rest depends on the transformers version).
+REQUIRED_FILES = ("config.json", "model.safetensors", "tokenizer_config.json", "isocompute_meta.json",
+                  RECIPE_FILE)
 # base_model keys that do not shape the embedded model's weights: the choice of copy or
 # pretraining itself, the path of a given (not embedded) model, and the CPU threads of
 # pretraining (1 and 2 threads gave bit-identical weights on the machine that built the
@@ -74,11 +78,12 @@ def verify(model_dir: Path | None = None) -> dict[str, str]:
     A missing or changed file stops with one line naming it."""
     model_dir = model_dir or SHIPPED_DIR
     sums = read_sums(model_dir)
-    for name in (*MODEL_FILES, RECIPE_FILE):
-        path = model_dir / name
+    for name in REQUIRED_FILES:
         if name not in sums:
             raise InputError(f"{model_dir / SUMS_FILE}: no checksum for {name}; rebuild the shipped base model "
                              f"(make shipped-model)")
+    for name in sums:
+        path = model_dir / name
         if not path.is_file():
             raise InputError(f"{path}: missing from the shipped base model (restore it from git, or rebuild it: "
                              f"make shipped-model)")
@@ -112,11 +117,12 @@ def copy_shipped(out: Path, model_dir: Path | None = None) -> dict:
     meta plus what was shipped: version and the weights' sha256."""
     model_dir = model_dir or SHIPPED_DIR
     sums = verify(model_dir)
+    files = [name for name in sums if name != RECIPE_FILE]
     out.mkdir(parents=True, exist_ok=True)
-    for name in MODEL_FILES:
+    for name in files:
         shutil.copyfile(model_dir / name, out / name)
     # Checked after the copy too: the copy is what the jobs read.
-    for name in MODEL_FILES:
+    for name in files:
         if sha256(out / name) != sums[name]:
             raise InputError(f"{out / name}: the copy of the shipped base model differs from {model_dir / name}")
     meta = json.loads((model_dir / "isocompute_meta.json").read_text())
@@ -130,11 +136,31 @@ def write_shipped(model_dir: Path, cfg: dict, dest: Path) -> dict[str, str]:
     its model files, the recipe and SHA256SUMS, swapped in whole. Returns the sums."""
     from isocompute import atomic
 
+    files = sorted(p.name for p in model_dir.iterdir() if p.is_file() and p.name not in NOT_SHIPPED)
     with atomic.atomic_dir(dest) as tmp:
-        for name in MODEL_FILES:
+        for name in files:
             shutil.copyfile(model_dir / name, tmp / name)
         (tmp / RECIPE_FILE).write_text(json.dumps({"version": VERSION, "recipe": recipe(cfg)}, indent=2,
                                                   sort_keys=True) + "\n")
-        sums = {name: sha256(tmp / name) for name in (*MODEL_FILES, RECIPE_FILE)}
+        sums = {name: sha256(tmp / name) for name in (*files, RECIPE_FILE)}
         (tmp / SUMS_FILE).write_text("".join(f"{h}  {name}\n" for name, h in sorted(sums.items())))
     return sums
+
+
+def reproduced(shipped_dir: Path, model_dir: Path) -> list[str]:
+    """The files of `shipped_dir` that a fresh pretraining in `model_dir` does not reproduce
+    (empty: the same model): every shipped file byte for byte, but the meta's seconds."""
+    sums = read_sums(shipped_dir)
+    differ = []
+    for name in sorted(sums.keys() - {RECIPE_FILE}):
+        fresh = model_dir / name
+        if name == "isocompute_meta.json" and fresh.is_file():
+            same = ({**json.loads(fresh.read_text()), "seconds": None}
+                    == {**json.loads((shipped_dir / name).read_text()), "seconds": None})
+        else:
+            same = fresh.is_file() and sha256(fresh) == sums[name]
+        if not same:
+            differ.append(name)
+    fresh_files = {p.name for p in model_dir.iterdir() if p.is_file() and p.name not in NOT_SHIPPED}
+    return differ + sorted(fresh_files - sums.keys())
+
