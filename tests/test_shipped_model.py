@@ -188,3 +188,19 @@ def test_check_refuses_a_copy_pretraining_does_not_reproduce(tmp_path, capsys):
     errors = [line for line in capsys.readouterr().err.splitlines() if "error:" in line]
     assert len(errors) == 1 and errors[0].startswith("isocompute ship-base-model: error: ")
     assert "a fresh pretraining" in errors[0] and str(dest / "model.safetensors") in errors[0]
+
+
+def test_make_run_samples_difficulty_in_single_thread_jobs_side_by_side(tmp_path):
+    """The embedded default (`make run`, 2 cores): the avg@16 sampling is 2 difficulty_chunk
+    jobs of 1 thread each (cluster.sample.jobs 2), not one job of 2 threads."""
+    from conftest import job_counts, make_study_dir, run_snakemake
+
+    work = make_study_dir(tmp_path / "study")
+    proc = run_snakemake(work, "-n", "--cores", "2", "results/embedded/data/difficulty.parquet")
+    out = proc.stdout + proc.stderr
+    assert job_counts(out)["difficulty_chunk"] == 2
+    # Snakemake lists a job's threads when they are more than 1; base_model's 2 are listed.
+    blocks = {block.split(":", 1)[0]: block for block in out.split("\nrule ")[1:]}
+    assert "threads: 2" in blocks["base_model"]
+    chunks = [block for block in out.split("\nrule ")[1:] if block.startswith("difficulty_chunk:")]
+    assert len(chunks) == 2 and not any("threads:" in block for block in chunks)
