@@ -6,7 +6,8 @@
 # a CPU machine takes the CPU wheel instead of a multi-GB CUDA build.
 # `make report` rebuilds results/report.html of a finished study (the same
 # SNAKEMAKE_ARGS as its `make run`); `make clean-results` lists what it would
-# delete and asks first (YES=1: no question, for scripts).
+# delete and asks first (YES=1: no question, for scripts). `make shipped-model` rebuilds
+# the shipped embedded base model that `make run` copies instead of pretraining.
 
 VENV    ?= .venv
 PYTHON  ?= python3
@@ -16,7 +17,7 @@ SNAKEMAKE_ARGS ?=
 PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.isocompute-installed
 
-.PHONY: run test check setup report replicate clean-results
+.PHONY: run test check setup report replicate clean-results shipped-model check-shipped-model
 
 setup: $(STAMP)
 
@@ -43,6 +44,19 @@ replicate: export PATH := $(abspath $(VENV))/bin:$(PATH)
 replicate: $(STAMP)
 	snakemake --cores $(CORES) --rerun-incomplete $(SNAKEMAKE_ARGS) --configfile config/replicate.yaml
 	snakemake --cores 1 --report results/replicate_report.html $(SNAKEMAKE_ARGS) --configfile config/replicate.yaml
+
+# The shipped embedded base model (src/isocompute/model/shipped/embedded): `make run` copies
+# it, checksums verified, instead of pretraining (base_model.shipped in config/schema.yaml).
+# shipped-model pretrains config/config.yaml's recipe (~6 min on 2 cores) and rewrites it,
+# its recipe and SHA256SUMS (after a change to the pretraining code or to the recipe);
+# check-shipped-model pretrains it again and compares the weights, rewriting nothing.
+shipped-model: export PATH := $(abspath $(VENV))/bin:$(PATH)
+shipped-model: $(STAMP)
+	isocompute ship-base-model config/config.yaml
+
+check-shipped-model: export PATH := $(abspath $(VENV))/bin:$(PATH)
+check-shipped-model: $(STAMP)
+	isocompute ship-base-model config/config.yaml --check
 
 report: export PATH := $(abspath $(VENV))/bin:$(PATH)
 report: $(STAMP)

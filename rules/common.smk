@@ -142,9 +142,10 @@ def merge_resources():
 
 
 def sampling_threads():
-    """All CPUs of a vLLM sampling job; else every core of a local run, and cluster.cpu.threads
-    for a cluster job, where Snakemake has no --cores and the job itself (remote mode) would
-    otherwise see all of its node's cores.
+    """All CPUs of a vLLM sampling job; else a local run's cores shared among its
+    cluster.sample.jobs difficulty_chunk jobs (each at least one), which then run side by
+    side; and cluster.cpu.threads for a cluster job, where Snakemake has no --cores and the
+    job itself (remote mode) would otherwise see all of its node's cores.
     """
     from snakemake.exceptions import WorkflowError
 
@@ -153,7 +154,7 @@ def sampling_threads():
     if workflow.remote_exec:
         return config["cluster"]["cpu"]["threads"]
     try:
-        return workflow.cores
+        return max(1, workflow.cores // difficulty_jobs())
     except WorkflowError:
         return config["cluster"]["cpu"]["threads"]
 

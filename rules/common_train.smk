@@ -48,6 +48,11 @@ def run_dir_of(wildcards):
     return LAYOUT.run_dir(wildcards.split, wildcards.B_p, wildcards.n, wildcards.rep)
 
 
+def train_priority(wildcards):
+    """Longest runs first (jobs.train_priority), so the last cores idle least at the end."""
+    return jobs.train_priority(cell_of(wildcards))
+
+
 def train_inputs(wildcards):
     """The cell's split files, the grid check, and the base model when the pipeline builds it;
     in an adaptive sweep, also the cell's last rung and the decision that let it finish.

@@ -49,6 +49,7 @@ rule train:
         LAYOUT.log(f"train/{CELL_NAME}"),
     benchmark:
         LAYOUT.benchmark(f"train/{CELL_NAME}")
+    priority: train_priority
     conda:
         GPU_ENV
     container:

@@ -184,3 +184,12 @@ def test_a_verl_train_job_builds_its_command_from_its_params(tmp_path, gres):
     command = verl_command(job, cell, paths, stop_at_step=3)
     expected = "trainer.n_gpus_per_node=4" if gres else "trainer.device=cpu"
     assert expected in command.argv and "trainer.experiment_name=t-easy-bp2_n2" in command.argv
+
+
+def test_train_jobs_start_longest_first():
+    """The train rule's priority is the cell's step count: on a few cores the long runs
+    (small batches, most steps) start first and the short ones fill in at the end."""
+    cells = grid_cells(study())
+    by_priority = sorted(cells, key=jobs.train_priority, reverse=True)
+    assert [jobs.train_priority(c) for c in cells] == [c.M_max for c in cells]
+    assert (by_priority[0].B_p, by_priority[0].n) == (2, 2) and by_priority[-1].B_p * by_priority[-1].n == 128

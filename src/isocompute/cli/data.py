@@ -13,7 +13,8 @@ import time
 from pathlib import Path
 
 from isocompute import atomic
-from isocompute.cli.common import add_stage_parser, config_from_params, progress, provenance, set_threads
+from isocompute.cli.common import (add_stage_parser, config_from_params, progress, provenance, set_threads,
+                                   setup_logging)
 from isocompute.errors import InputError
 
 log = logging.getLogger("isocompute")
@@ -37,15 +38,72 @@ def cmd_base_model(args) -> int:
     from isocompute.model.embedded import build_embedded_base_model
     from isocompute.model.io import load_policy
 
+    from isocompute.model import shipped
+
     cfg = config_from_params(args.params)
     out = Path(args.out)
     pool = read_problems(args.pool)
     with atomic.atomic_dir(out) as tmp:
-        meta = build_embedded_base_model(cfg, pool, tmp, progress_factory=progress)
+        if shipped.use_shipped(cfg):
+            meta = shipped.copy_shipped(tmp)
+        else:
+            meta = build_embedded_base_model(cfg, pool, tmp, progress_factory=progress)
         atomic.write_json(tmp / "isocompute_provenance.json", provenance(cfg, **meta))
         load_policy(tmp)  # the directory must load before it is published
-    log.info("base model: %d parameters, %d pretraining steps in %.0f s -> %s",
-             meta["parameters"], meta["steps"], meta["seconds"], out)
+    if "shipped" in meta:
+        log.info("base model: the shipped copy (version %d, sha256 %s, checksums verified; the config's recipe "
+                 "is the shipped one's, base_model.shipped auto) -> %s",
+                 meta["shipped"]["version"], meta["shipped"]["sha256"][:16], out)
+    else:
+        log.info("base model: %d parameters, %d pretraining steps in %.0f s -> %s",
+                 meta["parameters"], meta["steps"], meta["seconds"], out)
+    return 0
+
+
+def cmd_ship_base_model(args) -> int:
+    """Pretrain the embedded model of a config and publish it as the shipped copy."""
+    import tempfile
+
+    from isocompute import jobs
+    from isocompute.config import check_config, read_config_file
+    from isocompute.data.pool import build_pool
+    from isocompute.errors import ConfigError
+    from isocompute.model import shipped
+    from isocompute.model.embedded import build_embedded_base_model
+    from isocompute.model.io import load_policy
+
+    full = check_config(read_config_file(args.config))
+    if full["base_model"]["source"] != "embedded" or full["pool"]["source"] != "embedded":
+        raise ConfigError(f"{args.config}: config keys 'base_model.source' and 'pool.source': expected "
+                          f"'embedded' for the shipped base model")
+    # The sections the base_model rule passes, so the recipe is the one the stage compares.
+    if args.threads:
+        full["base_model"]["pretrain_threads"] = args.threads   # not part of the recipe (shipped.NOT_RECIPE_KEYS)
+    cfg = config_from_params(jobs.as_json(jobs.stage_params(full, "pool", "base_model")))
+    dest = Path(args.out) if args.out else shipped.SHIPPED_DIR
+    if args.check:
+        expected = shipped.verify(dest)
+        if shipped.shipped_recipe(dest) != shipped.recipe(cfg):
+            raise InputError(f"{dest / shipped.RECIPE_FILE}: the shipped model's recipe is not {args.config}'s; "
+                             f"nothing to compare")
+    with tempfile.TemporaryDirectory(prefix="isocompute-ship-") as work:
+        model_dir = Path(work) / "model"
+        meta = build_embedded_base_model(cfg, build_pool(full), model_dir, progress_factory=progress)
+        load_policy(model_dir)
+        if args.check:
+            differ = shipped.reproduced(dest, model_dir)
+            if differ:
+                raise InputError(f"{dest / differ[0]}: a fresh pretraining of {args.config}'s recipe does not "
+                                 f"reproduce {', '.join(differ)} of the shipped copy: the pretraining code "
+                                 f"changed (rebuild: make shipped-model) or this machine's float arithmetic differs")
+            log.info("shipped base model %s: a fresh pretraining (%d steps in %.0f s) reproduces every file "
+                     "(model.safetensors sha256 %s)", dest, meta["steps"], meta["seconds"],
+                     expected["model.safetensors"])
+            return 0
+        sums = shipped.write_shipped(model_dir, cfg, dest)
+    log.info("shipped base model: %d parameters, %d steps in %.0f s, final loss %.4f, model.safetensors "
+             "sha256 %s -> %s", meta["parameters"], meta["steps"], meta["seconds"], meta["final_loss"],
+             sums["model.safetensors"], dest)
     return 0
 
 
@@ -177,6 +235,17 @@ def register(sub) -> None:
     p = add("base-model", cmd_base_model, "Build and pretrain the embedded base model into a HF model directory.")
     p.add_argument("--pool", required=True)
     p.add_argument("--out", required=True)
+    p = sub.add_parser("ship-base-model", help="Pretrain a config's embedded base model and publish it as the "
+                                               "shipped copy (weights, recipe, SHA256SUMS) that the base-model "
+                                               "stage uses for that recipe.")
+    p.add_argument("config", help="study config (YAML), e.g. config/config.yaml")
+    p.add_argument("--out", default=None, help="folder to write (default: the package's shipped copy)")
+    p.add_argument("--threads", type=int, default=None, help="CPU threads of pretraining (default: the config's "
+                                                               "base_model.pretrain_threads)")
+    p.add_argument("--check", action="store_true", help="pretrain and compare with the shipped copy (at --out) "
+                                                        "instead of rewriting it: exit 0 when the weights are "
+                                                        "identical")
+    p.set_defaults(func=lambda a: (setup_logging(), cmd_ship_base_model(a))[1])
     p = add("difficulty", cmd_difficulty, "Sample the base model on one part of the pool: per-problem correct "
                                           "counts of avg@16 (and pass@K).")
     p.add_argument("--pool", required=True)
