@@ -24,6 +24,7 @@ import torch
 from isocompute.grading import TIMEOUTS_METRIC, Verdict, check_timeout_share, grade_many, judge_many, timeout_metrics
 from isocompute.sampling import LocalSampler, SamplingParams, pack_prompts
 from isocompute.train import grpo
+from isocompute.train.adamw import adamw
 from isocompute.train.backends import register_backend
 from isocompute.train.backends.local.rollouts import (Problems, derived_seed, evaluate, pack_responses,
                                                       problems_for_step, response_logits)
@@ -59,7 +60,8 @@ class LocalGRPO:
         decoupled = t["decoupled_baseline"]
         self.n_train = decoupled["n_train"] if decoupled["enabled"] else None
         self.lr = recipe.lr
-        self.optimizer = torch.optim.AdamW(model.parameters(), lr=self.lr, weight_decay=t["weight_decay"])
+        # torch.optim.AdamW's arithmetic, without the torch._dynamo import torch.optim costs (train.adamw).
+        self.optimizer = adamw(model.parameters(), lr=self.lr, weight_decay=t["weight_decay"])
         self.generator = torch.Generator(device=self.device).manual_seed(derived_seed(self.seed, 0))
         self.row_rng = np.random.default_rng(derived_seed(self.seed, 2))
         self.sampler = LocalSampler(model, tokenizer, batch_size=self.batch_size)
