@@ -125,7 +125,7 @@ def test_what_the_lean_forward_does_not_cover_keeps_the_library():
 
 @pytest.mark.parametrize("family", ["llama", "qwen2"])
 def test_the_lean_loader_builds_the_library_models_parameters(family, tmp_path):
-    from isocompute.model.io import load_policy
+    from isocompute.model.io import LeanTokenizer, load_policy
     from isocompute.model.tokenizer import build_char_tokenizer
 
     library_model = tiny(family)
@@ -146,7 +146,9 @@ def test_the_lean_loader_builds_the_library_models_parameters(family, tmp_path):
         want = library(ref, ids, mask, pos, None)
     assert torch.equal(got[mask.bool()], want[mask.bool()])
     chat = [{"role": "user", "content": "Compute 1+2."}]
-    assert type(tok) is type(ref_tok)  # (Qwen2's is AutoTokenizer's own: it picks a Qwen2 class)
+    # The embedded Llama's tokenizer is the lean one (tests/test_lean_tokenizer.py); Qwen2's is
+    # AutoTokenizer's own (it picks a Qwen2 class).
+    assert type(tok) is (LeanTokenizer if family == "llama" else type(ref_tok))
     for text in ("Compute 12+34. \\boxed{46}", "  a\tb\n(7*8)-9"):
         ids = tok(text, add_special_tokens=False)["input_ids"]
         assert ids == ref_tok(text, add_special_tokens=False)["input_ids"]
