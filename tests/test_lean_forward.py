@@ -89,6 +89,24 @@ def test_training_logits_and_gradients_equal_the_library(family, monkeypatch):
     assert all(torch.equal(fast_grads[k], slow_grads[k]) for k in fast_grads)
 
 
+@pytest.mark.parametrize("index", [[0, 0, 0, 1, 1, 2, 2, 2, 2], [2, 0, 1, 0, 2, 2], [1]])
+def test_select_rows_has_indexings_values_and_gradient_bits(index):
+    """The KV cache's fan-out (lean.select_rows): x[index]'s values and, with index_add_ in its
+    backward, the same gradient bits as autograd's backward of indexing (index_put_)."""
+    torch.manual_seed(0)
+    x = torch.randn(3, 4, 7, 5, dtype=torch.float32)
+    weight = torch.randn(len(index), 4, 7, 5) * 1e3  # large and small terms: rounding shows any reordering
+    idx = torch.tensor(index)
+    grads = []
+    for pick in (lambda t: t[idx, ...], lambda t: lean.select_rows(t, idx)):
+        leaf = x.clone().requires_grad_(True)
+        out = pick(leaf)
+        (out * weight).sum().backward()
+        grads.append((out.detach(), leaf.grad))
+    assert torch.equal(grads[0][0], grads[1][0])
+    assert torch.equal(grads[0][1], grads[1][1])
+
+
 def test_sampling_draws_the_same_tokens_and_follows_parameter_updates(monkeypatch):
     model = tiny("llama")
     tokenizer = type("Tok", (), {"eos_token_id": 1, "pad_token_id": 0})()

@@ -65,8 +65,35 @@ class LeanCache:
         self.values = [v.repeat_interleave(repeats, dim=0) for v in self.values]
 
     def batch_select_indices(self, indices: torch.Tensor) -> None:
-        self.keys = [k[indices, ...] for k in self.keys]
-        self.values = [v[indices, ...] for v in self.values]
+        self.keys = [select_rows(k, indices) for k in self.keys]
+        self.values = [select_rows(v, indices) for v in self.values]
+
+
+class _SelectRows(torch.autograd.Function):
+    """x[index] along dim 0 whose backward sums each row's gradients with `index_add_`: the
+    same additions in the same order (per element, 0 + g_0 + g_1 + ... over the rows that
+    took it, in row order) as autograd's backward of indexing (`index_put_` with accumulate,
+    serial on the CPU), so the same gradient bits, but a vectorised add per row instead of
+    an element-by-element loop: ~10x faster at the fan-out of a prompt's KV cache to its n
+    rollouts (tests/test_lean_forward.py compares the gradients)."""
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(index)
+        ctx.rows = x.shape[0]
+        return x.index_select(0, index)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        (index,) = ctx.saved_tensors
+        return grad.new_zeros((ctx.rows, *grad.shape[1:])).index_add_(0, index, grad), None
+
+
+def select_rows(x: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """x[index] (index: a 1-D long tensor of rows), with the faster exact backward on the CPU."""
+    if x.device.type == "cpu" and x.requires_grad and torch.is_grad_enabled():
+        return _SelectRows.apply(x, index)
+    return x[index, ...]
 
 
 def lean_model(model) -> "LeanCausalLM | None":

@@ -76,13 +76,13 @@ def response_logits(model, prompts, row_group: torch.Tensor, responses: torch.Te
     (row_group[b] = the prompt of row b), so n rollouts of a problem do not
     pay n times for the prompt; gradients flow back through the shared cache.
     """
-    from isocompute.forward import causal_lm
+    from isocompute.forward import causal_lm, select_rows
 
     p_ids, p_attn, p_pos = prompts
     forward = causal_lm(model)
     cache = forward.new_cache()
     # The prompt's last position predicts response token 0.
-    first = forward(p_ids, p_attn, p_pos, cache, logits_to_keep=1)[row_group, -1:]
+    first = select_rows(forward(p_ids, p_attn, p_pos, cache, logits_to_keep=1)[:, -1:], row_group)
     R = responses.shape[1]
     if R == 1:
         return first.float()
