@@ -130,6 +130,8 @@ class LeanCausalLM:
         self.qkv_sizes = [self.heads * self.head_dim, self.kv_heads * self.head_dim, self.kv_heads * self.head_dim]
         self.rope_table = self._rope_rows(cfg.max_position_embeddings)
         self._fused_cache: dict = {}
+        self._fuse_parts = [((layer.self_attn.q_proj, layer.self_attn.k_proj, layer.self_attn.v_proj),
+                             (layer.mlp.gate_proj, layer.mlp.up_proj)) for layer in self.layers]
 
     def new_cache(self, capacity: int | None = None) -> LeanCache:
         return LeanCache(len(self.layers), capacity)
@@ -169,9 +171,11 @@ class LeanCausalLM:
         the library's gradients exactly."""
         if torch.is_grad_enabled():
             return None
-        a, m = layer.self_attn, layer.mlp
-        parts = (a.q_proj, a.k_proj, a.v_proj), (m.gate_proj, m.up_proj)
-        key = tuple(p._version for mods in parts for mod in mods for p in mod.parameters())
+        parts = self._fuse_parts[i]
+        # Each tensor's identity and version, read from the modules' parameter dicts (not
+        # mod.parameters(), whose generator walk cost more than the layer's arithmetic).
+        key = tuple((id(t), t._version) for mods in parts for mod in mods for t in mod._parameters.values()
+                    if t is not None)
         hit = self._fused_cache.get(i)
         if hit is None or hit[0] != key:
             hit = self._fused_cache[i] = (key, tuple(_stack(mods) for mods in parts))

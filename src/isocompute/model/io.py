@@ -109,7 +109,9 @@ class LeanTokenizer:
         return {"input_ids": self.backend.encode(text, add_special_tokens=add_special_tokens).ids}
 
     def batch_decode(self, sequences, skip_special_tokens: bool = False) -> list[str]:
-        return self.backend.decode_batch([list(s) for s in sequences], skip_special_tokens=skip_special_tokens)
+        # One decode per sequence, as the library's batch_decode: `decode_batch` hands a few
+        # short rows to a thread pool, whose start costs more than decoding them (ms on a busy machine).
+        return [self.backend.decode(list(s), skip_special_tokens=skip_special_tokens) for s in sequences]
 
     def decode(self, ids, skip_special_tokens: bool = False) -> str:
         return self.backend.decode(list(ids), skip_special_tokens=skip_special_tokens)

@@ -27,7 +27,7 @@ from isocompute.train import grpo
 from isocompute.train.adamw import adamw
 from isocompute.train.backends import register_backend
 from isocompute.train.backends.local.rollouts import (Problems, derived_seed, evaluate, pack_responses,
-                                                      problems_for_step, response_logits)
+                                                      problems_for_step, response_logits, set_training)
 from isocompute.train.recipe import cell_recipe
 
 log = logging.getLogger(__name__)
@@ -77,7 +77,7 @@ class LocalGRPO:
         t0 = time.perf_counter()
         rows = problems_for_step(step, B_p, len(self.train_set), self.seed)
         prompts = [self.train_set.prompt_ids[i] for i in rows]
-        self.model.eval()
+        set_training(self.model, False)
         groups = self.sampler.sample(prompts, n, self.params, generator=self.generator)
         completions = [c for g in groups for c in g]
         t1 = time.perf_counter()
@@ -144,7 +144,7 @@ class LocalGRPO:
             with torch.no_grad():
                 ref_logits = response_logits(self.ref_model, prompt_batch, row_group, responses, mask)
                 ref_log_prob = grpo.token_log_probs(ref_logits / self.weights.temperature, responses)
-        self.model.train()
+        set_training(self.model, True)
         logits = response_logits(self.model, prompt_batch, row_group, responses, mask)
         if regularised is not None:
             regularised = torch.as_tensor(regularised, device=self.device)
@@ -153,7 +153,7 @@ class LocalGRPO:
         loss.backward()
         grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), t["grad_clip"])
         self.optimizer.step()
-        self.model.eval()
+        set_training(self.model, False)
         metrics.update(loss_metrics)
         metrics.update({"actor/loss": loss.item(), "actor/grad_norm": float(grad_norm), "actor/skipped": 0})
         return metrics
