@@ -269,6 +269,7 @@ def train_local(cfg: dict, cell, paths, stop_at_step: int | None = None, on_step
         return wall_before + time.perf_counter() - session_start
 
     def checkpoint(at: int) -> None:
+        files.sync_logs(paths)  # the rows up to `at` on disk before the checkpoint that keeps them
         ckpt.save_checkpoint(checkpoint_file, {
             **trainer.state_dict(), "step": at, "config_hash": run_hash, "identity": identity,
             "wall_s": wall(), "tokens_cumulative": tokens_total})
@@ -290,7 +291,7 @@ def train_local(cfg: dict, cell, paths, stop_at_step: int | None = None, on_step
     trackers = Trackers(tracking, cfg, first_step=0 if state is None else step + 1)
 
     def record(at: int, metrics: dict) -> None:
-        files.append_jsonl(paths.metrics, [{"step": at, "data": metrics}])
+        files.append_jsonl(paths.metrics, [{"step": at, "data": metrics}], sync=False)
         trackers.log(metrics, at)
 
     with trackers:
@@ -315,9 +316,9 @@ def train_local(cfg: dict, cell, paths, stop_at_step: int | None = None, on_step
             record(step, metrics)
             check_timeout_share(metrics[TIMEOUTS_METRIC], cell.B_p * cell.n, cfg["grading"]["max_timeout_share"],
                                 f"train {cell.split} {cell.name} step {step}")
-            files.append_jsonl(paths.pass_rates, pass_rates)
+            files.append_jsonl(paths.pass_rates, pass_rates, sync=False)
             if step in trainer.recipe.probe_steps:
-                files.append_jsonl(paths.probe, trainer.probe(step))
+                files.append_jsonl(paths.probe, trainer.probe(step), sync=False)
             if on_step_end is not None:
                 on_step_end(step)
             if trainer.recipe.evaluates_at(step) or step == stop:
