@@ -89,6 +89,24 @@ def test_training_logits_and_gradients_equal_the_library(family, monkeypatch):
     assert all(torch.equal(fast_grads[k], slow_grads[k]) for k in fast_grads)
 
 
+@pytest.mark.parametrize("index", [[0, 0, 0, 1, 1, 2, 2, 2, 2], [2, 0, 1, 0, 2, 2], [1]])
+def test_select_rows_has_indexings_values_and_gradient_bits(index):
+    """The KV cache's fan-out (lean.select_rows): x[index]'s values and, with index_add_ in its
+    backward, the same gradient bits as autograd's backward of indexing (index_put_)."""
+    torch.manual_seed(0)
+    x = torch.randn(3, 4, 7, 5, dtype=torch.float32)
+    weight = torch.randn(len(index), 4, 7, 5) * 1e3  # large and small terms: rounding shows any reordering
+    idx = torch.tensor(index)
+    grads = []
+    for pick in (lambda t: t[idx, ...], lambda t: lean.select_rows(t, idx)):
+        leaf = x.clone().requires_grad_(True)
+        out = pick(leaf)
+        (out * weight).sum().backward()
+        grads.append((out.detach(), leaf.grad))
+    assert torch.equal(grads[0][0], grads[1][0])
+    assert torch.equal(grads[0][1], grads[1][1])
+
+
 def test_sampling_draws_the_same_tokens_and_follows_parameter_updates(monkeypatch):
     model = tiny("llama")
     tokenizer = type("Tok", (), {"eos_token_id": 1, "pad_token_id": 0})()
@@ -125,7 +143,7 @@ def test_what_the_lean_forward_does_not_cover_keeps_the_library():
 
 @pytest.mark.parametrize("family", ["llama", "qwen2"])
 def test_the_lean_loader_builds_the_library_models_parameters(family, tmp_path):
-    from isocompute.model.io import load_policy
+    from isocompute.model.io import LeanTokenizer, load_policy
     from isocompute.model.tokenizer import build_char_tokenizer
 
     library_model = tiny(family)
@@ -146,7 +164,9 @@ def test_the_lean_loader_builds_the_library_models_parameters(family, tmp_path):
         want = library(ref, ids, mask, pos, None)
     assert torch.equal(got[mask.bool()], want[mask.bool()])
     chat = [{"role": "user", "content": "Compute 1+2."}]
-    assert type(tok) is type(ref_tok)  # (Qwen2's is AutoTokenizer's own: it picks a Qwen2 class)
+    # The embedded Llama's tokenizer is the lean one (tests/test_lean_tokenizer.py); Qwen2's is
+    # AutoTokenizer's own (it picks a Qwen2 class).
+    assert type(tok) is (LeanTokenizer if family == "llama" else type(ref_tok))
     for text in ("Compute 12+34. \\boxed{46}", "  a\tb\n(7*8)-9"):
         ids = tok(text, add_special_tokens=False)["input_ids"]
         assert ids == ref_tok(text, add_special_tokens=False)["input_ids"]

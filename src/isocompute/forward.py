@@ -65,8 +65,35 @@ class LeanCache:
         self.values = [v.repeat_interleave(repeats, dim=0) for v in self.values]
 
     def batch_select_indices(self, indices: torch.Tensor) -> None:
-        self.keys = [k[indices, ...] for k in self.keys]
-        self.values = [v[indices, ...] for v in self.values]
+        self.keys = [select_rows(k, indices) for k in self.keys]
+        self.values = [select_rows(v, indices) for v in self.values]
+
+
+class _SelectRows(torch.autograd.Function):
+    """x[index] along dim 0 whose backward sums each row's gradients with `index_add_`: the
+    same additions in the same order (per element, 0 + g_0 + g_1 + ... over the rows that
+    took it, in row order) as autograd's backward of indexing (`index_put_` with accumulate,
+    serial on the CPU), so the same gradient bits, but a vectorised add per row instead of
+    an element-by-element loop: ~10x faster at the fan-out of a prompt's KV cache to its n
+    rollouts (tests/test_lean_forward.py compares the gradients)."""
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(index)
+        ctx.rows = x.shape[0]
+        return x.index_select(0, index)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        (index,) = ctx.saved_tensors
+        return grad.new_zeros((ctx.rows, *grad.shape[1:])).index_add_(0, index, grad), None
+
+
+def select_rows(x: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """x[index] (index: a 1-D long tensor of rows), with the faster exact backward on the CPU."""
+    if x.device.type == "cpu" and x.requires_grad and torch.is_grad_enabled():
+        return _SelectRows.apply(x, index)
+    return x[index, ...]
 
 
 def lean_model(model) -> "LeanCausalLM | None":
@@ -103,6 +130,8 @@ class LeanCausalLM:
         self.qkv_sizes = [self.heads * self.head_dim, self.kv_heads * self.head_dim, self.kv_heads * self.head_dim]
         self.rope_table = self._rope_rows(cfg.max_position_embeddings)
         self._fused_cache: dict = {}
+        self._fuse_parts = [((layer.self_attn.q_proj, layer.self_attn.k_proj, layer.self_attn.v_proj),
+                             (layer.mlp.gate_proj, layer.mlp.up_proj)) for layer in self.layers]
 
     def new_cache(self, capacity: int | None = None) -> LeanCache:
         return LeanCache(len(self.layers), capacity)
@@ -142,9 +171,11 @@ class LeanCausalLM:
         the library's gradients exactly."""
         if torch.is_grad_enabled():
             return None
-        a, m = layer.self_attn, layer.mlp
-        parts = (a.q_proj, a.k_proj, a.v_proj), (m.gate_proj, m.up_proj)
-        key = tuple(p._version for mods in parts for mod in mods for p in mod.parameters())
+        parts = self._fuse_parts[i]
+        # Each tensor's identity and version, read from the modules' parameter dicts (not
+        # mod.parameters(), whose generator walk cost more than the layer's arithmetic).
+        key = tuple((id(t), t._version) for mods in parts for mod in mods for t in mod._parameters.values()
+                    if t is not None)
         hit = self._fused_cache.get(i)
         if hit is None or hit[0] != key:
             hit = self._fused_cache[i] = (key, tuple(_stack(mods) for mods in parts))

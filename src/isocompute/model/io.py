@@ -52,19 +52,80 @@ def load_policy(path: Path | str, device: str | torch.device = "cpu", dtype=torc
 
 
 def _load_tokenizer(path: Path):
-    """The embedded Llama's character tokenizer (a directory with isocompute_meta.json) by its
-    class, what AutoTokenizer builds for it; None for other models (AutoTokenizer picks a
-    model-specific class by config.json's model_type: Qwen2's tokenizes differently)."""
+    """The embedded Llama's character tokenizer (a directory with isocompute_meta.json) as a
+    `LeanTokenizer`: what AutoTokenizer builds for it (a PreTrainedTokenizerFast over the same
+    tokenizer.json and chat template), without importing transformers (~2 s a job); None for
+    other models (AutoTokenizer picks a model-specific class by config.json's model_type:
+    Qwen2's tokenizes differently)."""
     import json
 
     config = json.loads((path / "tokenizer_config.json").read_text())
     model_type = json.loads((path / "config.json").read_text()).get("model_type")
     if (not (path / "isocompute_meta.json").is_file() or config.get("tokenizer_class") != "TokenizersBackend"
-            or model_type != "llama" or not (path / "tokenizer.json").is_file()):
+            or model_type != "llama" or not (path / "tokenizer.json").is_file()
+            or not (path / "chat_template.jinja").is_file() or "chat_template" in config
+            or set(config) - LeanTokenizer.CONFIG_KEYS or config.get("clean_up_tokenization_spaces")):
         return None
-    from transformers import PreTrainedTokenizerFast
+    return LeanTokenizer(path, config)
 
-    return PreTrainedTokenizerFast.from_pretrained(path)
+
+class LeanTokenizer:
+    """The part of PreTrainedTokenizerFast's interface the samplers and the local trainer use
+    (`__call__` without special tokens, `batch_decode`, `apply_chat_template` rendering text,
+    the pad and EOS tokens), on `tokenizers` and jinja2 directly, for the embedded model's
+    character tokenizer: the same ids and texts (tests/test_lean_tokenizer.py compares)."""
+
+    # tokenizer_config.json keys it reads (another key means a tokenizer it does not reproduce).
+    CONFIG_KEYS = {"backend", "eos_token", "model_max_length", "pad_token", "padding_side", "tokenizer_class",
+                   "unk_token", "bos_token", "clean_up_tokenization_spaces"}
+
+    def __init__(self, path: Path, config: dict):
+        from jinja2.ext import loopcontrols
+        from jinja2.sandbox import ImmutableSandboxedEnvironment
+        from tokenizers import Tokenizer
+
+        self.backend = Tokenizer.from_file(str(path / "tokenizer.json"))
+        self.eos_token, self.pad_token = config.get("eos_token"), config.get("pad_token")
+        self.special_tokens = {k: config[k] for k in ("bos_token", "eos_token", "pad_token", "unk_token")
+                               if config.get(k) is not None}
+        # transformers' chat-template environment (chat_template_utils._cached_compile_jinja_template),
+        # less its assistant-mask extension, which rendering text does not use.
+        env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols])
+        env.globals["raise_exception"] = _raise_template_error
+        self.template = env.from_string((path / "chat_template.jinja").read_text())
+
+    @property
+    def eos_token_id(self) -> int | None:
+        return None if self.eos_token is None else self.backend.token_to_id(self.eos_token)
+
+    @property
+    def pad_token_id(self) -> int | None:
+        return None if self.pad_token is None else self.backend.token_to_id(self.pad_token)
+
+    def __len__(self) -> int:
+        return self.backend.get_vocab_size(with_added_tokens=True)
+
+    def __call__(self, text: str, add_special_tokens: bool = True) -> dict:
+        return {"input_ids": self.backend.encode(text, add_special_tokens=add_special_tokens).ids}
+
+    def batch_decode(self, sequences, skip_special_tokens: bool = False) -> list[str]:
+        # One decode per sequence, as the library's batch_decode: `decode_batch` hands a few
+        # short rows to a thread pool, whose start costs more than decoding them (ms on a busy machine).
+        return [self.backend.decode(list(s), skip_special_tokens=skip_special_tokens) for s in sequences]
+
+    def decode(self, ids, skip_special_tokens: bool = False) -> str:
+        return self.backend.decode(list(ids), skip_special_tokens=skip_special_tokens)
+
+    def apply_chat_template(self, messages, tokenize: bool = True, add_generation_prompt: bool = False):
+        text = self.template.render(messages=messages, tools=None, documents=None,
+                                    add_generation_prompt=add_generation_prompt, **self.special_tokens)
+        return self(text, add_special_tokens=False)["input_ids"] if tokenize else text
+
+
+def _raise_template_error(message: str):
+    from jinja2.exceptions import TemplateError
+
+    raise TemplateError(message)
 
 
 def _load_lean(path: Path, dtype):

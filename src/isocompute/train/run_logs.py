@@ -38,13 +38,26 @@ def read_jsonl(path: Path, warn: bool = False) -> list[dict]:
     return out
 
 
-def append_jsonl(path: Path, records) -> None:
-    """Append records and fsync: a log line, once written, survives a kill."""
+def append_jsonl(path: Path, records, sync: bool = True) -> None:
+    """Append records: a log line, once written, survives a kill of the writer (the file is
+    closed); with `sync`, fsynced too (survives the machine's crash). The local trainer
+    appends every step without it and calls `sync_logs` before each checkpoint instead: the
+    rows a resumed run keeps are on disk before the checkpoint it resumes from, without an
+    fsync per step (~1-15 ms each, a tenth of a small run's step)."""
     with open(path, "a") as fh:
         for rec in records:
             fh.write(json.dumps(rec, ensure_ascii=False, default=str) + "\n")
         fh.flush()
-        os.fsync(fh.fileno())
+        if sync:
+            os.fsync(fh.fileno())
+
+
+def sync_logs(files: RunFiles) -> None:
+    """fsync the run's JSONL logs (those that exist)."""
+    for path in (files.metrics, files.pass_rates, files.probe):
+        if Path(path).is_file():
+            with open(path, "rb") as fh:
+                os.fsync(fh.fileno())
 
 
 def truncate_jsonl(path: Path, last_step: int) -> int:

@@ -37,6 +37,19 @@ class Problems:
         return len(self.prompt_ids)
 
 
+def set_training(model, mode: bool) -> None:
+    """model.train(mode), without walking the module tree where that changes nothing: a model
+    already in that mode, or a lean module (no layer of it acts differently in training;
+    its flag alone is set). `train()` visits every module, ~1 ms a call at the embedded
+    model's size, two or three times a step."""
+    from isocompute.forward import LeanModule
+
+    if isinstance(model, LeanModule):
+        model.training = mode
+    elif model.training != mode:
+        model.train(mode)
+
+
 def derived_seed(*parts: int) -> int:
     return int(np.random.SeedSequence([int(p) for p in parts]).generate_state(1)[0])
 
@@ -76,13 +89,13 @@ def response_logits(model, prompts, row_group: torch.Tensor, responses: torch.Te
     (row_group[b] = the prompt of row b), so n rollouts of a problem do not
     pay n times for the prompt; gradients flow back through the shared cache.
     """
-    from isocompute.forward import causal_lm
+    from isocompute.forward import causal_lm, select_rows
 
     p_ids, p_attn, p_pos = prompts
     forward = causal_lm(model)
     cache = forward.new_cache()
     # The prompt's last position predicts response token 0.
-    first = forward(p_ids, p_attn, p_pos, cache, logits_to_keep=1)[row_group, -1:]
+    first = select_rows(forward(p_ids, p_attn, p_pos, cache, logits_to_keep=1)[:, -1:], row_group)
     R = responses.shape[1]
     if R == 1:
         return first.float()
@@ -103,10 +116,10 @@ def evaluate(model, tokenizer, val: Problems, samples: int, params: SamplingPara
     device = next(model.parameters()).device
     generator = torch.Generator(device=device).manual_seed(derived_seed(seed, 1, step))
     was_training = model.training
-    model.eval()
+    set_training(model, False)
     sampler = LocalSampler(model, tokenizer, batch_size=batch_size)
     completions = sampler.sample(val.prompt_ids, samples, params, generator=generator)
-    model.train(was_training)
+    set_training(model, was_training)
     flat = [c for group in completions for c in group]
     texts = tokenizer.batch_decode(flat, skip_special_tokens=True)
     gts = [gt for gt in val.ground_truths for _ in range(samples)]

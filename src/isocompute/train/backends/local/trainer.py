@@ -24,9 +24,10 @@ import torch
 from isocompute.grading import TIMEOUTS_METRIC, Verdict, check_timeout_share, grade_many, judge_many, timeout_metrics
 from isocompute.sampling import LocalSampler, SamplingParams, pack_prompts
 from isocompute.train import grpo
+from isocompute.train.adamw import adamw
 from isocompute.train.backends import register_backend
 from isocompute.train.backends.local.rollouts import (Problems, derived_seed, evaluate, pack_responses,
-                                                      problems_for_step, response_logits)
+                                                      problems_for_step, response_logits, set_training)
 from isocompute.train.recipe import cell_recipe
 
 log = logging.getLogger(__name__)
@@ -59,7 +60,8 @@ class LocalGRPO:
         decoupled = t["decoupled_baseline"]
         self.n_train = decoupled["n_train"] if decoupled["enabled"] else None
         self.lr = recipe.lr
-        self.optimizer = torch.optim.AdamW(model.parameters(), lr=self.lr, weight_decay=t["weight_decay"])
+        # torch.optim.AdamW's arithmetic, without the torch._dynamo import torch.optim costs (train.adamw).
+        self.optimizer = adamw(model.parameters(), lr=self.lr, weight_decay=t["weight_decay"])
         self.generator = torch.Generator(device=self.device).manual_seed(derived_seed(self.seed, 0))
         self.row_rng = np.random.default_rng(derived_seed(self.seed, 2))
         self.sampler = LocalSampler(model, tokenizer, batch_size=self.batch_size)
@@ -75,7 +77,7 @@ class LocalGRPO:
         t0 = time.perf_counter()
         rows = problems_for_step(step, B_p, len(self.train_set), self.seed)
         prompts = [self.train_set.prompt_ids[i] for i in rows]
-        self.model.eval()
+        set_training(self.model, False)
         groups = self.sampler.sample(prompts, n, self.params, generator=self.generator)
         completions = [c for g in groups for c in g]
         t1 = time.perf_counter()
@@ -142,7 +144,7 @@ class LocalGRPO:
             with torch.no_grad():
                 ref_logits = response_logits(self.ref_model, prompt_batch, row_group, responses, mask)
                 ref_log_prob = grpo.token_log_probs(ref_logits / self.weights.temperature, responses)
-        self.model.train()
+        set_training(self.model, True)
         logits = response_logits(self.model, prompt_batch, row_group, responses, mask)
         if regularised is not None:
             regularised = torch.as_tensor(regularised, device=self.device)
@@ -151,7 +153,7 @@ class LocalGRPO:
         loss.backward()
         grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), t["grad_clip"])
         self.optimizer.step()
-        self.model.eval()
+        set_training(self.model, False)
         metrics.update(loss_metrics)
         metrics.update({"actor/loss": loss.item(), "actor/grad_norm": float(grad_norm), "actor/skipped": 0})
         return metrics
@@ -267,6 +269,7 @@ def train_local(cfg: dict, cell, paths, stop_at_step: int | None = None, on_step
         return wall_before + time.perf_counter() - session_start
 
     def checkpoint(at: int) -> None:
+        files.sync_logs(paths)  # the rows up to `at` on disk before the checkpoint that keeps them
         ckpt.save_checkpoint(checkpoint_file, {
             **trainer.state_dict(), "step": at, "config_hash": run_hash, "identity": identity,
             "wall_s": wall(), "tokens_cumulative": tokens_total})
@@ -288,7 +291,7 @@ def train_local(cfg: dict, cell, paths, stop_at_step: int | None = None, on_step
     trackers = Trackers(tracking, cfg, first_step=0 if state is None else step + 1)
 
     def record(at: int, metrics: dict) -> None:
-        files.append_jsonl(paths.metrics, [{"step": at, "data": metrics}])
+        files.append_jsonl(paths.metrics, [{"step": at, "data": metrics}], sync=False)
         trackers.log(metrics, at)
 
     with trackers:
@@ -313,9 +316,9 @@ def train_local(cfg: dict, cell, paths, stop_at_step: int | None = None, on_step
             record(step, metrics)
             check_timeout_share(metrics[TIMEOUTS_METRIC], cell.B_p * cell.n, cfg["grading"]["max_timeout_share"],
                                 f"train {cell.split} {cell.name} step {step}")
-            files.append_jsonl(paths.pass_rates, pass_rates)
+            files.append_jsonl(paths.pass_rates, pass_rates, sync=False)
             if step in trainer.recipe.probe_steps:
-                files.append_jsonl(paths.probe, trainer.probe(step))
+                files.append_jsonl(paths.probe, trainer.probe(step), sync=False)
             if on_step_end is not None:
                 on_step_end(step)
             if trainer.recipe.evaluates_at(step) or step == stop:
