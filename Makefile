@@ -15,7 +15,7 @@ SNAKEMAKE_ARGS ?=
 PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.isocompute-installed
 
-.PHONY: run test setup report replicate clean-results
+.PHONY: run test setup report replicate clean-results twin
 
 setup: $(STAMP)
 
@@ -47,8 +47,17 @@ report: export PATH := $(abspath $(VENV))/bin:$(PATH)
 report: $(STAMP)
 	$(REPORT)
 
-test: $(STAMP)
-	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
+# The CPU twin of the cluster environment (envs/cpu-twin.sh: envs/verl.yaml's stack with vLLM's
+# CPU build, CPython 3.12), cached outside the clone in ~/.cache/isocompute/twin-<key of its
+# lock>: built once per machine and lock (minutes), then found. `make test` needs it: the tests
+# that run vLLM and verl for real fail without it there (ISOCOMPUTE_TWIN_REQUIRED=1) instead of
+# skipping, as a plain pytest without a twin does.
+twin: $(STAMP)
+	UV=$(abspath $(VENV))/bin/uv bash envs/cpu-twin.sh
+
+test: $(STAMP) twin
+	ISOCOMPUTE_TWIN_PYTHON="$$(bash envs/cpu-twin.sh --path)/bin/python" ISOCOMPUTE_TWIN_REQUIRED=1 \
+	  $(VENV)/bin/python -m pytest $(PYTEST_ARGS)
 
 # Every experiment's results and Snakemake's own state (.snakemake: metadata,
 # locks, logs). The software environments that `--sdm conda` (or apptainer)
