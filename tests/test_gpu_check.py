@@ -56,6 +56,9 @@ def test_gpu_check_install_script_uses_pypi_only():
              if line.strip() and not line.lstrip().startswith("#")]
     installs = [line for line in lines if "pip install" in line]
     assert len(installs) == 3 and not any("://" in line or "--index-url" in line for line in installs)
+    # the committed lock, hashes checked, nothing resolved beyond it (tests/test_envs.py resolves it)
+    assert 'LOCK=envs/gpu-check.lock.txt' in lines
+    assert any('--require-hashes --no-deps -r "$LOCK"' in line for line in installs)
     assert not any(line.split()[0] in ("conda", "mamba", "micromamba") for line in lines)
     assert subprocess.run(["bash", "-n", str(REPO / "benchmarks" / "gpu_check_install.sh")]).returncode == 0
 
