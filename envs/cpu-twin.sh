@@ -81,11 +81,14 @@ cat >"$tmp/bin/isocompute" <<'EOF'
 '''exec' "$(dirname -- "$(realpath -- "$0")")"/python "$0" "$@"
 ' '''
 import sys
-try:
-    from isocompute.cli import main
-except ImportError as e:
-    sys.exit(f"isocompute: not importable in the CPU twin ({e}); put a checkout's src/ on PYTHONPATH")
-sys.exit(main())
+# guarded: vLLM starts its engine core with multiprocessing's spawn, which imports this
+# script again in the child as __mp_main__
+if __name__ == "__main__":
+    try:
+        from isocompute.cli import main
+    except ImportError as e:
+        sys.exit(f"isocompute: not importable in the CPU twin ({e}); put a checkout's src/ on PYTHONPATH")
+    sys.exit(main())
 EOF
 chmod +x "$tmp/bin/isocompute"
 

@@ -52,6 +52,12 @@ def test_the_twins_isocompute_command_runs_this_checkout():
     out = subprocess.run([str(python.parent / "isocompute"), "--version"], env=bare, cwd="/", capture_output=True,
                          text=True, timeout=300)
     assert out.returncode != 0 and "put a checkout's src/ on PYTHONPATH" in out.stderr
+    # vLLM's engine core starts with multiprocessing's spawn, which runs the parent's main script
+    # again as __mp_main__: the launcher must not start a second isocompute command there
+    spawned = subprocess.run([str(python), "-c", "import runpy, sys; runpy.run_path(sys.argv[1], run_name='__mp_main__');"
+                              " print('imported only')", str(python.parent / "isocompute"), "--version"],
+                             env=twin_env(), capture_output=True, text=True, timeout=300)
+    assert spawned.returncode == 0 and spawned.stdout.split("\n")[0] == "imported only", spawned.stdout + spawned.stderr
 
 
 def _copy_of_the_build(tmp_path: Path, lock_text: str) -> Path:
