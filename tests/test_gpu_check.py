@@ -145,3 +145,30 @@ def test_gpu_check_local_writes_its_json_when_killed(tmp_path):
         assert report["finished"] is False and report["steps"][0]["step"] == "env"
         if sig == signal.SIGTERM:
             assert report["interrupted"]["signal"] == "SIGTERM" and proc.returncode == 128 + sig
+
+
+def test_part_2_judges_vllm_and_the_weight_sync_as_the_cpu_twin_does(tmp_path):
+    """The agreement test of vLLM's pass rates against the local sampler's (|z| < 4) passes two
+    draws from the same rates and fails rates 20% lower; the weight-sync check passes a vLLM that
+    follows the actor and fails one whose log-probs stay the initial weights' from step 2 on."""
+    import numpy as np
+    import pandas as pd
+
+    import gpu_check
+
+    rng = np.random.default_rng(0)
+    rates = rng.uniform(0, 1, 400)
+    same = [pd.Series(rng.binomial(16, rates)) for _ in range(2)]
+    lower = pd.Series(rng.binomial(16, rates * 0.8))
+    assert abs(gpu_check.agreement_z(*same, 16)) < gpu_check.Z_BOUND < abs(gpu_check.agreement_z(same[0], lower, 16))
+
+    def metrics(synced_of_step):
+        path = tmp_path / f"metrics{len(list(tmp_path.iterdir()))}.jsonl"
+        path.write_text("\n".join(json.dumps({"step": s, "data": {gpu_check.SYNCED: synced_of_step(s),
+                                                                   gpu_check.STALE: 0.05 * s}})
+                                  for s in (1, 2, 3)))
+        return gpu_check.weight_sync(path)
+
+    assert metrics(lambda s: 1e-4)["ok"] is True
+    assert metrics(lambda s: 0.05 * s)["ok"] is False  # vLLM as far from the actor as the stale weights
+    assert gpu_check.weight_sync(tmp_path / "absent.jsonl")["logged"] is False
