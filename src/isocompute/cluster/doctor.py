@@ -97,13 +97,11 @@ class System:
 # --- the pinned stack -----------------------------------------------------------------
 
 def pinned_stack(env_file: Path = GPU_ENV_FILE) -> dict:
-    """Versions envs/verl.yaml installs ({dist: version}): the pins of its lock (envs/verl.lock.txt)
-    and of the wheels its pip list (envs/verl.in) names by URL, and the CUDA version of its build
-    ('cuda', from the flash-attn wheel's name)."""
+    """Versions envs/verl.yaml installs ({dist: version}): its lock's (envs/verl.lock.txt), the
+    flash-attn wheel's its pip list (envs/verl.in) names, and that wheel's CUDA version ('cuda')."""
     env_file = Path(env_file)
     try:
-        deps = yaml.safe_load(env_file.read_text())["dependencies"]
-        if "pip" not in deps:
+        if "pip" not in yaml.safe_load(env_file.read_text())["dependencies"]:
             raise KeyError("pip")
         lines = (env_file.with_suffix(".lock.txt").read_text().splitlines()
                  + env_file.with_suffix(".in").read_text().splitlines())
@@ -115,10 +113,8 @@ def pinned_stack(env_file: Path = GPU_ENV_FILE) -> dict:
                          f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else 'malformed'})") from exc
     pins = {}
     for line in lines:
-        wheel = re.search(r"/(flash_attn)-([0-9.]+)\+cu(\d+)(\d)torch", line)
-        if wheel:
-            pins["flash-attn"] = wheel.group(2)
-            pins["cuda"] = f"{wheel.group(3)}.{wheel.group(4)}"
+        if wheel := re.search(r"/(flash_attn)-([0-9.]+)\+cu(\d+)(\d)torch", line):
+            pins.update({"flash-attn": wheel.group(2), "cuda": f"{wheel.group(3)}.{wheel.group(4)}"})
             continue
         match = re.fullmatch(r"([A-Za-z0-9_.-]+)(?:\[[^]]*\])?==([^\s;\\]+)(?:\s*\\)?", line.strip())
         if match:
