@@ -17,7 +17,7 @@ SNAKEMAKE_ARGS ?=
 PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.isocompute-installed
 
-.PHONY: run test check setup report replicate clean-results shipped-model check-shipped-model
+.PHONY: run test check setup report replicate clean-results shipped-model check-shipped-model twin
 
 setup: $(STAMP)
 
@@ -62,10 +62,19 @@ report: export PATH := $(abspath $(VENV))/bin:$(PATH)
 report: $(STAMP)
 	$(REPORT)
 
+# The CPU twin of the cluster environment (envs/cpu-twin.sh: envs/verl.yaml's stack with vLLM's
+# CPU build, CPython 3.12), cached outside the clone in ~/.cache/isocompute/twin-<key of its
+# lock>: built once per machine and lock (minutes), then found. `make test` needs it: the tests
+# that run vLLM and verl for real fail without it there (ISOCOMPUTE_TWIN_REQUIRED=1) instead of
+# skipping, as a plain pytest without a twin does.
+twin: $(STAMP)
+	UV=$(abspath $(VENV))/bin/uv bash envs/cpu-twin.sh
+
 # `make test`: the whole suite (what CI runs). `make check`: its fast tier, the tests not
 # marked slow (no real pipeline stage, training, verl, vLLM, SLURM or benchmark run).
-test: $(STAMP)
-	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
+test: $(STAMP) twin
+	ISOCOMPUTE_TWIN_PYTHON="$$(bash envs/cpu-twin.sh --path)/bin/python" ISOCOMPUTE_TWIN_REQUIRED=1 \
+	  $(VENV)/bin/python -m pytest $(PYTEST_ARGS)
 
 check: $(STAMP)
 	$(VENV)/bin/python -m pytest -m "not slow" $(PYTEST_ARGS)

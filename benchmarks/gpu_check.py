@@ -5,10 +5,16 @@ in at most 8 minutes, as one command that writes a JSON of results (rewritten af
   1. data     the embedded study's data stages (pool, base model, avg@16 with the
               local sampler, splits) through Snakemake, sized for minutes
   2. vllm     the vLLM sampler's avg@16 on the pool (a few hundred problems)
-              against the local sampler's pass rates from step 1
+              against the local sampler's pass rates from step 1, in float32: the
+              CPU twin's agreement test (agreement_z, |z| < 4) on CUDA
   3. verl     one real verl GRPO run of one tiny cell (~5 steps, 1 GPU) through the
               train rule (snakemake, same command, same files), then its score rule;
-              SDPA attention (no flash-attn needed)
+              SDPA attention (no flash-attn needed); the CPU twin's weight-sync check
+              on the log-probs it logged (weight_sync)
+
+It runs in the environment benchmarks/gpu_check_install.sh builds from envs/gpu-check.lock.txt:
+the cluster's lock plus Snakemake, resolved in CI beside the CPU twin's (envs/cpu-twin.lock.txt),
+so the GPU runs the versions `make test` ran on the CPU, plus CUDA.
 
 Part 1 (the local backend on CUDA vs the CPU, the matmul peak, the embedded study's
 training; a bare offline node: no Snakemake, Ray, verl, vLLM) is benchmarks/gpu_check_local.py.
@@ -70,8 +76,12 @@ VERL = {
                          # verl's FSDP model defaults to flash_attention_2; SDPA is torch's own
                          "extra_overrides": [SDPA]}},
 }
+# float32, as the local sampler and the CPU twin's vLLM test sample (the schema's bfloat16 is a
+# GPU's speed default): then both samplers draw from one distribution up to kernel rounding,
+# and their pass rates must agree within sampling error (agreement_z).
 VLLM = {"sampling": {"backend": "vllm"},
-        "cluster": {"vllm": {"max_model_len": 128, "gpu_memory_utilization": 0.3}}}
+        "cluster": {"vllm": {"max_model_len": 128, "gpu_memory_utilization": 0.3, "dtype": "float32"}}}
+Z_BOUND = 4.0  # |z| of agreement_z beyond which the samplers disagree (two-sided, ~1 in 16,000)
 
 
 def deep(base: dict, update: dict) -> dict:
@@ -134,6 +144,19 @@ def snakemake(steps: Steps, config: Path, *targets: str, dry_run: bool = False) 
     return record
 
 
+def agreement_z(x: pd.Series, y: pd.Series, n: int) -> float:
+    """z of the difference of the mean pass rates of paired Binomial(n) correct counts, per
+    problem (aligned on the index). Under p_i = q_i for every problem, D = sum(x_i - y_i) / (n N)
+    has mean 0 and variance sum 2 n p_i (1 - p_i) / (n N)^2, estimated with the pooled
+    p^_i = (x_i + y_i) / 2n (times 2n / (2n - 1), unbiased): the CPU twin's test of vLLM
+    against the local sampler, here on CUDA."""
+    x, y = x.align(y, join="inner")
+    p = (x + y) / (2 * n)
+    var = float((2 * n * p * (1 - p) * (2 * n) / (2 * n - 1)).sum()) / (n * len(x)) ** 2
+    diff = float((x - y).sum()) / (n * len(x))
+    return diff / var ** 0.5 if var > 0 else (0.0 if diff == 0 else float("inf"))
+
+
 def check_vllm(steps: Steps) -> dict:
     L = layout()
     cfg = deep(STUDY, VLLM)
@@ -146,6 +169,11 @@ def check_vllm(steps: Steps) -> dict:
         counts = pd.read_parquet(steps.work / "vllm" / "difficulty.parquet").set_index("problem_id")
         vllm = counts["correct"] / counts["samples"]
         both = pd.concat({"local": local, "vllm": vllm}, axis=1, join="inner")
+        n = STUDY["difficulty"]["samples"]
+        z = agreement_z((both["vllm"] * n).round(), (both["local"] * n).round(), n)
+        result.update(agreement_z=round(z, 3), ok=abs(z) < Z_BOUND,
+                      agreement=f"|z| {'<' if abs(z) < Z_BOUND else '>='} {Z_BOUND}: "
+                                f"{'within' if abs(z) < Z_BOUND else 'beyond'} sampling error")
         result.update(problems=len(both), samples=STUDY["difficulty"]["samples"],
                       mean_local=round(float(both["local"].mean()), 4), mean_vllm=round(float(both["vllm"].mean()), 4),
                       mean_abs_diff=round(float((both["local"] - both["vllm"]).abs().mean()), 4),
@@ -267,8 +295,31 @@ def check_verl(steps: Steps, config: Path) -> dict:
         run = json.loads((steps.work / files.marker).read_text())
         result.update(steps=run.get("steps"), seconds=run.get("seconds"), evaluations=len(evals),
                       dropped_prompts=run.get("dropped_prompts"),
-                      avg_at_k=[round(float(v), 4) for v in evals.get(f"avg@{STUDY['eval']['k']}", [])])
+                      avg_at_k=[round(float(v), 4) for v in evals.get(f"avg@{STUDY['eval']['k']}", [])],
+                      weight_sync=weight_sync(steps.work / files.metrics))
     return result
+
+
+SYNCED, STALE = "training/rollout_probs_diff_mean", "isocompute/ref_probs_diff_mean"
+STALE_FACTOR = 10
+
+
+def weight_sync(metrics: Path) -> dict:
+    """The CPU twin's weight-sync check on the GPU run: per step, verl's rollout-vs-actor log-prob
+    difference on the sampled tokens (SYNCED) beside what it would be were vLLM still holding the
+    initial weights (STALE, the project's trainer mode); from step 2 on the actor has moved, so a
+    working sync keeps SYNCED at least STALE_FACTOR below STALE. Steps that logged neither are
+    left out (verl logs SYNCED only where the rollout returns its log-probs)."""
+    if not metrics.is_file():
+        return {"logged": False, "why": f"no {metrics.name}"}
+    rows = [json.loads(line) for line in metrics.read_text().splitlines() if line.strip()]
+    per_step = {r["step"]: {k: r["data"][k] for k in (SYNCED, STALE) if k in r.get("data", {})} for r in rows}
+    per_step = {s: d for s, d in per_step.items() if d}
+    judged = {s: d for s, d in per_step.items() if s >= 2 and SYNCED in d and STALE in d}
+    out = {"logged": bool(per_step), "per_step": per_step}
+    if judged:
+        out["ok"] = all(d[SYNCED] * STALE_FACTOR < d[STALE] for d in judged.values())
+    return out
 
 
 def main(argv=None) -> int:

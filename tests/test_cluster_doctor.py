@@ -171,7 +171,8 @@ def test_doctor_outside_the_repo_or_with_garbled_files_is_one_line_or_a_named_ch
     assert "envs/verl.yaml: No such file or directory (run isocompute doctor from the repository root)" in out.stderr
     (tmp_path / "envs").mkdir()
     (tmp_path / "slurm").mkdir()
-    (tmp_path / "envs" / "verl.yaml").write_text((REPO / "envs" / "verl.yaml").read_text())
+    for name in ("verl.yaml", "verl.in", "verl.lock.txt"):
+        (tmp_path / "envs" / name).write_text((REPO / "envs" / name).read_text())
     (tmp_path / "slurm" / "config.yaml").write_text("jobs: [unclosed\n")
     out = subprocess.run(doctor, cwd=tmp_path, capture_output=True, text=True)
     assert out.returncode == 1 and "Traceback" not in out.stderr
@@ -179,7 +180,11 @@ def test_doctor_outside_the_repo_or_with_garbled_files_is_one_line_or_a_named_ch
     (tmp_path / "envs" / "verl.yaml").write_text("a: [\n")
     out = subprocess.run(doctor, cwd=tmp_path, capture_output=True, text=True)
     assert out.returncode == 2 and "Traceback" not in out.stderr
-    assert "envs/verl.yaml: expected a conda environment with a pip list of pinned versions" in out.stderr
+    assert "envs/verl.yaml: expected a conda environment of python and pip, its pip lock beside it" in out.stderr
+    (tmp_path / "envs" / "verl.yaml").write_text((REPO / "envs" / "verl.yaml").read_text())
+    (tmp_path / "envs" / "verl.lock.txt").unlink()
+    out = subprocess.run(doctor, cwd=tmp_path, capture_output=True, text=True)
+    assert out.returncode == 2 and "envs/verl.lock.txt: No such file or directory" in out.stderr
 
 
 # --- cluster.container: the runtime on PATH and the image ---------------------------------

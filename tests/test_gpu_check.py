@@ -59,6 +59,9 @@ def test_gpu_check_install_script_uses_pypi_only():
              if line.strip() and not line.lstrip().startswith("#")]
     installs = [line for line in lines if "pip install" in line]
     assert len(installs) == 3 and not any("://" in line or "--index-url" in line for line in installs)
+    # the committed lock, hashes checked, nothing resolved beyond it (tests/test_envs.py resolves it)
+    assert 'LOCK=envs/gpu-check.lock.txt' in lines
+    assert any('--require-hashes --no-deps -r "$LOCK"' in line for line in installs)
     assert not any(line.split()[0] in ("conda", "mamba", "micromamba") for line in lines)
     assert subprocess.run(["bash", "-n", str(REPO / "benchmarks" / "gpu_check_install.sh")]).returncode == 0
 
@@ -147,3 +150,30 @@ def test_gpu_check_local_writes_its_json_when_killed(tmp_path):
         assert report["finished"] is False and report["steps"][0]["step"] == "env"
         if sig == signal.SIGTERM:
             assert report["interrupted"]["signal"] == "SIGTERM" and proc.returncode == 128 + sig
+
+
+def test_part_2_judges_vllm_and_the_weight_sync_as_the_cpu_twin_does(tmp_path):
+    """The agreement test of vLLM's pass rates against the local sampler's (|z| < 4) passes two
+    draws from the same rates and fails rates 20% lower; the weight-sync check passes a vLLM that
+    follows the actor and fails one whose log-probs stay the initial weights' from step 2 on."""
+    import numpy as np
+    import pandas as pd
+
+    import gpu_check
+
+    rng = np.random.default_rng(0)
+    rates = rng.uniform(0, 1, 400)
+    same = [pd.Series(rng.binomial(16, rates)) for _ in range(2)]
+    lower = pd.Series(rng.binomial(16, rates * 0.8))
+    assert abs(gpu_check.agreement_z(*same, 16)) < gpu_check.Z_BOUND < abs(gpu_check.agreement_z(same[0], lower, 16))
+
+    def metrics(synced_of_step):
+        path = tmp_path / f"metrics{len(list(tmp_path.iterdir()))}.jsonl"
+        path.write_text("\n".join(json.dumps({"step": s, "data": {gpu_check.SYNCED: synced_of_step(s),
+                                                                   gpu_check.STALE: 0.05 * s}})
+                                  for s in (1, 2, 3)))
+        return gpu_check.weight_sync(path)
+
+    assert metrics(lambda s: 1e-4)["ok"] is True
+    assert metrics(lambda s: 0.05 * s)["ok"] is False  # vLLM as far from the actor as the stale weights
+    assert gpu_check.weight_sync(tmp_path / "absent.jsonl")["logged"] is False

@@ -97,23 +97,26 @@ class System:
 # --- the pinned stack -----------------------------------------------------------------
 
 def pinned_stack(env_file: Path = GPU_ENV_FILE) -> dict:
-    """Versions envs/verl.yaml pins ({dist: version}) and the CUDA version of its build ('cuda')."""
+    """Versions envs/verl.yaml installs ({dist: version}): its lock's (envs/verl.lock.txt), the
+    flash-attn wheel's its pip list (envs/verl.in) names, and that wheel's CUDA version ('cuda')."""
+    env_file = Path(env_file)
     try:
-        deps = yaml.safe_load(Path(env_file).read_text())["dependencies"]
-        pip = next(d["pip"] for d in deps if isinstance(d, dict) and "pip" in d)
+        if "pip" not in yaml.safe_load(env_file.read_text())["dependencies"]:
+            raise KeyError("pip")
+        lines = (env_file.with_suffix(".lock.txt").read_text().splitlines()
+                 + env_file.with_suffix(".in").read_text().splitlines())
     except OSError as exc:
-        raise InputError(f"{env_file}: {exc.strerror or exc} (run isocompute doctor from the repository root)") from exc
+        raise InputError(f"{exc.filename or env_file}: {exc.strerror or exc} "
+                         "(run isocompute doctor from the repository root)") from exc
     except (yaml.YAMLError, TypeError, KeyError, StopIteration) as exc:
-        raise InputError(f"{env_file}: expected a conda environment with a pip list of pinned versions "
+        raise InputError(f"{env_file}: expected a conda environment of python and pip, its pip lock beside it "
                          f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else 'malformed'})") from exc
     pins = {}
-    for line in pip:
-        wheel = re.search(r"/(flash_attn)-([0-9.]+)\+cu(\d+)(\d)torch", line)
-        if wheel:
-            pins["flash-attn"] = wheel.group(2)
-            pins["cuda"] = f"{wheel.group(3)}.{wheel.group(4)}"
+    for line in lines:
+        if wheel := re.search(r"/(flash_attn)-([0-9.]+)\+cu(\d+)(\d)torch", line):
+            pins.update({"flash-attn": wheel.group(2), "cuda": f"{wheel.group(3)}.{wheel.group(4)}"})
             continue
-        match = re.fullmatch(r"([A-Za-z0-9_.-]+)(?:\[[^]]*\])?==([^\s;]+)", line.strip())
+        match = re.fullmatch(r"([A-Za-z0-9_.-]+)(?:\[[^]]*\])?==([^\s;\\]+)(?:\s*\\)?", line.strip())
         if match:
             pins[match.group(1).lower()] = match.group(2)
     return pins

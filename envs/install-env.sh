@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs envs/<name>.lock.txt into the active environment (the python on PATH), hashes
+# checked and nothing else resolved, then the wheels envs/<name>.in names by URL (no
+# dependencies: theirs are in the lock), then the isocompute package from this checkout
+# (editable, no dependencies). <name>.post-deploy.sh calls it; Snakemake runs that from the
+# directory it was started in -- the repository root, as docs/cluster.md says; set
+# ISOCOMPUTE_SRC to the checkout otherwise.
+#
+#   bash envs/install-env.sh verl|analysis
+set -euo pipefail
+name="${1:?usage: install-env.sh verl|analysis}"
+src="${ISOCOMPUTE_SRC:-$(pwd)}"
+if ! grep -qs '^name = "isocompute"' "$src/pyproject.toml"; then
+    echo "isocompute: $src is not the isocompute checkout; run snakemake from the repository root" \
+         "or set ISOCOMPUTE_SRC=/path/to/isocompute" >&2
+    exit 1
+fi
+lock="$src/envs/$name.lock.txt"
+[ -f "$lock" ] || { echo "isocompute: $lock: no such lock (python envs/lock.py writes it)" >&2; exit 1; }
+python -m pip install --no-deps --require-hashes -r "$lock"
+urls=$(sed -n 's/^\(https\?:\/\/[^ #]*\).*/\1/p' "$src/envs/$name.in")
+if [ -n "$urls" ]; then
+    # shellcheck disable=SC2086
+    python -m pip install --no-deps $urls
+fi
+python -m pip install --no-deps -e "$src"
