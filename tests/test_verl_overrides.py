@@ -270,9 +270,9 @@ def test_cpu_runs_can_take_verls_own_vllm_rollout(run_paths):
     command = verl_command(cfg, cell, run_paths)
     o = overrides_dict(command.argv[3:])
     rollout = "actor_rollout_ref.rollout."
-    assert {k: o[rollout + k] for k in ("name", "enable_sleep_mode", "free_cache_engine", "dtype", "enforce_eager")} \
-        == {"name": "vllm", "enable_sleep_mode": "false", "free_cache_engine": "false", "dtype": "float32",
-            "enforce_eager": "true"}
+    assert {k: o[rollout + k] for k in ("name", "free_cache_engine", "dtype", "enforce_eager")} \
+        == {"name": "vllm", "free_cache_engine": "false", "dtype": "float32", "enforce_eager": "true"}
+    assert o["+" + rollout + "enable_sleep_mode"] == "false"
     assert command.env["VLLM_CPU_KVCACHE_SPACE"] == "3"
     assert jobs.train_params(cfg, cell)["cluster"]["verl"]["cpu_rollout"] == "vllm"
     assert jobs.train_options(cfg)["cluster"]["vllm"] == {"kv_cache_gib": 3}

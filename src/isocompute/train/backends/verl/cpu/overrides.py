@@ -68,7 +68,8 @@ def cpu_overrides(cfg: dict) -> dict:
             f"{a}.rollout.name": VLLM_ROLLOUT,
             # vLLM's sleep mode (freeing weights and KV cache between rollouts) needs CUDA's
             # memory pool: none on the CPU, where the engine keeps both.
-            f"{a}.rollout.enable_sleep_mode": False,
+            # (RolloutConfig has enable_sleep_mode; verl's YAML does not: Hydra adds it with "+".)
+            f"+{a}.rollout.enable_sleep_mode": False,
             f"{a}.rollout.free_cache_engine": False,
             # fp32 like the actor (rollout_probs_diff compares their log-probs), no torch.compile.
             f"{a}.rollout.dtype": "float32",
