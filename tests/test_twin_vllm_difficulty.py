@@ -87,8 +87,11 @@ def study(tmp_path_factory):
 def local_counts(work, temperature: float) -> pd.Series:
     """The difficulty stage's command with the local sampler on the study's model and pool,
     in the pytest environment: correct counts of the first SAMPLES draws per problem."""
-    params = {"seed": CONFIG["seed"], "difficulty": CONFIG["difficulty"],
-              "sampling": {**CONFIG["sampling"], "backend": "local", "temperature": temperature}}
+    from isocompute.config import check_config
+    from isocompute.jobs import difficulty_params
+
+    local = {**CONFIG, "sampling": {**CONFIG["sampling"], "backend": "local", "temperature": temperature}}
+    params = difficulty_params(check_config(json.loads(json.dumps(local))))  # what the rule would pass
     out = work / f"local_t{temperature}.parquet"
     argv = [sys.executable, "-c", "import sys; from isocompute.cli import main; sys.exit(main())", "difficulty",
             "--params", json.dumps(params), "--pool", f"{RESULTS}/data/pool.parquet",
