@@ -50,6 +50,31 @@ def test_signatures_the_patches_wrap():
     assert "launch_servers" in require("rollout_replica").__abstractmethods__, "RolloutReplica.launch_servers"
 
 
+def test_the_rollout_keys_the_vllm_rollout_sets_on_the_cpu():
+    """cluster.verl.cpu_rollout vllm sets these RolloutConfig fields (cpu/overrides.py)."""
+    import dataclasses
+
+    from isocompute.train.backends.verl.cpu.overrides import cpu_overrides
+    from isocompute.train.backends.verl.cpu.verl_names import NAMES
+
+    from pathlib import Path
+
+    import verl
+    import yaml
+
+    fields = {f.name for f in dataclasses.fields(require("rollout_config"))}
+    cfg = {"train": {"backend": "verl", "device": "cpu"}, "cluster": {"verl": {"cpu_rollout": "vllm"}}}
+    prefix = "actor_rollout_ref.rollout."
+    keys = {k.removeprefix(prefix).split(".")[0] for k in cpu_overrides(cfg) if k.startswith(prefix)}
+    added = {k.removeprefix("+" + prefix) for k in cpu_overrides(cfg) if k.startswith("+" + prefix)}
+    assert keys | added >= {"enable_sleep_mode", "free_cache_engine", "dtype", "enforce_eager"}
+    assert keys | added <= fields, f"verl moved {sorted((keys | added) - fields)} out of {'.'.join(NAMES['rollout_config'])}"
+    # Hydra sets a key of verl's YAML without "+" and adds one it lacks with "+" (either the other way fails).
+    generated = Path(verl.__file__).parent / "trainer" / "config" / "_generated_ppo_trainer.yaml"
+    in_yaml = set(yaml.safe_load(generated.read_text())["actor_rollout_ref"]["rollout"])
+    assert keys <= in_yaml and not added & in_yaml, (sorted(keys - in_yaml), sorted(added & in_yaml))
+
+
 def test_platform_implements_every_abstract_method():
     from isocompute.train.backends.verl.cpu import platform
 

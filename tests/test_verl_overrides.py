@@ -255,3 +255,29 @@ def test_cpu_runs_take_the_cpu_platform(run_paths):
     assert o["ray_kwargs.ray_init.num_cpus"] == "8"
     gpu = verl_command(verl_cfg(), cell, run_paths)
     assert "VERL_PLATFORM" not in gpu.env and overrides_dict(gpu.argv[3:])["trainer.device"] == "cuda"
+
+
+def test_cpu_runs_can_take_verls_own_vllm_rollout(run_paths):
+    """cluster.verl.cpu_rollout vllm: verl's vLLM rollout, without sleep mode, float32 like the
+    actor, its KV cache from cluster.vllm.kv_cache_gib (a run option, not the run's identity);
+    a GPU run's params and options do not carry the choice."""
+    from isocompute import jobs
+    from isocompute.train.backends.verl.overrides import verl_command
+
+    cell = Cell("easy", 2, 2, 4, 16)
+    cfg = verl_cfg(train={"device": "cpu"}, base_model={"hidden_size": 64, "num_heads": 2},
+                   cluster={"verl": {"storage_units": 1, "cpu_rollout": "vllm"}, "vllm": {"kv_cache_gib": 3}})
+    command = verl_command(cfg, cell, run_paths)
+    o = overrides_dict(command.argv[3:])
+    rollout = "actor_rollout_ref.rollout."
+    assert {k: o[rollout + k] for k in ("name", "free_cache_engine", "dtype", "enforce_eager")} \
+        == {"name": "vllm", "free_cache_engine": "false", "dtype": "float32", "enforce_eager": "true"}
+    assert o["+" + rollout + "enable_sleep_mode"] == "false"
+    assert command.env["VLLM_CPU_KVCACHE_SPACE"] == "3"
+    assert jobs.train_params(cfg, cell)["cluster"]["verl"]["cpu_rollout"] == "vllm"
+    assert jobs.train_options(cfg)["cluster"]["vllm"] == {"kv_cache_gib": 3}
+    hf = verl_command(verl_cfg(train={"device": "cpu"}, cluster={"verl": {"storage_units": 1}}), cell, run_paths)
+    assert overrides_dict(hf.argv[3:])[rollout + "name"] == "hf_cpu" and "VLLM_CPU_KVCACHE_SPACE" not in hf.env
+    gpu = verl_cfg()
+    assert "cpu_rollout" not in jobs.train_params(gpu, cell)["cluster"]["verl"]
+    assert "vllm" not in jobs.train_options(gpu)["cluster"]

