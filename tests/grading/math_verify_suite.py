@@ -185,10 +185,12 @@ class Outcome:
             return "math-verify 0.9.0 fails this test too"
         if self.project == "timed out":
             return "timed out"
+        if "\\boxed" not in self.completion:
+            if self.reason == "no answer":
+                return "unboxed fallback: no standalone final number"
+            return f"unboxed fallback ({self.reason})"
         if self.reason in ("no answer", "too long", "control character", "no ground truth"):
             return f"extraction: {self.reason}"
-        if "\\boxed" not in self.completion:
-            return f"unboxed fallback ({self.reason})"
         if self.completion.count("\\boxed") > 1:
             return f"last box wins ({self.reason})"
         return f"{self.reason} with the project's configuration"

@@ -11,6 +11,7 @@ margin no load reaches (HANG_S past a comparison's budget)."""
 from __future__ import annotations
 
 import time
+import unicodedata
 
 import pytest
 
@@ -121,7 +122,13 @@ def test_policies_hold_on_the_corpus(corpus, graded):
     for case, (correct, reason, *_) in zip(corpus, outcomes):
         by_kind.setdefault(case.kind, set()).add((correct, reason))
     assert by_kind["control characters"] == {(False, "control character")}
-    assert by_kind["unicode digits"] == {(True, "numeric")}
+    # Unicode digits grade as the ASCII digits they stand for (a bare number after a
+    # padding of the same number is a spaced list, no answer, either way).
+    unicode_cases = [(case, outcome) for case, outcome in zip(corpus, outcomes) if case.kind == "unicode digits"]
+    for case, (correct, reason, *_) in unicode_cases:
+        ascii_completion = "".join(str(unicodedata.decimal(ch)) if ch.isdecimal() else ch for ch in case.completion)
+        assert grade_with_reason(ascii_completion, case.ground_truth) == (correct, reason), case.completion[-40:]
+    assert (True, "numeric") in by_kind["unicode digits"]
     assert by_kind["1M characters"] == {(False, "too long")}
     assert not any(correct for correct, _ in by_kind["power tower"])
 

@@ -23,8 +23,15 @@ _SIMPLE = re.compile(
 _SCIENTIFIC = re.compile(r"(-?\d+(?:\.\d+)?)[eE]([+-]?\d{1,3})")
 # 1\,234 and 1{,}234: thousands groups spaced or braced in LaTeX (math-verify
 # reads "1\,234" as the product 1*234).
-_SPACED_GROUPS = re.compile(r"-?\d{1,3}(?:(?:\\[,;:! ]|\{,\}|~)\d{3})+(?:\.\d+)?")
-_GROUP_SEPARATOR = re.compile(r"\\[,;:! ]|\{,\}|~")
+# 1 000 000: groups spaced with plain spaces, the SI style (math-verify reads "1 000"
+# in a box as the product 1*0).
+_SPACED_GROUPS = re.compile(r"-?\d{1,3}(?:(?:\\[,;:! ]|\{,\}|~| )\d{3})+(?:\.\d+)?")
+_GROUP_SEPARATOR = re.compile(r"\\[,;:! ]|\{,\}|~| ")
+# A ground truth written with a decimal comma (1,22 or 0,111: one comma, and not
+# English thousands groups), which math-verify reads boxed as the set {1, 22}.
+_DECIMAL_COMMA = re.compile(r"-?\d+,\d+")
+_THOUSANDS = re.compile(r"-?[1-9]\d{0,2}(?:,\d{3})+")
+_POINT_DECIMAL = re.compile(r"-?\d+\.\d+")
 # math-verify rounds to 6 decimals when a float is involved, and its rounding
 # has quirks (1.0000001 != 1 there, 1/3 == 0.333333), so near-misses are left
 # to it; beyond this gap no rounding can make two values equal.
@@ -67,8 +74,20 @@ def _simple_value(s: str) -> tuple[Fraction, bool] | None:
     return (-value if neg else value), is_decimal
 
 
+def decimal_comma_match(answer: str, truth: str) -> bool:
+    """Whether `truth` is a number written with a decimal comma and `answer` the same number
+    written with a decimal point (1,22 and 1.22). Only this way round: an answer's comma
+    separates thousands or list items, as math-verify reads it."""
+    if not (_DECIMAL_COMMA.fullmatch(truth) and _POINT_DECIMAL.fullmatch(answer)) or _THOUSANDS.fullmatch(truth):
+        return False
+    a, t = _simple_value(answer), _simple_value(truth.replace(",", "."))
+    return a is not None and t is not None and a[0] == t[0]
+
+
 def fast_verdict(answer: str, truth: str) -> bool | None:
     """The verdict math-verify would give on two plain numbers; None to defer to it."""
+    if "," in truth and decimal_comma_match(answer, truth):
+        return True
     if _INT.fullmatch(answer) and _INT.fullmatch(truth):
         return int(answer) == int(truth)
     a = _simple_value(answer)
