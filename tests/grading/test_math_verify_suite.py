@@ -80,7 +80,7 @@ def test_agreement_does_not_fall(outcomes, feed):
 @pytest.mark.parametrize(
     ("completion", "truth"),
     [
-        # The fallback's false positives of grader version 4 (issue 34).
+        # The fallback's false positives of grader version 4.
         ("$\\frac{1+\\sqrt{5}}{2}$", "2"),  # a denominator
         ("$-[0,1)$", "1"),  # an interval
         ("AZYUK2A", "2"),  # a digit inside a word

@@ -15,7 +15,7 @@ pipeline (which takes a cache) need not import each other's module both ways.
 # Version 3: 42e0 and 4.2e1 equal 42, and 1\,234 equals 1234 (the fast path;
 # math-verify graded them wrong). Version 4: an answer equal to a bare-variable ground truth as an
 # identity (3x/3, 2x - x vs x) is correct; math-verify compares a bare variable as text.
-# Version 5 (issue 34, docs/methods.md "Grading"): an unboxed completion's final number
+# Version 5 (docs/methods.md, section 5, "Grading"): an unboxed completion's final number
 # is no answer when it sits inside a construct, a word, a list or an operation (version
 # 4 graded \frac{1+\sqrt{5}}{2} equal to 2); a ground truth with several boxes is read
 # whole, as math-verify reads it (version 4 kept its last box); a percent truth accepts
