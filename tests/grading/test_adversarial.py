@@ -148,3 +148,14 @@ def test_grade_many_agrees_on_the_corpus(corpus, graded, spy):
     assert len(calls) <= 4 * len(distinct)
     settled = [(v, o[0]) for v, o in zip(verdicts, outcomes) if o[1] not in UNSETTLED]
     assert all(a == b for a, b in settled)
+
+
+def test_cheap_pathological_answers_never_reach_math_verify(monkeypatch):
+    # Power towers, huge factorials, 5,000 nested braces: decided before math-verify, wrong.
+    def no_math_verify(*args, **kwargs):
+        raise AssertionError("decided before math-verify")
+
+    monkeypatch.setattr(sandbox, "slow_verdict", no_math_verify)
+    for case in adversarial.DECIDED_BEFORE_MATH_VERIFY:
+        correct, reason = grade_with_reason(case.completion, case.ground_truth, timeout_s=TIMEOUT_S)
+        assert not correct and reason in ("numeric", "too deep"), (case.kind, reason)

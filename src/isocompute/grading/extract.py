@@ -36,6 +36,13 @@ MAX_CHARS = 100_000
 NO_ANSWER = "no answer"
 TOO_LONG = "too long"
 CONTROL_CHARACTER = "control character"
+TOO_DEEP = "too deep"
+
+# Deepest nesting of groups and brackets an answer or ground truth may have. No
+# written answer nests 64 deep; 5,000 nested braces or \\sqrt{\\sqrt{...}} 2,000 deep
+# only cost math-verify its whole budget (or its recursion limit).
+MAX_NESTING = 64
+_NESTING_TOKENS = re.compile(r"\\.|[{}()\[\]]", re.DOTALL)
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 _SPACES = re.compile(r"\s*")
@@ -89,6 +96,22 @@ _ASCII_DIGITS = _AsciiDigitTable()
 def _ascii_digits(text: str) -> str:
     # One character for one: positions, and so extraction, are unchanged.
     return text if text.isascii() else text.translate(_ASCII_DIGITS)
+
+
+def too_deep(text: str, limit: int = MAX_NESTING) -> bool:
+    """Whether `text` nests groups or brackets more than `limit` deep (escapes are literal)."""
+    if len(text) <= 2 * limit:
+        return False  # too short to hold limit + 1 pairs
+    depth = 0
+    for m in _NESTING_TOKENS.finditer(text):
+        ch = m.group()
+        if ch in "{([":
+            depth += 1
+            if depth > limit:
+                return True
+        elif ch in "})]":
+            depth = max(0, depth - 1)
+    return False
 
 
 def _closing_braces(text: str, start: int) -> dict[int, int]:
