@@ -3,7 +3,10 @@
 Grades the adversarial corpus of `isocompute.grading.adversarial` one `grade`
 call at a time and prints the total, the worst call (its kind and length) and
 the per-call p50/p99, against the bound of a call: its timeout, then the one
-retry of `verdict.RETRY_FACTOR` times it, plus 0.5 s; then grades 100k ordinary
+retry of `verdict.RETRY_FACTOR` times it, plus 0.5 s; then the worst of the answers
+decided before math-verify (`adversarial.DECIDED_BEFORE_MATH_VERIFY`: power towers,
+huge factorials, 5,000 nested braces, which took a whole budget and its retry
+before grader version 5); then grades 100k ordinary
 integer completions with `grade_many` (the numeric fast path), so that a speed
 regression there shows. Before the bound, 1,000 such completions took 1,025 s,
 35 calls over 10 s.
@@ -78,6 +81,16 @@ def main(argv=None) -> int:
         by_kind[kind] = by_kind.get(kind, 0.0) + s
     print("  seconds by kind: " + ", ".join(f"{k} {v:.2f}" for k, v in sorted(by_kind.items(), key=lambda kv: -kv[1])))
 
+    # Towers, huge factorials, 5,000 nested braces: decided before math-verify.
+    cheap = []
+    for case in adversarial.DECIDED_BEFORE_MATH_VERIFY:
+        t0 = time.perf_counter()
+        correct, reason = grade_with_reason(case.completion, case.ground_truth, timeout_s=args.timeout)
+        cheap.append((time.perf_counter() - t0, case.kind, reason, correct))
+    worst_cheap = max(cheap)
+    print(f"decided before math-verify: {len(cheap)} answers, {sum(c for *_, c in cheap)} correct, worst "
+          f"{worst_cheap[0] * 1e3:.2f} ms ({worst_cheap[1]}, {worst_cheap[2]})")
+
     completions = [f"Adding them gives \\boxed{{{i % 1000}}}" for i in range(args.ordinary)]
     truths = [str(i % 997) for i in range(args.ordinary)]
     runs = []
@@ -92,6 +105,7 @@ def main(argv=None) -> int:
         args.out.write_text(json.dumps({
             "timeout_s": args.timeout, "bound_s": bound, "seed": args.seed,
             "calls": [{"seconds": s, "kind": k, "length": n, "reason": r, "correct": c} for s, k, n, r, c in calls],
+            "decided_before_math_verify": [{"seconds": s, "kind": k, "reason": r, "correct": c} for s, k, r, c in cheap],
             "ordinary": {"completions": args.ordinary, "correct": right, "seconds": min(runs)}}, indent=1))
     return 0
 

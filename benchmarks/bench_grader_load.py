@@ -98,7 +98,9 @@ def honest_pairs(n: int, seed: int) -> list[tuple[str, str, str]]:
 
 
 def towers(n: int, seed: int) -> list[tuple[str, str, str]]:
-    """`n` distinct inputs expensive for sympy: power towers and deeply nested roots."""
+    """`n` distinct inputs expensive for sympy: power towers beside a variable (which reach
+    math-verify) and deeply nested roots (deeper than extract.MAX_NESTING: wrong, "too deep",
+    before math-verify since grader version 5)."""
     rng = random.Random(seed + 1)
     out, seen = [], set()
     while len(out) < n:
@@ -111,6 +113,7 @@ def towers(n: int, seed: int) -> list[tuple[str, str, str]]:
             text = "{" + str(rng.randint(5, 99)) + "}"
             for _ in range(height - 1):
                 text = f"{rng.randint(5, 99)}^{{{text}}}"
+            text = "x + " + text  # a bare tower against a number never reaches math-verify (grader 5)
             kind = "tower"
         if text not in seen:
             seen.add(text)

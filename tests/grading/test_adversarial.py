@@ -11,6 +11,7 @@ margin no load reaches (HANG_S past a comparison's budget)."""
 from __future__ import annotations
 
 import time
+import unicodedata
 
 import pytest
 
@@ -121,7 +122,13 @@ def test_policies_hold_on_the_corpus(corpus, graded):
     for case, (correct, reason, *_) in zip(corpus, outcomes):
         by_kind.setdefault(case.kind, set()).add((correct, reason))
     assert by_kind["control characters"] == {(False, "control character")}
-    assert by_kind["unicode digits"] == {(True, "numeric")}
+    # Unicode digits grade as the ASCII digits they stand for (a bare number after a
+    # padding of the same number is a spaced list, no answer, either way).
+    unicode_cases = [(case, outcome) for case, outcome in zip(corpus, outcomes) if case.kind == "unicode digits"]
+    for case, (correct, reason, *_) in unicode_cases:
+        ascii_completion = "".join(str(unicodedata.decimal(ch)) if ch.isdecimal() else ch for ch in case.completion)
+        assert grade_with_reason(ascii_completion, case.ground_truth) == (correct, reason), case.completion[-40:]
+    assert (True, "numeric") in by_kind["unicode digits"]
     assert by_kind["1M characters"] == {(False, "too long")}
     assert not any(correct for correct, _ in by_kind["power tower"])
 
@@ -141,3 +148,14 @@ def test_grade_many_agrees_on_the_corpus(corpus, graded, spy):
     assert len(calls) <= 4 * len(distinct)
     settled = [(v, o[0]) for v, o in zip(verdicts, outcomes) if o[1] not in UNSETTLED]
     assert all(a == b for a, b in settled)
+
+
+def test_cheap_pathological_answers_never_reach_math_verify(monkeypatch):
+    # Power towers, huge factorials, 5,000 nested braces: decided before math-verify, wrong.
+    def no_math_verify(*args, **kwargs):
+        raise AssertionError("decided before math-verify")
+
+    monkeypatch.setattr(sandbox, "slow_verdict", no_math_verify)
+    for case in adversarial.DECIDED_BEFORE_MATH_VERIFY:
+        correct, reason = grade_with_reason(case.completion, case.ground_truth, timeout_s=TIMEOUT_S)
+        assert not correct and reason in ("numeric", "too deep"), (case.kind, reason)

@@ -36,7 +36,8 @@ def test_last_box_wins():
         ("total: 1,234,567 items", "1234567"),
         ("it is 3/4", "3/4"),
         ("it is $\\frac{5}{8}$", "\\frac{5}{8}"),
-        ("from 3-5 we get", "5"),
+        ("from 3-5 we get", None),  # an operand is no answer (grader version 5)
+        ("so 3 - 5 = -2", "-2"),
         ("x = -2.5 here", "-2.5"),
         ("", None),
         ("no digits here", None),
@@ -108,10 +109,18 @@ _PIECES = ["1", "2", "0", "12", "123", "1234", ",", ".", "/", "-", " ", "x", ")"
 
 @pytest.mark.parametrize("seed", range(4))
 def test_extraction_agrees_with_version_1(seed):
+    # Boxes are read as version 1 read them. Without a box, the final number is the one
+    # version 1 found, or none where version 5 refuses it (inside a construct, glued to
+    # a word, an operand: tests/grading/test_math_verify_suite.py) -- never another number.
     rng = random.Random(seed)
+    refused = 0
     for _ in range(5_000):
         text = "".join(rng.choices(_PIECES, k=rng.randint(0, 12 + 10 * seed)))
-        assert extract_answer(text) == _v1_extract(text), text
+        answer, v1 = extract_answer(text), _v1_extract(text)
+        if answer != v1:
+            assert answer is None and "\\boxed" not in text, text
+            refused += 1
+    assert refused < 5_000
 
 
 @pytest.mark.parametrize(

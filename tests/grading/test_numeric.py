@@ -8,7 +8,7 @@ import time
 import pytest
 from grading_cases import raw_math_verify
 
-from isocompute.grading import grade, grade_many, numeric, sandbox
+from isocompute.grading import grade, grade_many, grade_with_reason, numeric, sandbox
 
 
 def _random_int_pairs(n: int, seed: int) -> list[tuple[str, str]]:
@@ -93,3 +93,33 @@ def test_scientific_notation_and_spaced_thousands_are_numbers(answer, truth, exp
 def test_spaced_digits_that_are_not_thousands_groups_go_to_math_verify():
     assert numeric.fast_verdict("1\\,23", "123") is None
     assert numeric.fast_verdict("2e", "2") is None
+
+
+@pytest.mark.parametrize(("answer", "truth"), [
+    ("9^{9^{9^{9}}}", "42"), ("99^{99^{99}}", "42"), ("2^{2^{2^{2^{2^{2}}}}}", "1"), ("-10^{10^{10^{10}}}", "0"),
+    ("100000!", "42"), ("99999!!", "42"), ("(10^{6})!", "1"), ("2^{100000}!", "0"), ("2^{100000}", "3.5"), ("42", "9^{9^{9}}"), ("10^{2000}", "1e999"),
+])
+def test_a_huge_power_or_factorial_is_not_a_plain_number(answer, truth):
+    # Sizes hundreds of digits apart: decided here, where math-verify would build the integer.
+    assert numeric.magnitude_verdict(answer, truth) is False
+    assert grade_with_reason(f"\\boxed{{{answer}}}", truth) == (False, "numeric")
+
+
+@pytest.mark.parametrize(("answer", "truth"), [
+    ("2^{10}", "1024"), ("5!", "120"), ("7!!", "105"), ("10^{500}", "1e500"), ("1^{9^{9^{9}}}", "1"), ("2^{-100000}", "0"),
+    ("9^{9^{9}}", "9^{9^{9}}"), ("x^{9^{9^{9}}}", "1"),
+])
+def test_small_or_symbolic_powers_go_to_math_verify(answer, truth):
+    assert numeric.magnitude_verdict(answer, truth) is None
+
+
+def test_nesting_past_the_limit_is_no_answer():
+    from isocompute.grading.extract import MAX_NESTING
+
+    braces = "\\boxed{" + "{" * 5_000 + "1" + "}" * 5_000 + "}"
+    roots = "\\boxed{" + "\\sqrt{" * 2_000 + "2" + "}" * 2_000 + "}"
+    assert grade_with_reason(braces, "1") == (False, "too deep")
+    assert grade_with_reason(roots, "2") == (False, "too deep")
+    assert grade_with_reason("\\boxed{1}", "{" * 5_000 + "1" + "}" * 5_000) == (False, "too deep")
+    nested = "\\boxed{" + "(" * MAX_NESTING + "7" + ")" * MAX_NESTING + "}"
+    assert grade_with_reason(nested, "7")[1] != "too deep"

@@ -1,5 +1,6 @@
 """Ordinary integer answers grade exactly as the grader before the bounded-time
-rewrite (GRADER_VERSION 1) graded them: verdicts frozen from that code."""
+rewrite (GRADER_VERSION 1) graded them: verdicts frozen from that code, except
+where version 5's unboxed fallback refuses an operand ("3-5" is no answer 5)."""
 
 from __future__ import annotations
 
@@ -47,8 +48,8 @@ FROZEN = [
     ('the sum is 61, so 12', '61', False, '12'),
     ('12+49=61', '61', True, '61'),
     ('3-5=-2', '-2', True, '-2'),
-    ('3-5', '-2', False, '5'),
-    ('3-5', '5', True, '5'),
+    ('3-5', '-2', False, None),  # version 5: an operand is no answer (version 1: '5', graded 5)
+    ('3-5', '5', False, None),
     ('x = -2', '-2', True, '-2'),
     ('= -15', '-15', True, '-15'),
     ('total: 1,234,567', '1234567', True, '1234567'),

@@ -121,7 +121,7 @@ def test_grade_many_gives_each_pair_its_own_timeout(monkeypatch):
     monkeypatch.setattr(verdict, "RETRY_FACTOR", 2.0)
     sandbox.clear_memo()
     budgets = _spy_comparisons(monkeypatch)
-    towers = ["\\boxed{9^{9^{9^{9}}}}", "\\boxed{8^{8^{8^{8}}}}"]
+    towers = ["\\boxed{x + 9^{9^{9^{9}}}}", "\\boxed{x + 8^{8^{8^{8}}}}"]  # beside a variable: they reach math-verify
     verdicts = judge_many(towers + ["\\boxed{2x}"], ["1", "1", "x+x"], timeout_s=0.3)
     assert verdicts == [Verdict.TIMED_OUT, Verdict.TIMED_OUT, Verdict.CORRECT]
     # Each tower: its own budget, then the retry. The honest pair: its own budget too, and on a

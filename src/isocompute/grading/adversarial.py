@@ -149,3 +149,14 @@ def corpus(n: int = 1_000, seed: int = 0) -> list[Case]:
     names = sorted(KINDS)
     kinds = names + rng.choices(names, weights=[KINDS[k][0] for k in names], k=max(0, n - len(names)))
     return [Case(kind, *KINDS[kind][1](rng)) for kind in kinds[:n]]
+
+
+# Answers math-verify would spend its whole budget (and a retry) on, which the grader
+# decides before it (`numeric.magnitude_verdict`, `extract.MAX_NESTING`): each must come
+# back wrong in microseconds. Kept out of `corpus` so its draws stay as they were.
+DECIDED_BEFORE_MATH_VERIFY = tuple(
+    [Case("power tower", f"so the answer is \\boxed{{{tower}}}", "42") for tower in TOWERS]
+    + [Case("huge factorial", f"\\boxed{{{n}}}", "42") for n in ("100000!", "(10^{6})!", "99999!!", "2^{100000}!")]
+    + [Case("nested braces", "\\boxed{" + "{" * depth + "1" + "}" * depth + "}", "1") for depth in (65, 5_000)]
+    + [Case("deep latex", "\\boxed{" + "\\sqrt{" * depth + "2" + "}" * depth + "}", "2") for depth in _SQRT_DEPTHS]
+)

@@ -25,6 +25,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from isocompute.grading.fallback import standalone
+
 BOXED = "\\boxed"
 
 # Longest completion (and ground truth) the grader reads, in characters. The
@@ -36,6 +38,13 @@ MAX_CHARS = 100_000
 NO_ANSWER = "no answer"
 TOO_LONG = "too long"
 CONTROL_CHARACTER = "control character"
+TOO_DEEP = "too deep"
+
+# Deepest nesting of groups and brackets an answer or ground truth may have. No
+# written answer nests 64 deep; 5,000 nested braces or \\sqrt{\\sqrt{...}} 2,000 deep
+# only cost math-verify its whole budget (or its recursion limit).
+MAX_NESTING = 64
+_NESTING_TOKENS = re.compile(r"\\.|[{}()\[\]]", re.DOTALL)
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 _SPACES = re.compile(r"\s*")
@@ -89,6 +98,22 @@ _ASCII_DIGITS = _AsciiDigitTable()
 def _ascii_digits(text: str) -> str:
     # One character for one: positions, and so extraction, are unchanged.
     return text if text.isascii() else text.translate(_ASCII_DIGITS)
+
+
+def too_deep(text: str, limit: int = MAX_NESTING) -> bool:
+    """Whether `text` nests groups or brackets more than `limit` deep (escapes are literal)."""
+    if len(text) <= 2 * limit:
+        return False  # too short to hold limit + 1 pairs
+    depth = 0
+    for m in _NESTING_TOKENS.finditer(text):
+        ch = m.group()
+        if ch in "{([":
+            depth += 1
+            if depth > limit:
+                return True
+        elif ch in "})]":
+            depth = max(0, depth - 1)
+    return False
 
 
 def _closing_braces(text: str, start: int) -> dict[int, int]:
@@ -204,7 +229,7 @@ def _final_number(text: str) -> str | None:
                         resume = chain[1] - 3
                         break
         pos = resume
-    if found is None:
+    if found is None or not standalone(text, *found):
         return None
     number = text[found[0] : found[1]]
     return number.replace(",", "") if "," in number else number
@@ -243,14 +268,45 @@ def extract_answer(completion: str | None, max_chars: int = MAX_CHARS) -> str | 
     return read_answer(completion, max_chars)[0]
 
 
+def all_boxed(text: str) -> list[str]:
+    """Contents of every complete, non-empty outermost `\\boxed{...}` of `text`, stripped, in order."""
+    out: list[str] = []
+    first = text.find(BOXED)
+    if first < 0:
+        return out
+    close = _closing_braces(text, first)
+    idx, after = first, -1
+    while idx >= 0:
+        if idx > after:  # not a box inside the previous one
+            i = _box_open(text, idx)
+            j = close.get(i)
+            if j is not None:
+                after = j
+                inner = text[i + 1 : j].strip()
+                if inner:
+                    out.append(inner)
+        idx = text.find(BOXED, idx + len(BOXED))
+    return out
+
+
 def normalize_truth(ground_truth: object) -> str:
-    """The reference answer in the form `extract_answer` gives (no box, no `$..$`)."""
+    """The reference answer in the form `extract_answer` gives (no box, no `$..$`).
+
+    A truth with one box is its contents. A truth with several is kept whole,
+    boxes and text between them, for math-verify to read as it reads such a
+    truth itself (`worker.gold_text`): boxes joined by a comma, "and" or "or" are
+    one answer of several parts ("\\boxed{1} papers and \\boxed{2} bins" is
+    {1, 2}), and of boxes apart in prose the last one counts.
+    """
     truth = ground_truth if isinstance(ground_truth, str) else str(ground_truth)
     truth = _ascii_digits(truth.strip())
     # Some datasets store the reference as "\boxed{..}" or "$..$"; grading the
     # bare answer keeps both sides in the same form.
     if BOXED in truth:
-        truth = last_boxed(truth) or truth
+        boxes = all_boxed(truth)
+        if len(boxes) > 1:
+            return truth
+        truth = boxes[0] if boxes else truth
     if len(truth) >= 2 and truth[0] == "$" and truth[-1] == "$":
         truth = truth.strip("$").strip()
     return truth

@@ -17,8 +17,9 @@ from typing import Sequence
 
 from isocompute.grading import sandbox
 from isocompute.grading.cache import GradeCache
-from isocompute.grading.extract import CONTROL_CHARACTER, MAX_CHARS, TOO_LONG, normalize_truth, read_answer
-from isocompute.grading.numeric import fast_verdict
+from isocompute.grading.extract import (CONTROL_CHARACTER, MAX_CHARS, TOO_DEEP, TOO_LONG, normalize_truth, read_answer,
+                                        too_deep)
+from isocompute.grading.numeric import fast_verdict, magnitude_verdict
 from isocompute.grading.outcome import Verdict
 
 logger = logging.getLogger(__name__)
@@ -32,7 +33,7 @@ NO_GROUND_TRUTH = "no ground truth"
 RETRY_FACTOR = 4.0
 
 # Reasons worth a debug line: the completion was not graded on its merits.
-_UNUSUAL = {TOO_LONG, CONTROL_CHARACTER, sandbox.TIMEOUT, sandbox.NO_TIME}
+_UNUSUAL = {TOO_LONG, CONTROL_CHARACTER, TOO_DEEP, sandbox.TIMEOUT, sandbox.NO_TIME}
 
 
 def _check_arguments(timeout_s: float, max_chars: int) -> None:
@@ -54,6 +55,11 @@ def _decide_here(completion: str, ground_truth: object, max_chars: int) -> tuple
     if not truth:
         return False, NO_GROUND_TRUTH, answer, ""
     verdict = fast_verdict(answer, truth)
+    if verdict is None:
+        # Cheap cases math-verify would spend its whole budget on.
+        if too_deep(answer) or too_deep(truth):
+            return False, TOO_DEEP, answer, truth
+        verdict = magnitude_verdict(answer, truth)
     return verdict, NUMERIC, answer, truth
 
 
@@ -67,8 +73,9 @@ def judge(
     """What grading the completion came to (`Verdict`), and how.
 
     The reason is one of "numeric" or "math-verify" (decided on the merits),
-    "no answer", "no ground truth", "too long" (over `max_chars` characters)
-    and "control character" (all WRONG), or "timeout" (math-verify ran out of
+    "no answer", "no ground truth", "too long" (over `max_chars` characters),
+    "control character" and "too deep" (groups nested over `extract.MAX_NESTING`)
+    (all WRONG), or "timeout" (math-verify ran out of
     its time, the retry's included) or "no time left" (none was left for it),
     both TIMED_OUT.
     """

@@ -15,4 +15,10 @@ pipeline (which takes a cache) need not import each other's module both ways.
 # Version 3: 42e0 and 4.2e1 equal 42, and 1\,234 equals 1234 (the fast path;
 # math-verify graded them wrong). Version 4: an answer equal to a bare-variable ground truth as an
 # identity (3x/3, 2x - x vs x) is correct; math-verify compares a bare variable as text.
-GRADER_VERSION = "4"
+# Version 5 (docs/methods.md, section 5, "Grading"): an unboxed completion's final number
+# is no answer when it sits inside a construct, a word, a list or an operation (version
+# 4 graded \frac{1+\sqrt{5}}{2} equal to 2); a ground truth with several boxes is read
+# whole, as math-verify reads it (version 4 kept its last box); a percent truth accepts
+# its number (28\% and \boxed{28}); spaced thousands (1 000) and a truth's decimal comma
+# (1,22 and 1.22) are numbers.
+GRADER_VERSION = "5"
