@@ -40,7 +40,6 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from isocompute.analysis.curves import fit_curves
 from isocompute.analysis.fits import sigmoid_reward
 from isocompute.analysis.fits_noise import NOISE_FIT_GRID, add_standard_errors
 from isocompute.analysis.frontier import frontier, frontier_fixed_bp
@@ -120,7 +119,7 @@ def analyse(evals: pd.DataFrame, method: str, probes) -> dict:
     """Frontier at the probes and the n* law of one study, by `method` (one of METHODS)."""
     if method == "oracle":
         evals = add_standard_errors(check_evals(evals), "avg@4")[0]
-        fits = fit_curves(evals, R0=PARAMS(B_P, NS[0])["R0"], grid=oracle_grid())
+        fits = get_method("noise").fit_curves(evals, "avg@4", R0=PARAMS(B_P, NS[0])["R0"], grid=oracle_grid())
     elif method == "per-run":
         _, fits, _ = fit_study(check_evals(evals), AnalysisSettings(fit_grid=PER_RUN_GRID))
     else:

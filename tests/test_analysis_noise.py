@@ -7,10 +7,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from isocompute.analysis.curves import fit_curves
 from isocompute.analysis.fits import sigmoid_reward
 from isocompute.analysis.fits_noise import add_standard_errors, fit_weighted, pooled_base, samples_per_problem
 from isocompute.analysis.frontier import frontier
+from isocompute.analysis.methods import get_method
 from isocompute.analysis.records import record_points, significant_record_mask
 from isocompute.analysis.studies import metric_optima, sensitivity
 from isocompute.analysis.synthetic import crossover_params, synthetic_study
@@ -50,7 +50,7 @@ def test_pooled_base_weights_step_zero_evaluations():
 
 def test_weighted_fit_recovers_a_known_curve_under_binomial_noise():
     evals, _ = add_standard_errors(_study(1, ns=(32,), problems=300), "avg@4")
-    fits = fit_curves(evals, R0=0.45)
+    fits = get_method("noise").fit_curves(evals, "avg@4", R0=0.45)
     p = crossover_params(32, 32)
     row = fits.iloc[0]
     assert row["status"] == "ok" and row["R0"] == 0.45
@@ -81,7 +81,7 @@ def test_frontier_bias_at_the_budget_is_small_for_noise_and_large_for_paper():
         for seed in range(12):
             evals = _study(seed, noise=0.03)
             for method, extrapolate in (("noise", False), ("paper", True)):
-                f = frontier(fit_curves(evals, method=method), [C_MAX], extrapolate=extrapolate)
+                f = frontier(get_method(method).fit_curves(evals, "avg@4"), [C_MAX], extrapolate=extrapolate)
                 bias[method].append(f["reward"].iloc[0] - truth)
     assert abs(np.mean(bias["noise"])) < 0.01
     assert np.mean(bias["paper"]) > 0.03
@@ -109,7 +109,7 @@ def test_frontier_uses_each_curve_only_where_its_run_has_data():
 def test_noise_method_warns_and_estimates_the_error_without_problems():
     evals = _study(2, ns=(8, 32), noise=0.03)
     with pytest.warns(UserWarning, match="same standard error"):
-        fits = fit_curves(evals)
+        fits = get_method("noise").fit_curves(evals, "avg@4")
     assert fits["se"].iloc[0] == pytest.approx(0.03, rel=0.15)
 
 

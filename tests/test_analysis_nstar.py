@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from isocompute.analysis.bootstrap import bootstrap_fits, bootstrap_law_intervals, bootstrap_laws
-from isocompute.analysis.curves import fit_curves
 from isocompute.analysis.frontier import frontier_fixed_bp
+from isocompute.analysis.methods import get_method
 from isocompute.analysis.nstar import fit_n_star_law, fit_n_star_laws, n_star_laws, n_star_sigmoid, running_average
 from isocompute.analysis.synthetic import synthetic_evals
 
@@ -62,7 +62,7 @@ def test_vectorised_law_fit_agrees_with_single_fits():
 @pytest.fixture(scope="module")
 def noisy():
     evals = synthetic_evals(B_ps=(32,), ns=(8, 16, 32, 64, 128), points=100, noise=0.01, seed=3)
-    fits = fit_curves(evals)
+    fits = get_method("noise").fit_curves(evals, "avg@4")
     laws = n_star_laws(frontier_fixed_bp(fits))
     return evals, fits, laws
 

@@ -24,7 +24,6 @@ from scipy.special import expit
 from isocompute.analysis.progress import progress
 from isocompute.analysis.records import ema, record_mask
 
-METHODS = ("noise", "paper")
 
 FIT_COLUMNS = ["R0", "A", "B", "C_mid", "sse", "n_points", "status", "compute_min", "compute_max"]
 
@@ -34,13 +33,6 @@ USABLE = (OK, FLAT)
 
 # Elements of the refinement's (replicates, C_mid candidates, B values, points) sigmoids per block.
 REFINE_BLOCK = 2 ** 24
-
-
-def check_method(method: str) -> str:
-    """`method` if it names an analysis method ('noise' or 'paper'), else ValueError."""
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {', '.join(METHODS)}; got {method!r}")
-    return method
 
 
 @dataclass(frozen=True)
