@@ -6,18 +6,8 @@ import pytest
 from isocompute.analysis.bootstrap import bootstrap_fits, bootstrap_law_intervals, bootstrap_laws
 from isocompute.analysis.frontier import frontier_fixed_bp
 from isocompute.analysis.methods import get_method
-from isocompute.analysis.nstar import fit_n_star_law, fit_n_star_laws, n_star_laws, n_star_sigmoid, running_average
+from isocompute.analysis.nstar import fit_n_star_law, fit_n_star_laws, n_star_laws, n_star_sigmoid
 from isocompute.analysis.synthetic import synthetic_evals
-
-
-def test_running_average_hand_cases():
-    assert running_average([1, 2, 3, 4, 5], 3).tolist() == [1.5, 2, 3, 4, 4.5]
-    assert running_average([1, 2, 3, 4, 5], 1).tolist() == [1, 2, 3, 4, 5]
-    out = running_average([1, np.nan, 3, 4], 3)
-    assert out.tolist() == [1, 2, 3.5, 3.5]
-    assert running_average([[0, 3, 6], [1, 1, 1]], 3).tolist() == [[1.5, 3, 4.5], [1, 1, 1]]
-    with pytest.raises(ValueError):
-        running_average([1, 2], 0)
 
 
 def test_n_star_sigmoid_values():

@@ -59,11 +59,11 @@ def test_noise_method_figures_with_seed_bands_also_from_tables_on_disk(tmp_path)
     import json
     import warnings
 
-    from isocompute.analysis.collect import load_analysis
     from isocompute.analysis.pipeline import run_analysis, write_analysis
     from isocompute.analysis.plots import plot_all
     from isocompute.analysis.settings import AnalysisSettings
     from isocompute.analysis.synthetic import synthetic_study
+    from isocompute.analysis.tables_folder import load_analysis
     from isocompute.train.recipe import evaluation_steps
 
     evals = synthetic_study((32,), (8, 32), c_max=2.0 ** 17, eval_steps=lambda B, M: evaluation_steps(M, 10),

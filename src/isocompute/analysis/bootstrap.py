@@ -18,8 +18,9 @@ import pandas as pd
 from isocompute.analysis.fits import USABLE, FitGrid
 from isocompute.analysis.frontier import comparable, envelope, run_curves, study_grid
 from isocompute.analysis.methods import get_method
-from isocompute.analysis.nstar import LAW_PARAMS, LawGrid, fit_n_star_laws, running_average
+from isocompute.analysis.nstar import LAW_PARAMS, LawGrid, fit_n_star_laws
 from isocompute.analysis.progress import progress
+from isocompute.analysis.records import running_average
 
 BOOT_COLUMNS = ["replicate", "B_p", "n", "R0", "A", "B", "C_mid", "status", "compute_min", "compute_max"]
 DRAW_COLUMNS = ["replicate", *LAW_PARAMS, "status"]

@@ -97,9 +97,9 @@ def check_b_p(key: str, B_p: int, who: str, split: str, have) -> None:
 
 def load_comparison(sources: list[ComparedAnalysis], *, B_p: int | None = None,
                     key: str = "B_p") -> list[tuple[ComparedAnalysis, dict]]:
-    """Each source with its analysis tables (as `collect.load_analysis` reads them); with `B_p`,
+    """Each source with its analysis tables (as `tables_folder.load_analysis` reads them); with `B_p`,
     each must have run it (`check_b_p`, naming `key`)."""
-    from isocompute.analysis.collect import load_analysis
+    from isocompute.analysis.tables_folder import load_analysis
 
     loaded = []
     for src in sources:

@@ -21,8 +21,8 @@ import pandas as pd
 from isocompute.analysis.fits import (FIT_COLUMNS, FLAT, NO_BASE, NO_POSITIVE, OK, TOO_FEW, USABLE, FitGrid,
                                       _a_max, _cmid_grid, _grid_fit)
 from isocompute.analysis.fits_pooled import get_pool
-from isocompute.analysis.nstar import running_average
 from isocompute.analysis.progress import progress
+from isocompute.analysis.records import running_average
 from isocompute.analysis.tables import se_column
 from isocompute.config import schema_defaults
 

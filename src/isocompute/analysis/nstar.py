@@ -15,6 +15,8 @@ import pandas as pd
 from scipy.optimize import curve_fit
 from scipy.special import expit
 
+from isocompute.analysis.records import running_average
+
 
 LAW_PARAMS = ("L", "U", "k", "c0")
 
@@ -31,28 +33,6 @@ class NStarLaw:
 
     def as_dict(self) -> dict:
         return asdict(self)
-
-
-def running_average(values, window: int = 5) -> np.ndarray:
-    """Centred moving average over `window` grid points along the last axis
-    (shrinking at the ends, NaN-aware); `window=1` returns the values."""
-    y = np.asarray(values, dtype=float)
-    if window < 1:
-        raise ValueError(f"window must be >= 1, got {window}")
-    if window == 1 or y.shape[-1] == 0:
-        return y.copy()
-    G = y.shape[-1]
-    valid = np.isfinite(y)
-    zero = np.zeros(y.shape[:-1] + (1,))
-    num = np.concatenate([zero, np.cumsum(np.where(valid, y, 0.0), axis=-1)], axis=-1)
-    den = np.concatenate([zero, np.cumsum(valid, axis=-1)], axis=-1)
-    after = (window - 1) // 2
-    i = np.arange(G)
-    hi = np.minimum(i + after + 1, G)
-    lo = np.maximum(i - (window - 1 - after), 0)
-    total, count = num[..., hi] - num[..., lo], den[..., hi] - den[..., lo]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(count > 0, total / np.maximum(count, 1), np.nan)
 
 
 def n_star_sigmoid(x, L, U, k, c0):

@@ -30,42 +30,12 @@ from isocompute.analysis.studies import (extrapolation_check, interference_histo
                                          mechanism_table, metric_fits, metric_frontiers,
                                          metric_optima, sensitivity)
 from isocompute.analysis.tables import check_evals, check_train, se_column
-from isocompute.analysis.tables_folder import PARAMS_FILE, write_manifest
+from isocompute.analysis.tables_folder import PARAMS_FILE, TABLE_FILES, write_manifest
 from isocompute.atomic import atomic_dir
 
-__all__ = ["TABLE_FILES", "fit_study", "run_analysis", "write_analysis"]
+__all__ = ["fit_study", "run_analysis", "write_analysis"]
 
 log = logging.getLogger("isocompute")
-
-# results key -> file name; keys absent from the results are skipped.
-TABLE_FILES = {
-    "summary": "summary.csv",
-    "records": "records.csv",
-    "fits": "fits.csv",
-    "frontier": "frontier.csv",
-    "n_star_fit": "n_star_fit.csv",
-    "n_star_fit_draws": "n_star_fit_draws.csv",
-    "bootstrap_fits": "bootstrap_fits.csv",
-    "recommendations": "recommendations.csv",
-    "extrapolation": "extrapolation.csv",
-    "frontier_fixed_batch": "frontier_fixed_batch.csv",
-    "n_star_fit_fixed_batch": "n_star_fit_fixed_batch.csv",
-    "frontier_joint": "frontier_joint.csv",
-    "n_star_fit_joint": "n_star_fit_joint.csv",
-    "optima": "optima.csv",
-    "frontier_metrics": "frontier_metrics.csv",
-    "sensitivity": "sensitivity.csv",
-    "interference": "interference.csv",
-    "mechanism": "mechanism.csv",
-    "fits_tokens": "fits_tokens.csv",
-    "frontier_tokens": "frontier_tokens.csv",
-    "n_star_fit_tokens": "n_star_fit_tokens.csv",
-    "timings": "timings.csv",
-    "base": "base.csv",
-    "record_points_pooled": "record_points_pooled.csv",
-    "record_fit_pooled": "record_fit_pooled.csv",
-}
-
 
 def _with_law_points(frontier: pd.DataFrame, by, x: str, window: int) -> pd.DataFrame:
     """Add the running average of log2 n* (what the law is fitted to) per group."""

@@ -32,6 +32,35 @@ MANIFEST_FILE = "MANIFEST.json"
 PARAMS_FILE = "params.json"
 RERUN = "re-run `isocompute analyze`"
 
+# results key -> file name; keys absent from the results are skipped.
+TABLE_FILES = {
+    "summary": "summary.csv",
+    "records": "records.csv",
+    "fits": "fits.csv",
+    "frontier": "frontier.csv",
+    "n_star_fit": "n_star_fit.csv",
+    "n_star_fit_draws": "n_star_fit_draws.csv",
+    "bootstrap_fits": "bootstrap_fits.csv",
+    "recommendations": "recommendations.csv",
+    "extrapolation": "extrapolation.csv",
+    "frontier_fixed_batch": "frontier_fixed_batch.csv",
+    "n_star_fit_fixed_batch": "n_star_fit_fixed_batch.csv",
+    "frontier_joint": "frontier_joint.csv",
+    "n_star_fit_joint": "n_star_fit_joint.csv",
+    "optima": "optima.csv",
+    "frontier_metrics": "frontier_metrics.csv",
+    "sensitivity": "sensitivity.csv",
+    "interference": "interference.csv",
+    "mechanism": "mechanism.csv",
+    "fits_tokens": "fits_tokens.csv",
+    "frontier_tokens": "frontier_tokens.csv",
+    "n_star_fit_tokens": "n_star_fit_tokens.csv",
+    "timings": "timings.csv",
+    "base": "base.csv",
+    "record_points_pooled": "record_points_pooled.csv",
+    "record_fit_pooled": "record_fit_pooled.csv",
+}
+
 FIT_STATUSES = (OK, FLAT, TOO_FEW, NO_POSITIVE, NO_BASE)
 LAW_STATUSES = ("ok", "constant", "too_few_points", "failed")   # nstar.fit_laws
 GOOD_LAW = ("ok", "constant")
@@ -242,3 +271,18 @@ def settings_from_params(params: dict, folder: Path | str):
     except (TypeError, ValueError, KeyError) as exc:
         raise InputError(f"{Path(folder) / PARAMS_FILE}: not analysis settings ({type(exc).__name__}: {exc}); "
                          f"{RERUN}") from None
+
+
+def read_analysis_tables(out_dir: Path | str, keys=None) -> tuple[dict[str, pd.DataFrame], dict | None]:
+    """The tables `write_analysis` wrote in `out_dir` (only `keys` of `TABLE_FILES` when
+    given; absent ones left out, an empty file an empty table) and params.json (None when missing),
+    each checked against the folder's manifest (`read_tables`)."""
+    return read_tables(out_dir, {key: TABLE_FILES[key] for key in (TABLE_FILES if keys is None else keys)})
+
+
+def load_analysis(out_dir: Path | str, evals: pd.DataFrame) -> dict:
+    """The tables written by `write_analysis`, read back for plotting, with the settings
+    they were computed with (params.json; without it, an analysis from before the noise method)."""
+    tables, p = read_analysis_tables(out_dir)
+    return {"evals": evals, **tables, "settings": settings_from_params(p or {}, out_dir),
+            "split": (p or {}).get("split")}

@@ -280,8 +280,8 @@ def cmd_collect(args) -> int:
 def cmd_figures(args) -> int:
     import pandas as pd
 
-    from isocompute.analysis.collect import load_analysis
     from isocompute.analysis.plots import plot_all
+    from isocompute.analysis.tables_folder import load_analysis
 
     evals = atomic.read_parquet(args.evals)
     results = load_analysis(args.tables, evals)

@@ -131,10 +131,9 @@ def find_tables(root: Path, split: str | None) -> tuple[Path, str | None]:
 
 
 def cmd_recommend(args: argparse.Namespace) -> int:
-    from isocompute.analysis.collect import read_analysis_tables
     from isocompute.analysis.recommend import recommend
     from isocompute.analysis.settings import AnalysisSettings
-    from isocompute.analysis.tables_folder import settings_from_params
+    from isocompute.analysis.tables_folder import read_analysis_tables, settings_from_params
 
     budget = parse_budget(args.budget)
     max_extrapolation = _max_extrapolation(args.max_extrapolation)
