@@ -42,11 +42,11 @@ import numpy as np
 import pandas as pd
 
 from bench_frontier_bias import B_P, C_MAX, NS, SPAN_DOUBLINGS, TRUTHS
-from isocompute.analysis.adaptive import rule_params
-from isocompute.analysis.adaptive_replay import replay
-from isocompute.analysis.bootstrap import bootstrap_fits, n_star_band, replicate_frontiers
-from isocompute.analysis.settings import AnalysisSettings
-from isocompute.analysis.synthetic import synthetic_study
+from isocompute.analysis.adaptive.replay import replay
+from isocompute.analysis.adaptive.rule import rule_params
+from isocompute.analysis.fits.settings import AnalysisSettings
+from isocompute.analysis.fits.synthetic import synthetic_study
+from isocompute.analysis.frontier.bootstrap import bootstrap_fits, n_star_band, replicate_frontiers
 from isocompute.schedule import compute_schedule_steps
 
 EVAL_ROLLOUTS = 300 * 4

@@ -11,10 +11,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from isocompute.analysis.adaptive import apply_pooled, apply_revival, decide, prune, rule_params
-from isocompute.analysis.adaptive_pooled import pooled_chances
-from isocompute.analysis.adaptive_replay import replay
-from isocompute.analysis.synthetic import crossover_params, synthetic_study
+from isocompute.analysis.adaptive.pooled import pooled_chances
+from isocompute.analysis.adaptive.replay import replay
+from isocompute.analysis.adaptive.rule import apply_pooled, apply_revival, decide, prune, rule_params
+from isocompute.analysis.fits.synthetic import crossover_params, synthetic_study
 from isocompute.cli import main
 from isocompute.schedule import compute_schedule_steps, rung_budgets
 
@@ -167,9 +167,9 @@ def test_decide_stops_dominated_runs_and_keeps_the_frontier(crossover_study):
 
 
 def test_pooled_chances_follow_the_trend_and_are_deterministic(crossover_study):
-    from isocompute.analysis.methods import fit_study
-    from isocompute.analysis.settings import AnalysisSettings
-    from isocompute.analysis.tables import check_evals
+    from isocompute.analysis.fits.methods import fit_study
+    from isocompute.analysis.fits.settings import AnalysisSettings
+    from isocompute.analysis.inputs.check import check_evals
 
     rung = C_MAX / 4
     seen = check_evals(crossover_study, "avg@4")

@@ -5,8 +5,8 @@ import pandas as pd
 import pytest
 from scipy.optimize import minimize_scalar
 
-from isocompute.analysis.fits import FitGrid, fit_replicates, fit_sigmoid, predict, sigmoid_reward
-from isocompute.analysis.methods import get_method
+from isocompute.analysis.fits.methods import get_method
+from isocompute.analysis.fits.sigmoid import FitGrid, fit_replicates, fit_sigmoid, predict, sigmoid_reward
 
 
 def test_sigmoid_reward_values():

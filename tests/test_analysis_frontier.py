@@ -4,12 +4,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from isocompute.analysis.fits import sigmoid_reward
-from isocompute.analysis.frontier import (compute_grid, frontier, frontier_fixed_batch, frontier_fixed_bp,
-                                          frontier_joint)
-from isocompute.analysis.methods import get_method
-from isocompute.analysis.nstar import law_points, n_star_laws
-from isocompute.analysis.synthetic import synthetic_evals
+from isocompute.analysis.fits.methods import get_method
+from isocompute.analysis.fits.sigmoid import sigmoid_reward
+from isocompute.analysis.fits.synthetic import synthetic_evals
+from isocompute.analysis.frontier.envelope import (compute_grid, frontier, frontier_fixed_batch, frontier_fixed_bp,
+                                                   frontier_joint)
+from isocompute.analysis.frontier.nstar import law_points, n_star_laws
 
 
 def _fits(rows):

@@ -7,13 +7,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from isocompute.analysis.fits import sigmoid_reward
-from isocompute.analysis.fits_noise import add_standard_errors, fit_weighted, pooled_base, samples_per_problem
-from isocompute.analysis.frontier import frontier
-from isocompute.analysis.methods import get_method
-from isocompute.analysis.records import record_points, significant_record_mask
-from isocompute.analysis.studies import metric_optima, sensitivity
-from isocompute.analysis.synthetic import crossover_params, synthetic_study
+from isocompute.analysis.fits.methods import get_method
+from isocompute.analysis.fits.noise import add_standard_errors, fit_weighted, pooled_base, samples_per_problem
+from isocompute.analysis.fits.records import record_points, significant_record_mask
+from isocompute.analysis.fits.sigmoid import sigmoid_reward
+from isocompute.analysis.fits.synthetic import crossover_params, synthetic_study
+from isocompute.analysis.frontier.envelope import frontier
+from isocompute.analysis.frontier.studies import metric_optima, sensitivity
 from isocompute.schedule import compute_schedule_steps
 from isocompute.train.recipe import evaluation_steps
 
@@ -145,7 +145,7 @@ def test_compute_schedule_steps_match_compute_across_batch_sizes():
 def test_a_sidecar_gives_a_verl_log_its_evaluation_counts(tmp_path):
     import json
 
-    from isocompute.analysis.io import read_evals
+    from isocompute.analysis.inputs.read import read_evals
 
     log = tmp_path / "run.jsonl"
     lines = [{"step": s, "data": {"val-core/math/acc/mean@4": 0.3 + 0.01 * s}} for s in range(0, 10, 2)]

@@ -3,11 +3,11 @@
 import numpy as np
 import pytest
 
-from isocompute.analysis.bootstrap import bootstrap_fits, bootstrap_law_intervals, bootstrap_laws
-from isocompute.analysis.frontier import frontier_fixed_bp
-from isocompute.analysis.methods import get_method
-from isocompute.analysis.nstar import fit_n_star_law, fit_n_star_laws, n_star_laws, n_star_sigmoid
-from isocompute.analysis.synthetic import synthetic_evals
+from isocompute.analysis.fits.methods import get_method
+from isocompute.analysis.fits.synthetic import synthetic_evals
+from isocompute.analysis.frontier.bootstrap import bootstrap_fits, bootstrap_law_intervals, bootstrap_laws
+from isocompute.analysis.frontier.envelope import frontier_fixed_bp
+from isocompute.analysis.frontier.nstar import fit_n_star_law, fit_n_star_laws, n_star_laws, n_star_sigmoid
 
 
 def test_n_star_sigmoid_values():
@@ -91,7 +91,7 @@ def test_bootstrap_laws_keep_the_draws_behind_the_intervals(noisy):
 def test_law_fit_of_an_empty_frontier_is_a_status_not_an_error():
     import numpy as np
 
-    from isocompute.analysis.nstar import fit_n_star_law
+    from isocompute.analysis.frontier.nstar import fit_n_star_law
 
     law = fit_n_star_law(np.array([]), np.array([]))
     assert law.status == "too_few_points"

@@ -1,4 +1,4 @@
-"""Pooling the runs of one B_p by a trend in log2 n (analysis/fits_pooled.py)."""
+"""Pooling the runs of one B_p by a trend in log2 n (analysis/fits/pooled.py)."""
 
 from __future__ import annotations
 
@@ -7,15 +7,15 @@ import warnings
 import numpy as np
 import pytest
 
-from isocompute.analysis.bootstrap import bootstrap_fits
-from isocompute.analysis.fits import sigmoid_reward
-from isocompute.analysis.fits_noise import add_standard_errors, noise_fit_grid
-from isocompute.analysis.fits_pooled import f_test
-from isocompute.analysis.frontier import frontier
-from isocompute.analysis.methods import get_method
+from isocompute.analysis.fits.methods import get_method
+from isocompute.analysis.fits.noise import add_standard_errors, noise_fit_grid
+from isocompute.analysis.fits.pooled import f_test
+from isocompute.analysis.fits.settings import AnalysisSettings
+from isocompute.analysis.fits.sigmoid import sigmoid_reward
+from isocompute.analysis.fits.synthetic import crossover_params, synthetic_study
+from isocompute.analysis.frontier.bootstrap import bootstrap_fits
+from isocompute.analysis.frontier.envelope import frontier
 from isocompute.analysis.pipeline import run_analysis
-from isocompute.analysis.settings import AnalysisSettings
-from isocompute.analysis.synthetic import crossover_params, synthetic_study
 from isocompute.schedule import compute_schedule_steps
 
 NS = (8, 16, 32, 64, 128)
@@ -108,7 +108,7 @@ def test_f_test():
 
 def test_replicate_tests_count_draws_as_observations():
     # A replicate's sums of squares run over its draws (weights = counts / se^2), so must its n.
-    from isocompute.analysis.fits_pooled import fit_trend
+    from isocompute.analysis.fits.pooled import fit_trend
 
     evals = _study(problems=60)
     fits = get_method("noise").fit_curves(evals, "avg@4", grid=noise_fit_grid("none"))
@@ -126,7 +126,7 @@ def test_replicate_tests_count_draws_as_observations():
 
 def test_untestable_trend_is_not_kept(monkeypatch):
     # no degrees of freedom left for the F-test: p is NaN, and an untested trend (or common curve) is not kept
-    import isocompute.analysis.fits_pooled as fp
+    import isocompute.analysis.fits.pooled as fp
 
     assert np.isnan(f_test(10.0, 9.0, 15, 7, 15))
     monkeypatch.setattr(fp, "f_test", lambda *a: np.nan)

@@ -4,8 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from isocompute.analysis.records import (ema, metric_bins, record_mask, record_points, record_points_by_run,
-                                         running_average, running_frontier)
+from isocompute.analysis.fits.records import (ema, metric_bins, record_mask, record_points, record_points_by_run,
+                                              running_average, running_frontier)
 
 
 def test_bins_are_robust_to_float_edges():

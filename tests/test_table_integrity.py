@@ -14,10 +14,10 @@ import shutil
 import pandas as pd
 import pytest
 
+from isocompute.analysis.fits.settings import AnalysisSettings
+from isocompute.analysis.fits.synthetic import synthetic_evals
+from isocompute.analysis.outputs.folder import MANIFEST_FILE
 from isocompute.analysis.pipeline import run_analysis, write_analysis
-from isocompute.analysis.settings import AnalysisSettings
-from isocompute.analysis.synthetic import synthetic_evals
-from isocompute.analysis.tables_folder import MANIFEST_FILE
 from isocompute.atomic import OUTPUT_MARK
 from isocompute.cli import main
 

@@ -17,20 +17,20 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from isocompute.analysis.bootstrap import bootstrap_fits, bootstrap_intervals, bootstrap_laws, resampling_unit
-from isocompute.analysis.claims import frontier_claims, law_claims, summary_table
-from isocompute.analysis.fits_noise import run_groups
-from isocompute.analysis.frontier import frontier_fixed_batch, frontier_fixed_bp, frontier_joint
-from isocompute.analysis.methods import fit_study, pooled_records
-from isocompute.analysis.nstar import law_points, n_star_laws
-from isocompute.analysis.recommend import recommendation_table
-from isocompute.analysis.records import record_points_by_run
-from isocompute.analysis.settings import AnalysisSettings
-from isocompute.analysis.studies import (extrapolation_check, interference_histograms, interference_rates,
-                                         mechanism_table, metric_fits, metric_frontiers,
-                                         metric_optima, sensitivity)
-from isocompute.analysis.tables import check_evals, check_train, se_column
-from isocompute.analysis.tables_folder import PARAMS_FILE, TABLE_FILES, write_manifest
+from isocompute.analysis.fits.methods import fit_study, pooled_records
+from isocompute.analysis.fits.noise import run_groups
+from isocompute.analysis.fits.records import record_points_by_run
+from isocompute.analysis.fits.settings import AnalysisSettings
+from isocompute.analysis.frontier.bootstrap import bootstrap_fits, bootstrap_intervals, bootstrap_laws, resampling_unit
+from isocompute.analysis.frontier.claims import frontier_claims, law_claims, summary_table
+from isocompute.analysis.frontier.envelope import frontier_fixed_batch, frontier_fixed_bp, frontier_joint
+from isocompute.analysis.frontier.nstar import law_points, n_star_laws
+from isocompute.analysis.frontier.recommend import recommendation_table
+from isocompute.analysis.frontier.studies import (extrapolation_check, interference_histograms, interference_rates,
+                                                  mechanism_table, metric_fits, metric_frontiers,
+                                                  metric_optima, sensitivity)
+from isocompute.analysis.inputs.check import check_evals, check_train, se_column
+from isocompute.analysis.outputs.folder import PARAMS_FILE, TABLE_FILES, write_manifest
 from isocompute.atomic import atomic_dir
 
 __all__ = ["fit_study", "run_analysis", "write_analysis"]

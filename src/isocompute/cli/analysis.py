@@ -207,7 +207,7 @@ def _setting_adder(parser):
 def analysis_settings(args):
     """The `AnalysisSettings` in force: schema defaults < --params < options; a refused option
     is an InputError naming it (the schema's check, as for the config)."""
-    from isocompute.analysis.settings import AnalysisSettings
+    from isocompute.analysis.fits.settings import AnalysisSettings
 
     cfg = config_from_params(args.params) if args.params else check_config({})
     given = {key: getattr(args, key) for key in SETTING_OPTIONS if getattr(args, key) is not None}
@@ -224,9 +224,9 @@ def analysis_settings(args):
 def cmd_analyze(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from isocompute.analysis.io import read_evals, read_train
+    from isocompute.analysis.inputs.check import check_timeout_shares
+    from isocompute.analysis.inputs.read import read_evals, read_train
     from isocompute.analysis.pipeline import run_analysis, write_analysis
-    from isocompute.analysis.tables import check_timeout_shares
 
     if (args.B_p is None) != (args.n is None):
         raise InputError("--bp and --n go together")
@@ -268,7 +268,7 @@ def claim_lines(summary) -> list[str]:
 
 
 def cmd_collect(args) -> int:
-    from isocompute.analysis.collect import collect_runs
+    from isocompute.analysis.inputs.collect import collect_runs
 
     evals, rates = collect_runs(args.runs)
     atomic.write_parquet(args.out_evals, evals)
@@ -280,8 +280,8 @@ def cmd_collect(args) -> int:
 def cmd_figures(args) -> int:
     import pandas as pd
 
+    from isocompute.analysis.outputs.folder import load_analysis
     from isocompute.analysis.plots import plot_all
-    from isocompute.analysis.tables_folder import load_analysis
 
     evals = atomic.read_parquet(args.evals)
     results = load_analysis(args.tables, evals)
@@ -292,7 +292,7 @@ def cmd_figures(args) -> int:
 
 
 def cmd_collect_variants(args) -> int:
-    from isocompute.analysis.variants import collect_variant_runs
+    from isocompute.analysis.inputs.variants import collect_variant_runs
 
     curves = collect_variant_runs(args.runs)
     atomic.write_parquet(args.out, curves)
@@ -316,7 +316,7 @@ def cmd_variant_figures(args) -> int:
 
 
 def cmd_figure_index(args) -> int:
-    from isocompute.analysis.figure_index import markdown_html
+    from isocompute.analysis.outputs.figure_index import markdown_html
 
     atomic.write_text(args.out, markdown_html(Path(args.doc).read_text()))
     log.info("figure index %s -> %s", args.doc, args.out)
@@ -327,8 +327,8 @@ HEADLINE_TABLES = ("summary", "recommendations")
 
 
 def cmd_headline(args) -> int:
-    from isocompute.analysis import headline
-    from isocompute.analysis.tables_folder import read_tables
+    from isocompute.analysis.outputs import headline
+    from isocompute.analysis.outputs.folder import read_tables
 
     splits, ci = {}, 0.95
     for item in args.tables:

@@ -2,7 +2,7 @@
 
 Finds a split's tables (a tables folder, a split's analysis folder, or a
 study's `analysis/` folder with `--split`), reads them and prints
-`isocompute.analysis.recommend.recommend`'s advice, as text or JSON. Not a
+`isocompute.analysis.frontier.recommend.recommend`'s advice, as text or JSON. Not a
 pipeline stage: the report's table is written by `analyze` (recommendations.csv).
 """
 
@@ -69,7 +69,7 @@ def register(sub) -> None:
 
 def parse_budget(text: str) -> float:
     """A budget as written: a number (4194304, 4.2e6) or a power (2^22, 2**22); InputError otherwise."""
-    from isocompute.analysis.recommend import check_budget
+    from isocompute.analysis.frontier.recommend import check_budget
 
     power = POWER.fullmatch(text)
     if power:
@@ -94,7 +94,7 @@ def _max_extrapolation(text: str | None) -> float:
 
 def _recorded_splits(tables: Path) -> list[str]:
     """The splits a tables folder was analysed on: records.csv's split column, else params.json's."""
-    from isocompute.analysis.tables_folder import TablesFolder
+    from isocompute.analysis.outputs.folder import TablesFolder
 
     folder = TablesFolder(tables)
     records = folder.table("records", "records.csv")
@@ -131,9 +131,9 @@ def find_tables(root: Path, split: str | None) -> tuple[Path, str | None]:
 
 
 def cmd_recommend(args: argparse.Namespace) -> int:
-    from isocompute.analysis.recommend import recommend
-    from isocompute.analysis.settings import AnalysisSettings
-    from isocompute.analysis.tables_folder import read_analysis_tables, settings_from_params
+    from isocompute.analysis.fits.settings import AnalysisSettings
+    from isocompute.analysis.frontier.recommend import recommend
+    from isocompute.analysis.outputs.folder import read_analysis_tables, settings_from_params
 
     budget = parse_budget(args.budget)
     max_extrapolation = _max_extrapolation(args.max_extrapolation)
@@ -159,7 +159,7 @@ def _band(value: float, lo: float, hi: float, fmt: str = "{:.3f}") -> str:
 
 def advice_text(a, context: dict) -> str:
     """The advice as a person reads it: what to run, then why, then the caveats."""
-    from isocompute.analysis.recommend import rollouts_text as r
+    from isocompute.analysis.frontier.recommend import rollouts_text as r
 
     where = "inside it" if a.direction == "inside" else f"{a.extrapolation:.3g}x {a.direction} it (extrapolation)"
     lines = [

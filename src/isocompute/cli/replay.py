@@ -75,9 +75,9 @@ def _replay_params(args) -> dict:
 def cmd_replay_adaptive(args) -> int:
     import json
 
-    from isocompute.analysis.adaptive_replay import replay
-    from isocompute.analysis.io import read_evals
-    from isocompute.analysis.settings import AnalysisSettings
+    from isocompute.analysis.adaptive.replay import replay
+    from isocompute.analysis.fits.settings import AnalysisSettings
+    from isocompute.analysis.inputs.read import read_evals
 
     params = _replay_params(args)
     evals = read_evals(args.evals)

@@ -13,8 +13,8 @@ import pandas as pd
 from matplotlib.collections import LineCollection
 from matplotlib.lines import Line2D
 
-from isocompute.analysis.fits import sigmoid_reward
-from isocompute.analysis.frontier import run_curves
+from isocompute.analysis.fits.sigmoid import sigmoid_reward
+from isocompute.analysis.frontier.envelope import run_curves
 from isocompute.analysis.plots.style import (BP, FORMATS, _band, _log2_x, _n_palette, _panels, _save, _styled,
                                              _subplots)
 

@@ -12,8 +12,8 @@ import matplotlib
 import numpy as np
 import pandas as pd
 
-from isocompute.analysis.claims import law_established
-from isocompute.analysis.nstar import law_points, n_star_sigmoid
+from isocompute.analysis.frontier.claims import law_established
+from isocompute.analysis.frontier.nstar import law_points, n_star_sigmoid
 from isocompute.analysis.plots.style import (BP, FORMATS, GROUP_COLORS, PAPER_BATCH_SIZES, _band, _log2_x,
                                              _n_palette, _pow2_y, _save, _styled, _subplots)
 

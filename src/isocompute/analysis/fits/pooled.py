@@ -42,8 +42,8 @@ from scipy.optimize import least_squares
 from scipy.special import expit
 from scipy.stats import f as f_dist
 
-from isocompute.analysis.fits import FLAT, OK
-from isocompute.analysis.progress import progress
+from isocompute.analysis.fits.progress import progress
+from isocompute.analysis.fits.sigmoid import FLAT, OK
 from isocompute.registry import registering
 
 POOLED_COLUMN = "pooled"   # True: A, B, C_mid are the trend model's (or the common curve's); False: the run's own fit

@@ -33,11 +33,11 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 
-from isocompute.analysis.bootstrap import frontier_reward_band, n_star_band, replicate_frontiers
-from isocompute.analysis.claims import law_established, n_star_claim, no_effect_groups
-from isocompute.analysis.fits import USABLE
-from isocompute.analysis.frontier import frontier
-from isocompute.analysis.nstar import n_star_sigmoid
+from isocompute.analysis.fits.sigmoid import USABLE
+from isocompute.analysis.frontier.bootstrap import frontier_reward_band, n_star_band, replicate_frontiers
+from isocompute.analysis.frontier.claims import law_established, n_star_claim, no_effect_groups
+from isocompute.analysis.frontier.envelope import frontier
+from isocompute.analysis.frontier.nstar import n_star_sigmoid
 from isocompute.errors import InputError
 
 GOOD_LAW = ("ok", "constant")

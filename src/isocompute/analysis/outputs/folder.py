@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from isocompute import atomic
-from isocompute.analysis.fits import FLAT, NO_BASE, NO_POSITIVE, OK, TOO_FEW, USABLE
+from isocompute.analysis.fits.sigmoid import FLAT, NO_BASE, NO_POSITIVE, OK, TOO_FEW, USABLE
 from isocompute.errors import InputError
 
 log = logging.getLogger("isocompute")
@@ -264,7 +264,7 @@ def read_tables(folder: Path | str, names: dict[str, str]) -> tuple[dict[str, pd
 
 def settings_from_params(params: dict, folder: Path | str):
     """The `AnalysisSettings` of a folder's params.json, or InputError naming it."""
-    from isocompute.analysis.settings import AnalysisSettings
+    from isocompute.analysis.fits.settings import AnalysisSettings
 
     try:
         return AnalysisSettings.from_json(params)

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields, replace
 
-from isocompute.analysis.fits import FitGrid
-from isocompute.analysis.methods import Method, get_method
+from isocompute.analysis.fits.methods import Method, get_method
+from isocompute.analysis.fits.sigmoid import FitGrid
 from isocompute.config import check_section, schema_defaults
 
 _D = schema_defaults("analysis")

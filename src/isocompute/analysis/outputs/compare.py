@@ -80,7 +80,7 @@ def check_comparisons(cfg: dict, root: str = RESULTS_ROOT, *, made_here=()) -> N
 
 def analysed_b_ps(tables_dir: str) -> list[int]:
     """The B_p values whose runs an analysis fitted (its fits.csv, checked by `tables_folder`)."""
-    from isocompute.analysis.tables_folder import read_tables
+    from isocompute.analysis.outputs.folder import read_tables
 
     fits = read_tables(tables_dir, {"fits": "fits.csv"})[0].get("fits")
     return [] if fits is None or "B_p" not in fits.columns else sorted({int(b) for b in fits["B_p"]})
@@ -99,7 +99,7 @@ def load_comparison(sources: list[ComparedAnalysis], *, B_p: int | None = None,
                     key: str = "B_p") -> list[tuple[ComparedAnalysis, dict]]:
     """Each source with its analysis tables (as `tables_folder.load_analysis` reads them); with `B_p`,
     each must have run it (`check_b_p`, naming `key`)."""
-    from isocompute.analysis.tables_folder import load_analysis
+    from isocompute.analysis.outputs.folder import load_analysis
 
     loaded = []
     for src in sources:

@@ -13,10 +13,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from isocompute.analysis.fits import FitGrid, predict
-from isocompute.analysis.frontier import frontier, frontier_fixed_bp
-from isocompute.analysis.methods import get_method
-from isocompute.analysis.records import running_frontier
+from isocompute.analysis.fits.methods import get_method
+from isocompute.analysis.fits.records import running_frontier
+from isocompute.analysis.fits.sigmoid import FitGrid, predict
+from isocompute.analysis.frontier.envelope import frontier, frontier_fixed_bp
 
 
 def value_at_compute(run: pd.DataFrame, metric: str, compute: float, *, how: str = "running_max") -> float:

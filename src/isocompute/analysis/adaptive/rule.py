@@ -27,12 +27,12 @@ import pandas as pd
 from scipy.special import expit
 from scipy.stats import norm
 
-from isocompute.analysis.adaptive_pooled import pooled_chances
-from isocompute.analysis.fits import USABLE, sigmoid_reward
-from isocompute.analysis.fits_noise import NOISE_FIT_GRID, cell_arrays
-from isocompute.analysis.methods import fit_study
-from isocompute.analysis.settings import AnalysisSettings
-from isocompute.analysis.tables import check_evals
+from isocompute.analysis.adaptive.pooled import pooled_chances
+from isocompute.analysis.fits.methods import fit_study
+from isocompute.analysis.fits.noise import NOISE_FIT_GRID, cell_arrays
+from isocompute.analysis.fits.settings import AnalysisSettings
+from isocompute.analysis.fits.sigmoid import USABLE, sigmoid_reward
+from isocompute.analysis.inputs.check import check_evals
 from isocompute.config import schema_defaults
 
 # The sweep section of the config schema is the one home of the rule's defaults.

@@ -15,12 +15,12 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from isocompute.analysis.fits import USABLE, FitGrid
-from isocompute.analysis.frontier import comparable, envelope, run_curves, study_grid
-from isocompute.analysis.methods import get_method
-from isocompute.analysis.nstar import LAW_PARAMS, LawGrid, fit_n_star_laws
-from isocompute.analysis.progress import progress
-from isocompute.analysis.records import running_average
+from isocompute.analysis.fits.methods import get_method
+from isocompute.analysis.fits.progress import progress
+from isocompute.analysis.fits.records import running_average
+from isocompute.analysis.fits.sigmoid import USABLE, FitGrid
+from isocompute.analysis.frontier.envelope import comparable, envelope, run_curves, study_grid
+from isocompute.analysis.frontier.nstar import LAW_PARAMS, LawGrid, fit_n_star_laws
 
 BOOT_COLUMNS = ["replicate", "B_p", "n", "R0", "A", "B", "C_mid", "status", "compute_min", "compute_max"]
 DRAW_COLUMNS = ["replicate", *LAW_PARAMS, "status"]

@@ -27,9 +27,9 @@ import numpy as np
 import pandas as pd
 from scipy.special import expit
 
-from isocompute.analysis.fits import USABLE
-from isocompute.analysis.fits_noise import cell_arrays
-from isocompute.analysis.fits_pooled import _design, fit_trend
+from isocompute.analysis.fits.noise import cell_arrays
+from isocompute.analysis.fits.pooled import _design, fit_trend
+from isocompute.analysis.fits.sigmoid import USABLE
 
 DRAWS = 4000          # parameter draws per B_p: the tail share 1 - Phi(2.5) = 0.6% is ~25 draws
 POOLED_COLUMNS = ["B_p", "n", "p_n_star", "p_revive", "model"]

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 from scipy.signal import lfilter
 
-from isocompute.analysis.tables import se_column
+from isocompute.analysis.inputs.check import se_column
 from isocompute.config import schema_defaults
 
 # Standard errors a point must rise above the standing record to count as one

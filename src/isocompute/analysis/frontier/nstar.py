@@ -15,7 +15,7 @@ import pandas as pd
 from scipy.optimize import curve_fit
 from scipy.special import expit
 
-from isocompute.analysis.records import running_average
+from isocompute.analysis.fits.records import running_average
 
 
 LAW_PARAMS = ("L", "U", "k", "c0")

@@ -21,8 +21,8 @@ import pandas as pd
 from scipy.sparse import csr_array
 from scipy.special import expit
 
-from isocompute.analysis.progress import progress
-from isocompute.analysis.records import ema, record_mask
+from isocompute.analysis.fits.progress import progress
+from isocompute.analysis.fits.records import ema, record_mask
 
 
 FIT_COLUMNS = ["R0", "A", "B", "C_mid", "sse", "n_points", "status", "compute_min", "compute_max"]

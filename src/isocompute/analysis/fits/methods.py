@@ -13,12 +13,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from isocompute.analysis.fits import FitGrid, fit_curves_paper, fit_replicates, fit_sigmoid, run_arrays
-from isocompute.analysis.fits_noise import (NOISE_FIT_GRID, add_standard_errors, cell_arrays, fit_curves_noise,
+from isocompute.analysis.fits.noise import (NOISE_FIT_GRID, add_standard_errors, cell_arrays, fit_curves_noise,
                                             fit_weighted, noise_fit_grid, pooled_base, residual_se)
-from isocompute.analysis.fits_pooled import get_pool
-from isocompute.analysis.records import record_points
-from isocompute.analysis.tables import se_column
+from isocompute.analysis.fits.pooled import get_pool
+from isocompute.analysis.fits.records import record_points
+from isocompute.analysis.fits.sigmoid import FitGrid, fit_curves_paper, fit_replicates, fit_sigmoid, run_arrays
+from isocompute.analysis.inputs.check import se_column
 from isocompute.registry import registering
 
 METHODS: dict[str, "Method"] = {}

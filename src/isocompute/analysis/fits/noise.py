@@ -18,12 +18,12 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from isocompute.analysis.fits import (FIT_COLUMNS, FLAT, NO_BASE, NO_POSITIVE, OK, TOO_FEW, USABLE, FitGrid,
-                                      _a_max, _cmid_grid, _grid_fit)
-from isocompute.analysis.fits_pooled import get_pool
-from isocompute.analysis.progress import progress
-from isocompute.analysis.records import running_average
-from isocompute.analysis.tables import se_column
+from isocompute.analysis.fits.pooled import get_pool
+from isocompute.analysis.fits.progress import progress
+from isocompute.analysis.fits.records import running_average
+from isocompute.analysis.fits.sigmoid import (FIT_COLUMNS, FLAT, NO_BASE, NO_POSITIVE, OK, TOO_FEW, USABLE, FitGrid,
+                                              _a_max, _cmid_grid, _grid_fit)
+from isocompute.analysis.inputs.check import se_column
 from isocompute.config import schema_defaults
 
 # The fit grid of the noise method: A nearly continuous (its 0.005 grid is a
