@@ -1,6 +1,7 @@
 """The checks that keep the house in order, run by `make test`: imports go one
-way and round no loop (import-linter contracts in pyproject.toml; an import
-inside a function closes no cycle either), the workflow passes `snakemake --lint`
+way and round no loop (import-linter contracts in pyproject.toml, among them
+the rooms of analysis/ by stage; an import inside a function closes no cycle
+either), the workflow passes `snakemake --lint`
 and `snakefmt --check`, and no module or rule file outgrows one reader."""
 
 from __future__ import annotations
@@ -29,6 +30,28 @@ def test_imports_go_one_way():
     proc = run(str(BIN / "lint-imports"), "--no-cache")
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     assert "0 broken" in proc.stdout
+
+
+def _analysis_rooms_contract() -> dict:
+    import tomllib
+
+    contracts = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    found = [c for c in contracts if c.get("containers") == ["isocompute.analysis"]]
+    assert len(found) == 1, "pyproject.toml: one layers contract with containers = ['isocompute.analysis']"
+    return found[0]
+
+
+def test_every_analysis_module_has_a_room():
+    # The rooms of analysis/ by stage (inputs < fits < frontier < adaptive | outputs | plots < pipeline)
+    # are pinned by a layers contract that test_imports_go_one_way runs: an upward import inside
+    # analysis/ (at module level or inside a function) breaks it. Exhaustive, so no module escapes it.
+    contract = _analysis_rooms_contract()
+    assert contract["type"] == "layers" and contract.get("exhaustive") is True
+    rooms = [name.strip() for layer in contract["layers"] for name in layer.replace(":", "|").split("|")]
+    children = {p.stem if p.suffix == ".py" else p.name for p in (SRC / "isocompute" / "analysis").iterdir()
+                if (p.suffix == ".py" and p.name != "__init__.py") or (p / "__init__.py").is_file()}
+    assert sorted(rooms) == sorted(children)
+    assert rooms[0] == "pipeline" and rooms[-1] == "inputs"
 
 
 def _module_name(path: Path) -> str:
