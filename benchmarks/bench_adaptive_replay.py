@@ -7,7 +7,7 @@ doubling of compute from C_max / 2^10 (`schedule.compute_schedule_steps`),
 Gaussian evaluation noise sd `--sigma`, and one of its known truths (`--truth`:
 crossover, the one the rule was tuned on; saturating and peaked, outside the
 pooled trend model; null, where every n is on one curve). Each study is
-replayed by `adaptive_replay.replay` with the rule's schema defaults (config
+replayed by `adaptive.replay.replay` with the rule's schema defaults (config
 section `sweep`; `--bands runs` for the per-run rule) and judged by: the whole
 bill (training rollouts plus validation generations, `--eval-rollouts` per
 evaluation, default 300 problems x 4 samples) as a share of the full grid's,

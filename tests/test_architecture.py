@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -52,6 +53,28 @@ def test_every_analysis_module_has_a_room():
                 if (p.suffix == ".py" and p.name != "__init__.py") or (p / "__init__.py").is_file()}
     assert sorted(rooms) == sorted(children)
     assert rooms[0] == "pipeline" and rooms[-1] == "inputs"
+
+
+def _package_table() -> set[str]:
+    """The paths the package table of docs/architecture.md names (`x/`, `x.py`)."""
+    text = (REPO / "docs" / "architecture.md").read_text()
+    table = text[text.index("| layer | packages"):].split("\n\n")[0]
+    return set(re.findall(r"`([\w/]+/|\w+\.py)`", table))
+
+
+def test_architecture_page_names_every_package():
+    # The page lists packages (and the package's top-level modules), not every module: a
+    # package is named by its path or its last parts (`verl/cpu/` under `train/backends/`).
+    root = SRC / "isocompute"
+    packages = sorted(str(p.parent.relative_to(root)) for p in root.rglob("__init__.py") if p.parent != root)
+    top = sorted(p.name for p in root.glob("*.py") if p.name not in ("__init__.py", "__main__.py"))
+    named = _package_table()
+    matches = lambda pkg, name: f"/{pkg}/".endswith(f"/{name}")  # noqa: E731
+    assert [p for p in packages if not any(matches(p, n) for n in named if n.endswith("/"))] == []
+    assert [m for m in top if m not in named] == []
+    unknown = [n for n in named if (n.endswith("/") and not any(matches(p, n) for p in packages))
+               or (n.endswith(".py") and not any(root.rglob(n)))]
+    assert unknown == [], "named in docs/architecture.md but not in src/isocompute/"
 
 
 def _module_name(path: Path) -> str:

@@ -225,7 +225,7 @@ def write_analysis(results: dict, out_dir: Path | str, *, figures: bool = True,
                 t = pd.concat([results["timings"], pd.DataFrame(
                     {"phase": ["figures"], "seconds": [time.perf_counter() - start]})], ignore_index=True)
                 t.to_csv(tmp / TABLE_FILES["timings"], index=False)
-        # Last: what every reader checks the tables against (tables_folder.read_tables).
+        # Last: what every reader checks the tables against (outputs.folder.read_tables).
         written.append(write_manifest(tmp).name)
     return [out_dir / w for w in written]
 

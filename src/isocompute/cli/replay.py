@@ -1,5 +1,5 @@
 """`isocompute replay-adaptive EVALS`: the adaptive sweep's rule (config section sweep)
-replayed on a finished full-grid evaluation table (`analysis.adaptive_replay.replay`),
+replayed on a finished full-grid evaluation table (`analysis.adaptive.replay.replay`),
 and its bill, n* agreement and frontier reward printed (or as JSON)."""
 
 from __future__ import annotations

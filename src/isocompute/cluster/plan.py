@@ -113,7 +113,7 @@ def synthetic_split_study(cfg: dict, split: str, seed: int) -> pd.DataFrame:
 
 
 def adaptive_estimate(cfg: dict, seeds: int = PLAN_REPLAY_SEEDS, progress=None) -> dict:
-    """The adaptive sweep's expected cost, from `seeds` replays per split (`adaptive_replay.replay`
+    """The adaptive sweep's expected cost, from `seeds` replays per split (`adaptive.replay.replay`
     with the config's sweep section). Returns {"fractions": one row per (split, B_p, n): the mean
     share of its rollouts the cell trains (fraction) and of its evaluations it runs
     (eval_fraction); "replays": one row per (split, seed): share (the whole bill: training rollouts

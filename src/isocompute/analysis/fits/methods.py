@@ -4,8 +4,8 @@ default, docs/methods.md section 11) and the paper's procedure do differently li
 here, in one class each; the pipeline, the bootstrap, the studies and the
 figures call a method's hooks instead of testing its name.
 
-Sits above the fits (`fits`, `fits_noise`, `fits_pooled`, `records`) and below
-everything that runs a method (`bootstrap`, `studies`, `pipeline`, `adaptive`).
+Sits above the curve fits of its room (`sigmoid`, `noise`, `pooled`, `records`) and below
+everything that runs a method (`frontier.bootstrap`, `frontier.studies`, `adaptive`, `pipeline`).
 """
 
 from __future__ import annotations

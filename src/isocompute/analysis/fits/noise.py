@@ -31,7 +31,7 @@ from isocompute.config import schema_defaults
 # beyond a run's data (a large-n run may stop before its midpoint; the
 # frontier uses each curve only where its run has data).
 # The runs of one B_p are pooled by a trend in log2 n unless the data reject it
-# (`fits_pooled`; analysis.pool, pool_degree, pool_alpha), and share one curve
+# (`fits.pooled`; analysis.pool, pool_degree, pool_alpha), and share one curve
 # unless the data say n matters (analysis.n_effect_alpha).
 _DEFAULTS = schema_defaults("analysis")
 NOISE_FIT_GRID = FitGrid(a_step=0.001, c_mid_points=120, c_mid_margin=0.5, pool=_DEFAULTS["pool"],

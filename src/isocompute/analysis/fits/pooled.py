@@ -151,7 +151,7 @@ def pool_fits(fits: pd.DataFrame, arrays: dict, R0: float, *, degree: int = 2,
     curve, where the data allow.
 
     `fits`: the noise method's run-by-run fits (columns B_p, n, A, B, C_mid,
-    sse, status, ...); `arrays`: (B_p, n) -> `fits_noise.cell_arrays` of the
+    sse, status, ...); `arrays`: (B_p, n) -> `fits.noise.cell_arrays` of the
     cell. Returns the fits with columns pooled, pool_p (trend against runs),
     model (`MODELS`) and n_effect_p (common curve against the model in force;
     `null_alpha` None skips that test, and the fusing of neighbours when each
@@ -262,7 +262,7 @@ class Pool:
     name = ""
 
     def pool(self, fits: pd.DataFrame, arrays: dict, R0: float, grid) -> pd.DataFrame:
-        """The point estimate's fits; `arrays` (B_p, n) -> the cell's `fits_noise.cell_arrays`."""
+        """The point estimate's fits; `arrays` (B_p, n) -> the cell's `fits.noise.cell_arrays`."""
         raise NotImplementedError
 
     def pool_replicates(self, boot: pd.DataFrame, drawn: dict, R0: float, grid) -> pd.DataFrame:

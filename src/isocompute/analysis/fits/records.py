@@ -151,7 +151,7 @@ def record_points(curve: pd.DataFrame, metric: str = "avg@4", *, bin_width: floa
     if method == "noise":
         if se_column(metric) not in curve.columns:
             raise ValueError(f"noise-method records need the column '{se_column(metric)}' "
-                             "(fits_noise.add_standard_errors)")
+                             "(fits.noise.add_standard_errors)")
         mask = significant_record_mask(smoothed, curve[se_column(metric)].to_numpy(dtype=float), z)
     else:
         mask = record_mask(smoothed, bin_width)

@@ -7,7 +7,7 @@ figures. The CLI builds it (`from_config`, options mapped onto schema keys),
 
 Validation is the schema's (`config.check_section`), so a value the config
 refuses is refused here too. The method and the pooling are names of
-registered strategies (`methods.METHODS`, `fits_pooled.POOLS`).
+registered strategies (`methods.METHODS`, `fits.pooled.POOLS`).
 """
 
 from __future__ import annotations

@@ -212,7 +212,7 @@ def bootstrap_laws(boot: pd.DataFrame, fits: pd.DataFrame, laws: pd.DataFrame,
         if grid is None:
             continue
         n_star, n_star_max, reward = replicate_frontiers(g_boot, grid * scale, extrapolate=extrapolate, ties=True)
-        # the law is fitted where every run can enter (`frontier.comparable`; Q1 only)
+        # the law is fitted where every run can enter (`envelope.comparable`; Q1 only)
         where = comparable(g_fits, grid, extrapolate=extrapolate) if by == "B_p" else np.ones(grid.size, bool)
         log2_avg = running_average(np.where(where, np.log2(n_star), np.nan), window)
         res = fit_n_star_laws(np.log10(grid), log2_avg, grid=law_grid)

@@ -142,7 +142,7 @@ def read_evals(path: Path | str, *, B_p: int | None = None, n: int | None = None
 
     For CSV/parquet, `B_p`/`n` fill those columns when the file lacks them
     (a single run's table), as does a sidecar. Unreadable files raise
-    InputError; the columns are checked later (`tables.check_evals`).
+    InputError; the columns are checked later (`check.check_evals`).
     """
     path = Path(path)
     if not path.is_file():
