@@ -9,10 +9,10 @@ pipeline stage: the report's table is written by `analyze` (recommendations.csv)
 from __future__ import annotations
 
 import argparse
-import json
 import re
 from pathlib import Path
 
+from isocompute.cli.common import json_text
 from isocompute.config import schema_defaults
 from isocompute.errors import InputError
 from isocompute.layout import ANALYSIS_TABLES
@@ -146,7 +146,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     context = {"split": split, "analysis_dir": str(tables_dir), "metric": s.metric, "method": s.method,
                "max_extrapolation": max_extrapolation}
     if args.json:
-        print(json.dumps({**context, **advice.as_dict()}, indent=2))
+        print(json_text({**context, **advice.as_dict()}))
     else:
         print(advice_text(advice, context))
     return 0

@@ -98,10 +98,14 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _csv_rows(path: Path) -> int:
-    """Data rows of a CSV (records after the header; quoted newlines stay inside a record)."""
-    with open(path, newline="") as fh:
-        return max(0, sum(1 for _ in csv.reader(fh)) - 1)
+def _csv_rows(path: Path) -> int | None:
+    """Data rows of a CSV (records after the header; quoted newlines stay inside a record);
+    None when the file is not CSV text (binary bytes)."""
+    try:
+        with open(path, newline="") as fh:
+            return max(0, sum(1 for _ in csv.reader(fh)) - 1)
+    except (UnicodeDecodeError, csv.Error):
+        return None
 
 
 def write_manifest(folder: Path | str) -> Path:
@@ -157,7 +161,8 @@ class TablesFolder:
         if _sha256(path) != entry["sha256"]:
             rows = ""
             if "rows" in entry:
-                rows = f", {entry['rows']} rows then, {_csv_rows(path)} now"
+                now = _csv_rows(path)
+                rows = f", {entry['rows']} rows then, " + ("not CSV text now" if now is None else f"{now} now")
             raise InputError(f"{path}: changed since analyze wrote it (sha256 differs from {MANIFEST_FILE}{rows}); "
                              f"{RERUN}")
         return path
