@@ -169,7 +169,7 @@ def test_a_garbled_csv_is_one_line_naming_it(hand_made, capsys, garble):
 def test_binary_bytes_in_a_table_analyze_wrote_are_one_line(tables, capsys):
     # With a manifest the changed file is said to be changed (its rows then, and that it is no CSV
     # text now: no UnicodeDecodeError from counting them); without one, not a readable CSV table.
-    (tables / "fits.csv").write_bytes(bytes(range(256)) * 4)
+    (tables / "fits.csv").write_bytes(bytes(range(256)) * 4 + b"\n")   # ends a row: not refused as cut short
     line = _error(capsys, ["recommend", str(tables), "--budget", "1000000"])
     assert f"{tables / 'fits.csv'}: changed since analyze wrote it" in line and "not CSV text now" in line
     (tables / MANIFEST_FILE).unlink()
