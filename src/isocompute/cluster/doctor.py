@@ -24,7 +24,6 @@ from pathlib import Path
 
 import yaml
 
-from isocompute.atomic import error_line
 from isocompute.container import BUILD_COMMAND, local_image
 from isocompute.errors import InputError
 
@@ -190,20 +189,14 @@ def check_hydra(system: System, pins: dict) -> Check:
 # --- the study: model, data, profile, disk ----------------------------------------------
 
 def model_parameters(model_dir: Path) -> int | None:
-    """Parameters of a Hugging Face model directory from its safetensors (2 bytes each in bf16);
-    InputError naming the weight index when it is not the JSON object it should be."""
+    """Parameters of a Hugging Face model directory from its safetensors (2 bytes each in bf16)."""
     index = model_dir / "model.safetensors.index.json"
-    if index.is_file():
-        try:
-            total = json.loads(index.read_text()).get("metadata", {}).get("total_size")
-            total = int(total) if total else None
-        except (OSError, UnicodeDecodeError, ValueError, AttributeError, TypeError) as exc:
-            raise InputError(f"{index}: not a safetensors weight index ({error_line(exc)}); a download cut "
-                             "short?") from None
-        if total:
-            return total // 2
+    try:
+        total = int(json.loads(index.read_text()).get("metadata", {}).get("total_size") or 0) if index.is_file() else 0
+    except (OSError, ValueError, AttributeError, TypeError) as exc:   # ValueError: also not JSON, not UTF-8
+        raise InputError(f"{index}: not a safetensors weight index ({type(exc).__name__}: {exc})") from None
     files = list(model_dir.glob("*.safetensors"))
-    return sum(f.stat().st_size for f in files) // 2 if files else None
+    return total // 2 if total else (sum(f.stat().st_size for f in files) // 2 if files else None)
 
 
 def local_model_dir(system: System, model: str) -> Path | None:
@@ -230,8 +223,8 @@ def check_model(system: System, cfg: dict) -> tuple[Check, Path | None]:
     tokenizer = any((path / f).is_file() for f in ("tokenizer.json", "tokenizer.model", "vocab.json"))
     try:
         weights = model_parameters(path)
-    except InputError as exc:
-        return fail("base model", str(exc), f"download the whole model again (hf download {model})"), path
+    except InputError as exc:       # the disk check (given no directory) then says it cannot size checkpoints
+        return fail("base model", str(exc), f"download the whole model again (hf download {model})"), None
     if missing or not tokenizer or weights is None:
         what = missing + ([] if tokenizer else ["a tokenizer"]) + ([] if weights else ["safetensors weights"])
         return fail("base model", f"{path}: no {', '.join(what)}",
@@ -325,10 +318,7 @@ def checkpoint_plan(cfg: dict, params: int, concurrent_jobs: int) -> tuple[int, 
 def check_disk(system: System, cfg: dict, model_dir: Path | None, results: Path = Path("results")) -> Check:
     if cfg["train"]["backend"] != "verl":
         return skip("disk", "train.backend local: checkpoints of a few MB")
-    try:
-        params = model_parameters(model_dir) if model_dir is not None else None
-    except InputError:      # check_model says what is wrong with it
-        params = None
+    params = model_parameters(model_dir) if model_dir is not None else None
     if params is None:
         return fail("disk", "the model's size is unknown, so is the checkpoints'", "make the base model check pass")
     try:
