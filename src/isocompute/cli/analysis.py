@@ -224,6 +224,7 @@ def analysis_settings(args):
 def cmd_analyze(args: argparse.Namespace) -> int:
     import pandas as pd
 
+    from isocompute.analysis.fits.sigmoid import OK
     from isocompute.analysis.inputs.check import check_timeout_shares
     from isocompute.analysis.inputs.read import read_evals, read_train
     from isocompute.analysis.pipeline import run_analysis, write_analysis
@@ -245,7 +246,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
                                    ignore_index=True)
     written = write_analysis(results, args.out, figures=not args.no_figures)
     fits = results["fits"]
-    log.info("analyze: %d runs (%d fitted), %d files in %s (%.1f s)", len(fits), int((fits["status"] == "ok").sum()),
+    log.info("analyze: %d runs (%d fitted), %d files in %s (%.1f s)", len(fits), int((fits["status"] == OK).sum()),
              len(written), args.out, time.perf_counter() - start)
     for line in claim_lines(results.get("summary")):
         print(line)
@@ -328,17 +329,17 @@ HEADLINE_TABLES = ("summary", "recommendations")
 
 def cmd_headline(args) -> int:
     from isocompute.analysis.outputs import headline
-    from isocompute.analysis.outputs.folder import read_tables
+    from isocompute.analysis.outputs.folder import read_tables, table_file
 
     splits, ci = {}, 0.95
     for item in args.tables:
         split, sep, folder = item.partition("=")
         if not sep or not split:
             raise InputError(f"{item}: expected SPLIT=TABLES")
-        tables, params = read_tables(folder, {t: f"{t}.csv" for t in HEADLINE_TABLES})
+        tables, params = read_tables(folder, HEADLINE_TABLES)
         for t in HEADLINE_TABLES:
             if t not in tables:
-                raise InputError(f"{Path(folder) / f'{t}.csv'}: no such table (isocompute analyze writes it)")
+                raise InputError(f"{Path(folder) / table_file(t)}: no such table (isocompute analyze writes it)")
         splits[split] = tuple(tables[t] for t in HEADLINE_TABLES)
         if params is not None:
             try:

@@ -45,7 +45,6 @@ non-numeric value where the advice needs one stops with one line and exit
 status 2; a folder without MANIFEST.json is read with a warning.
 """
 
-FITS = "fits.csv"
 POWER = re.compile(r"\s*([0-9.]+)\s*(?:\^|\*\*)\s*([0-9.]+)\s*")
 
 
@@ -97,7 +96,7 @@ def _recorded_splits(tables: Path) -> list[str]:
     from isocompute.analysis.outputs.folder import TablesFolder
 
     folder = TablesFolder(tables)
-    records = folder.table("records", "records.csv")
+    records = folder.table("records")
     if records is not None and "split" in records.columns:
         return sorted(map(str, records["split"].dropna().unique()))
     split = (folder.params() or {}).get("split")
@@ -106,21 +105,24 @@ def _recorded_splits(tables: Path) -> list[str]:
 
 def find_tables(root: Path, split: str | None) -> tuple[Path, str | None]:
     """(the tables folder, its split) for ANALYSIS_DIR and --split; InputError naming what is missing."""
+    from isocompute.analysis.outputs.folder import table_file
+
+    fits = table_file("fits")
     if not root.is_dir():
         raise InputError(f"{root}: no such analysis directory")
-    if (root / FITS).is_file():
+    if (root / fits).is_file():
         recorded = _recorded_splits(root)
         if split is not None and recorded and split not in recorded:
             raise InputError(f"split {split!r} was not studied in {root} (its tables hold: {', '.join(recorded)})")
         return root, split if split is not None else (recorded[0] if len(recorded) == 1 else None)
-    if (root / ANALYSIS_TABLES / FITS).is_file():
+    if (root / ANALYSIS_TABLES / fits).is_file():
         studied = {root.name: root / ANALYSIS_TABLES}
     else:
         studied = {d.name: d / ANALYSIS_TABLES for d in sorted(root.iterdir())
-                   if (d / ANALYSIS_TABLES / FITS).is_file()}
+                   if (d / ANALYSIS_TABLES / fits).is_file()}
     if not studied:
-        raise InputError(f"{root}: no fits here (no {FITS}, {ANALYSIS_TABLES}/{FITS} or <split>/{ANALYSIS_TABLES}/"
-                         f"{FITS}); is it an analysis written by `isocompute analyze`?")
+        raise InputError(f"{root}: no fits here (no {fits}, {ANALYSIS_TABLES}/{fits} or <split>/{ANALYSIS_TABLES}/"
+                         f"{fits}); is it an analysis written by `isocompute analyze`?")
     if split is None:
         if len(studied) > 1:
             raise InputError(f"{root}: several splits were studied ({', '.join(studied)}); choose one with --split")
@@ -133,12 +135,12 @@ def find_tables(root: Path, split: str | None) -> tuple[Path, str | None]:
 def cmd_recommend(args: argparse.Namespace) -> int:
     from isocompute.analysis.fits.settings import AnalysisSettings
     from isocompute.analysis.frontier.recommend import recommend
-    from isocompute.analysis.outputs.folder import read_analysis_tables, settings_from_params
+    from isocompute.analysis.outputs.folder import read_tables, settings_from_params
 
     budget = parse_budget(args.budget)
     max_extrapolation = _max_extrapolation(args.max_extrapolation)
     tables_dir, split = find_tables(args.analysis_dir, args.split)
-    tables, params = read_analysis_tables(tables_dir, ("fits", "n_star_fit", "n_star_fit_draws", "bootstrap_fits"))
+    tables, params = read_tables(tables_dir, ("fits", "n_star_fit", "n_star_fit_draws", "bootstrap_fits"))
     # The settings the tables were computed with (no params.json: the schema's).
     s = settings_from_params(params, tables_dir) if params else AnalysisSettings()
     advice = recommend(tables, budget, extrapolate=not s.observed_range, ci=s.ci, max_extrapolation=max_extrapolation,

@@ -31,7 +31,7 @@ from isocompute.analysis.adaptive.pooled import pooled_chances
 from isocompute.analysis.fits.methods import fit_study
 from isocompute.analysis.fits.noise import NOISE_FIT_GRID, cell_arrays
 from isocompute.analysis.fits.settings import AnalysisSettings
-from isocompute.analysis.fits.sigmoid import USABLE, sigmoid_reward
+from isocompute.analysis.fits.sigmoid import OK, USABLE, sigmoid_reward
 from isocompute.analysis.inputs.check import check_evals
 from isocompute.config import schema_defaults
 
@@ -149,7 +149,7 @@ def prediction_bands(evals: pd.DataFrame, fits: pd.DataFrame, *, c_max: float, c
         fitted = arr is not None and bool(np.isfinite(arr["weights"]).all())
         reward = lo = hi = np.full(grid.size, np.nan)
         if fitted:
-            reward = (np.full(grid.size, row.R0) if row.status != "ok"
+            reward = (np.full(grid.size, row.R0) if row.status != OK
                       else sigmoid_reward(grid, row.R0, row.A, row.B, row.C_mid))
             a_max = max(NOISE_FIT_GRID.a_max - row.R0, 0.0)
             lo, hi = _cell_band(arr, row.R0, grid, z=z, a_max=a_max, c_hi=c_max)

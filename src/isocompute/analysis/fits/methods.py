@@ -19,20 +19,12 @@ from isocompute.analysis.fits.pooled import get_pool
 from isocompute.analysis.fits.records import record_points
 from isocompute.analysis.fits.sigmoid import FitGrid, fit_curves_paper, fit_replicates, fit_sigmoid, run_arrays
 from isocompute.analysis.inputs.check import se_column
-from isocompute.registry import registering
+from isocompute.registry import Registry
 
-METHODS: dict[str, "Method"] = {}
-
-
-# Class decorator: @register_method(name) files the strategy under the config value `name`.
-register_method = registering(METHODS)
-
-
-def get_method(name: str) -> "Method":
-    """The registered method called `name`; ValueError naming the registered ones."""
-    if name not in METHODS:
-        raise ValueError(f"method must be one of {', '.join(METHODS)}; got {name!r}")
-    return METHODS[name]
+# @register_method(name) files the strategy under the config value `name`; get_method(name)
+# finds it (ValueError naming the registered ones).
+METHODS = Registry("method")
+register_method, get_method = METHODS.register, METHODS.get
 
 
 class Method:

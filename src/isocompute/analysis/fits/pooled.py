@@ -44,7 +44,7 @@ from scipy.stats import f as f_dist
 
 from isocompute.analysis.fits.progress import progress
 from isocompute.analysis.fits.sigmoid import FLAT, OK
-from isocompute.registry import registering
+from isocompute.registry import Registry
 
 POOLED_COLUMN = "pooled"   # True: A, B, C_mid are the trend model's (or the common curve's); False: the run's own fit
 # column `model`: no effect of n, the trend in log2 n, neighbouring n fused into blocks, each run alone
@@ -270,17 +270,9 @@ class Pool:
         raise NotImplementedError
 
 
-POOLS: dict[str, Pool] = {}
-
-
-# Class decorator: @register_pool(name) files the strategy under the config value `name`.
-register_pool = registering(POOLS)
-
-
-def get_pool(name: str) -> Pool:
-    if name not in POOLS:
-        raise ValueError(f"pool must be one of {', '.join(POOLS)}; got {name!r}")
-    return POOLS[name]
+# @register_pool(name) files the strategy under the config value `name`; get_pool(name) finds it.
+POOLS = Registry("pool")
+register_pool, get_pool = POOLS.register, POOLS.get
 
 
 @register_pool("none")

@@ -91,7 +91,7 @@ class AnalysisSettings:
 
     @property
     def strategy(self) -> Method:
-        """The registered method (`methods.METHODS[self.method]`)."""
+        """The registered method (`methods.get_method(self.method)`)."""
         return get_method(self.method)
 
     @property

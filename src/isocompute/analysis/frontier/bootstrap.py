@@ -20,7 +20,7 @@ from isocompute.analysis.fits.progress import progress
 from isocompute.analysis.fits.records import running_average
 from isocompute.analysis.fits.sigmoid import USABLE, FitGrid
 from isocompute.analysis.frontier.envelope import comparable, envelope, run_curves, study_grid
-from isocompute.analysis.frontier.nstar import LAW_PARAMS, LawGrid, fit_n_star_laws
+from isocompute.analysis.frontier.nstar import GOOD_LAW, LAW_PARAMS, LawGrid, fit_n_star_laws
 
 BOOT_COLUMNS = ["replicate", "B_p", "n", "R0", "A", "B", "C_mid", "status", "compute_min", "compute_max"]
 DRAW_COLUMNS = ["replicate", *LAW_PARAMS, "status"]
@@ -216,7 +216,7 @@ def bootstrap_laws(boot: pd.DataFrame, fits: pd.DataFrame, laws: pd.DataFrame,
         where = comparable(g_fits, grid, extrapolate=extrapolate) if by == "B_p" else np.ones(grid.size, bool)
         log2_avg = running_average(np.where(where, np.log2(n_star), np.nan), window)
         res = fit_n_star_laws(np.log10(grid), log2_avg, grid=law_grid)
-        good = np.isin(res["status"], ("ok", "constant"))
+        good = np.isin(res["status"], GOOD_LAW)
         draws.append(pd.DataFrame({**({} if by is None else {by: key}),
                                    "replicate": np.sort(g_boot["replicate"].unique()),
                                    **{name: res[name] for name in LAW_PARAMS}, "status": res["status"]}))

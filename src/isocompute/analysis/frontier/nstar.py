@@ -20,6 +20,12 @@ from isocompute.analysis.fits.records import running_average
 
 LAW_PARAMS = ("L", "U", "k", "c0")
 
+# Law statuses (the status column of n_star_fit.csv and its draws), as fits.sigmoid names the
+# curves': a law with parameters to read is fitted, or one n* throughout (constant).
+LAW_OK, LAW_CONSTANT, LAW_TOO_FEW, LAW_FAILED = "ok", "constant", "too_few_points", "failed"
+LAW_STATUSES = (LAW_OK, LAW_CONSTANT, LAW_TOO_FEW, LAW_FAILED)
+GOOD_LAW = (LAW_OK, LAW_CONSTANT)
+
 
 @dataclass(frozen=True)
 class NStarLaw:
@@ -29,7 +35,7 @@ class NStarLaw:
     c0: float
     rmse: float
     n_points: int
-    status: str   # 'ok', 'constant', 'too_few_points', 'failed'
+    status: str   # one of LAW_STATUSES
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -85,14 +91,14 @@ def fit_n_star_laws(x, Y, *, grid: LawGrid = LawGrid(), min_points: int = 4) -> 
     R, G = Y.shape
     if G == 0:  # an empty frontier (e.g. every curve degenerate): nothing to fit
         out = {name: np.full(R, np.nan) for name in ("L", "U", "k", "c0", "rmse")}
-        return {**out, "n_points": np.zeros(R, dtype=int), "status": np.full(R, "too_few_points", dtype=object)}
+        return {**out, "n_points": np.zeros(R, dtype=int), "status": np.full(R, LAW_TOO_FEW, dtype=object)}
     W = np.isfinite(Y) & np.isfinite(x)[None, :]
     Y0 = np.where(W, Y, 0.0)
     Wf = W.astype(float)
     n_points = W.sum(axis=1)
     out = {name: np.full(R, np.nan) for name in ("L", "U", "k", "c0", "rmse")}
     out["n_points"] = n_points
-    out["status"] = np.full(R, "too_few_points", dtype=object)
+    out["status"] = np.full(R, LAW_TOO_FEW, dtype=object)
     with np.errstate(invalid="ignore"):
         y_lo = np.where(W, Y, np.inf).min(axis=1)
         y_hi = np.where(W, Y, -np.inf).max(axis=1)
@@ -103,7 +109,7 @@ def fit_n_star_laws(x, Y, *, grid: LawGrid = LawGrid(), min_points: int = 4) -> 
         return out
     x_lo, x_hi = float(xs.min()), float(xs.max())
     x_span = max(x_hi - x_lo, 1e-9)
-    out["status"][constant] = "constant"
+    out["status"][constant] = LAW_CONSTANT
     out["L"][constant] = out["U"][constant] = y_lo[constant]
     out["k"][constant] = 0.0
     out["c0"][constant] = 0.5 * (x_lo + x_hi)
@@ -160,7 +166,7 @@ def fit_n_star_laws(x, Y, *, grid: LawGrid = LawGrid(), min_points: int = 4) -> 
     out["k"][todo] = np.where(finite, k_best, np.nan)
     out["c0"][todo] = np.where(finite, c0_best, np.nan)
     out["rmse"][todo] = np.sqrt(np.maximum(sse_best, 0) / n_points[todo])
-    out["status"][todo] = np.where(finite, "ok", "failed")
+    out["status"][todo] = np.where(finite, LAW_OK, LAW_FAILED)
     return out
 
 
@@ -178,7 +184,7 @@ def fit_n_star_law(x, y, *, grid: LawGrid = LawGrid(), min_points: int = 4, poli
     res = fit_n_star_laws(x, np.asarray(y, dtype=float)[None, :], grid=grid, min_points=min_points)
     law = NStarLaw(*(float(res[p][0]) for p in ("L", "U", "k", "c0", "rmse")),
                    int(res["n_points"][0]), str(res["status"][0]))
-    if not polish or law.status != "ok":
+    if not polish or law.status != LAW_OK:
         return law
     x = np.asarray(x, dtype=float)
     y = np.asarray(y, dtype=float)
@@ -196,7 +202,7 @@ def fit_n_star_law(x, y, *, grid: LawGrid = LawGrid(), min_points: int = 4, poli
         return law
     rmse = float(np.sqrt(np.mean((n_star_sigmoid(x, *popt) - y) ** 2)))
     if rmse <= law.rmse:
-        law = NStarLaw(*(float(v) for v in popt), rmse, law.n_points, "ok")
+        law = NStarLaw(*(float(v) for v in popt), rmse, law.n_points, LAW_OK)
     return law
 
 

@@ -37,10 +37,9 @@ from isocompute.analysis.fits.sigmoid import USABLE
 from isocompute.analysis.frontier.bootstrap import frontier_reward_band, n_star_band, replicate_frontiers
 from isocompute.analysis.frontier.claims import law_established, n_star_claim, no_effect_groups
 from isocompute.analysis.frontier.envelope import frontier
-from isocompute.analysis.frontier.nstar import n_star_sigmoid
+from isocompute.analysis.frontier.nstar import GOOD_LAW, n_star_sigmoid
 from isocompute.errors import InputError
 
-GOOD_LAW = ("ok", "constant")
 B_P_RULE = ("smallest B_p whose frontier at C is within the noise of the best B_p's: the {ci:g}% bootstrap "
             "interval of (best - this) at C reaches 0")
 B_P_RULE_NO_BOOT = ("the B_p with the best frontier at C (no bootstrap replicates stored, so the noise between "

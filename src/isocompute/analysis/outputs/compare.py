@@ -82,7 +82,7 @@ def analysed_b_ps(tables_dir: str) -> list[int]:
     """The B_p values whose runs an analysis fitted (its fits.csv, checked by `outputs.folder`)."""
     from isocompute.analysis.outputs.folder import read_tables
 
-    fits = read_tables(tables_dir, {"fits": "fits.csv"})[0].get("fits")
+    fits = read_tables(tables_dir, ["fits"])[0].get("fits")
     return [] if fits is None or "B_p" not in fits.columns else sorted({int(b) for b in fits["B_p"]})
 
 

@@ -23,6 +23,7 @@ import pandas as pd
 
 from isocompute import atomic
 from isocompute.analysis.fits.sigmoid import FLAT, NO_BASE, NO_POSITIVE, OK, TOO_FEW, USABLE
+from isocompute.analysis.frontier.nstar import GOOD_LAW, LAW_STATUSES
 from isocompute.errors import InputError
 
 log = logging.getLogger("isocompute")
@@ -61,9 +62,14 @@ TABLE_FILES = {
     "record_fit_pooled": "record_fit_pooled.csv",
 }
 
+
+def table_file(key: str) -> str:
+    """The file name of table `key` in a tables folder; ValueError naming the keys for another."""
+    if key not in TABLE_FILES:
+        raise ValueError(f"no analysis table {key!r}; the tables are {', '.join(TABLE_FILES)}")
+    return TABLE_FILES[key]
+
 FIT_STATUSES = (OK, FLAT, TOO_FEW, NO_POSITIVE, NO_BASE)
-LAW_STATUSES = ("ok", "constant", "too_few_points", "failed")   # nstar.fit_laws
-GOOD_LAW = ("ok", "constant")
 _CURVE = ("R0", "A", "B", "C_mid", "compute_min", "compute_max")
 _LAW = ("L", "U", "k", "c0")
 _FLAT_UNSET = ((FLAT, ("B", "C_mid")),)   # a flat fit is its base value A = R0: no rise, no midpoint
@@ -167,9 +173,9 @@ class TablesFolder:
                              f"{RERUN}")
         return path
 
-    def table(self, key: str, name: str) -> pd.DataFrame | None:
-        """Table `key` read from file `name` (None when absent, an empty file an empty table), checked."""
-        path = self.path(name)
+    def table(self, key: str) -> pd.DataFrame | None:
+        """Table `key` of TABLE_FILES (None when absent, an empty file an empty table), checked."""
+        path = self.path(table_file(key))
         if path is None:
             return None
         if self.manifest is None and _cut_mid_row(path):
@@ -255,13 +261,14 @@ def _check_replicates(df: pd.DataFrame, path: Path) -> None:
                              f"{sizes.max()}: cut short?; {RERUN}")
 
 
-def read_tables(folder: Path | str, names: dict[str, str]) -> tuple[dict[str, pd.DataFrame], dict | None]:
-    """The tables `names` ({key: file name}) of a tables folder that are present, and params.json
-    (None when absent), each checked against the folder's manifest."""
+def read_tables(folder: Path | str, keys=None) -> tuple[dict[str, pd.DataFrame], dict | None]:
+    """The tables `write_analysis` wrote in `folder` (only `keys` of TABLE_FILES when given;
+    absent ones left out, an empty file an empty table) and params.json (None when absent),
+    each checked against the folder's manifest."""
     tf = TablesFolder(folder)
     tables = {}
-    for key, name in names.items():
-        df = tf.table(key, name)
+    for key in (TABLE_FILES if keys is None else keys):
+        df = tf.table(key)
         if df is not None:
             tables[key] = df
     return tables, tf.params()
@@ -278,16 +285,9 @@ def settings_from_params(params: dict, folder: Path | str):
                          f"{RERUN}") from None
 
 
-def read_analysis_tables(out_dir: Path | str, keys=None) -> tuple[dict[str, pd.DataFrame], dict | None]:
-    """The tables `write_analysis` wrote in `out_dir` (only `keys` of `TABLE_FILES` when
-    given; absent ones left out, an empty file an empty table) and params.json (None when missing),
-    each checked against the folder's manifest (`read_tables`)."""
-    return read_tables(out_dir, {key: TABLE_FILES[key] for key in (TABLE_FILES if keys is None else keys)})
-
-
 def load_analysis(out_dir: Path | str, evals: pd.DataFrame) -> dict:
     """The tables written by `write_analysis`, read back for plotting, with the settings
     they were computed with (params.json; without it, an analysis from before the noise method)."""
-    tables, p = read_analysis_tables(out_dir)
+    tables, p = read_tables(out_dir)
     return {"evals": evals, **tables, "settings": settings_from_params(p or {}, out_dir),
             "split": (p or {}).get("split")}
