@@ -32,8 +32,8 @@ from isocompute.train.recipe import cell_config, cell_recipe, validation_steps
 # Synthetic studies per split behind the adaptive estimate (a small number: the
 # spread over them is printed), and the modules whose code decides it (the cache key).
 PLAN_REPLAY_SEEDS = 3
-_RULE_MODULES = ("adaptive.rule", "adaptive.replay", "fits.synthetic", "fits.sigmoid", "fits.noise", "fits.pooled",
-                 "frontier.envelope", "pipeline")
+_RULE_MODULES = ("adaptive.rule", "adaptive.pooled", "adaptive.replay", "fits.synthetic", "fits.sigmoid", "fits.noise",
+                 "fits.pooled", "frontier.envelope", "pipeline")
 
 
 def cell_costs(cfg: dict) -> pd.DataFrame:
