@@ -77,6 +77,16 @@ def test_architecture_page_names_every_package():
     assert unknown == [], "named in docs/architecture.md but not in src/isocompute/"
 
 
+def test_architecture_page_draws_every_rule():
+    # The DAG of docs/architecture.md names every rule of the workflow (`all` is the target).
+    text = (REPO / "docs" / "architecture.md").read_text()
+    dag = text[text.index("## The DAG"):text.index("## The package")]
+    rules = [m.group(1) for path in WORKFLOW_FILES
+             for m in re.finditer(r"^\s*(?:rule|checkpoint) (\w+):", path.read_text(), flags=re.M)]
+    assert "merge_checkpoint" in rules and "adaptive_rung" in rules     # indented and checkpoint rules are found
+    assert [r for r in rules if r != "all" and not re.search(rf"\b{r}\b", dag)] == []
+
+
 def _module_name(path: Path) -> str:
     parts = path.relative_to(SRC).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
