@@ -7,7 +7,7 @@ doubling of compute from C_max / 2^10 (`schedule.compute_schedule_steps`),
 Gaussian evaluation noise sd `--sigma`, and one of its known truths (`--truth`:
 crossover, the one the rule was tuned on; saturating and peaked, outside the
 pooled trend model; null, where every n is on one curve). Each study is
-replayed by `adaptive_replay.replay` with the rule's schema defaults (config
+replayed by `adaptive.replay.replay` with the rule's schema defaults (config
 section `sweep`; `--bands runs` for the per-run rule) and judged by: the whole
 bill (training rollouts plus validation generations, `--eval-rollouts` per
 evaluation, default 300 problems x 4 samples) as a share of the full grid's,
@@ -42,11 +42,11 @@ import numpy as np
 import pandas as pd
 
 from bench_frontier_bias import B_P, C_MAX, NS, SPAN_DOUBLINGS, TRUTHS
-from isocompute.analysis.adaptive import rule_params
-from isocompute.analysis.adaptive_replay import replay
-from isocompute.analysis.bootstrap import bootstrap_fits, n_star_band, replicate_frontiers
-from isocompute.analysis.settings import AnalysisSettings
-from isocompute.analysis.synthetic import synthetic_study
+from isocompute.analysis.adaptive.replay import replay
+from isocompute.analysis.adaptive.rule import rule_params
+from isocompute.analysis.fits.settings import AnalysisSettings
+from isocompute.analysis.fits.synthetic import synthetic_study
+from isocompute.analysis.frontier.bootstrap import bootstrap_fits, n_star_band, replicate_frontiers
 from isocompute.schedule import compute_schedule_steps
 
 EVAL_ROLLOUTS = 300 * 4

@@ -50,7 +50,7 @@ def main(argv=None) -> int:
 
     import pandas as pd
 
-    from isocompute.analysis.synthetic import synthetic_evals
+    from isocompute.analysis.fits.synthetic import synthetic_evals
     from isocompute.cli import main as cli_main
 
     work = Path(tempfile.mkdtemp(prefix="bench_analysis_")) if args.keep is None else args.keep

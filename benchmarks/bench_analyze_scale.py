@@ -55,7 +55,7 @@ def study(rows: float, *, seed: int = 0):
     points (a dense schedule; a large batch has fewer distinct steps at small compute)."""
     import numpy as np
 
-    from isocompute.analysis.synthetic import crossover_params, synthetic_study
+    from isocompute.analysis.fits.synthetic import crossover_params, synthetic_study
     from isocompute.schedule import compute_schedule_steps
 
     shape = study_shape(rows)

@@ -61,15 +61,15 @@ from scipy.stats import beta
 
 from bench_frontier_bias import B_P, C_MAX, NS, peaked_params, saturating_params, schedules  # one setting, two benchmarks
 
-from isocompute.analysis.claims import FALLS, RISES
-from isocompute.analysis.fits import sigmoid_reward
-from isocompute.analysis.methods import fit_study
-from isocompute.analysis.nstar import fit_n_star_law, law_points
+from isocompute.analysis.fits.methods import fit_study
+from isocompute.analysis.fits.settings import AnalysisSettings
+from isocompute.analysis.fits.sigmoid import sigmoid_reward
+from isocompute.analysis.fits.synthetic import crossover_params, synthetic_study
+from isocompute.analysis.frontier.claims import FALLS, RISES
+from isocompute.analysis.frontier.nstar import fit_n_star_law, law_points
+from isocompute.analysis.frontier.recommend import recommendation_table
+from isocompute.analysis.inputs.check import check_evals
 from isocompute.analysis.pipeline import _Clock, frontier_tables
-from isocompute.analysis.recommend import recommendation_table
-from isocompute.analysis.settings import AnalysisSettings
-from isocompute.analysis.synthetic import crossover_params, synthetic_study
-from isocompute.analysis.tables import check_evals
 
 EVAL_SAMPLES = 4
 TARGET = {"coverage": (0.90, 0.98), "false_claim": 0.05, "bias": 0.005}

@@ -40,15 +40,14 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from isocompute.analysis.curves import fit_curves
-from isocompute.analysis.fits import sigmoid_reward
-from isocompute.analysis.fits_noise import NOISE_FIT_GRID, add_standard_errors
-from isocompute.analysis.frontier import frontier, frontier_fixed_bp
-from isocompute.analysis.methods import fit_study, get_method
-from isocompute.analysis.nstar import fit_n_star_law, law_points, n_star_laws
-from isocompute.analysis.settings import AnalysisSettings
-from isocompute.analysis.synthetic import crossover_params, synthetic_params, synthetic_study
-from isocompute.analysis.tables import check_evals
+from isocompute.analysis.fits.methods import fit_study, get_method
+from isocompute.analysis.fits.noise import NOISE_FIT_GRID, add_standard_errors
+from isocompute.analysis.fits.settings import AnalysisSettings
+from isocompute.analysis.fits.sigmoid import sigmoid_reward
+from isocompute.analysis.fits.synthetic import crossover_params, synthetic_params, synthetic_study
+from isocompute.analysis.frontier.envelope import frontier, frontier_fixed_bp
+from isocompute.analysis.frontier.nstar import fit_n_star_law, law_points, n_star_laws
+from isocompute.analysis.inputs.check import check_evals
 from isocompute.schedule import compute_schedule_steps
 from isocompute.train.recipe import evaluation_steps
 
@@ -120,7 +119,7 @@ def analyse(evals: pd.DataFrame, method: str, probes) -> dict:
     """Frontier at the probes and the n* law of one study, by `method` (one of METHODS)."""
     if method == "oracle":
         evals = add_standard_errors(check_evals(evals), "avg@4")[0]
-        fits = fit_curves(evals, R0=PARAMS(B_P, NS[0])["R0"], grid=oracle_grid())
+        fits = get_method("noise").fit_curves(evals, "avg@4", R0=PARAMS(B_P, NS[0])["R0"], grid=oracle_grid())
     elif method == "per-run":
         _, fits, _ = fit_study(check_evals(evals), AnalysisSettings(fit_grid=PER_RUN_GRID))
     else:

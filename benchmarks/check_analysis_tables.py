@@ -91,7 +91,7 @@ def _read(path: Path) -> pd.DataFrame:
 def synthetic_inputs(work: Path, names=tuple(SYNTHETIC)) -> dict[str, tuple[Path, Path, list[str]]]:
     import numpy as np
 
-    from isocompute.analysis.synthetic import synthetic_study
+    from isocompute.analysis.fits.synthetic import synthetic_study
 
     cases = {}
     for name in names:

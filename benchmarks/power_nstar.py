@@ -52,10 +52,10 @@ from scipy.optimize import brentq
 from bench_coverage import EVAL_SAMPLES, analyse, rate   # the tool's chain and the interval, as bench_coverage uses them
 from power_cost import UnitCosts, job_seconds, packed_wall
 
-from isocompute.analysis.claims import FALLS, NO_EFFECT, RISES
-from isocompute.analysis.fits import sigmoid_reward
-from isocompute.analysis.settings import AnalysisSettings
-from isocompute.analysis.synthetic import crossover_params, synthetic_study
+from isocompute.analysis.fits.settings import AnalysisSettings
+from isocompute.analysis.fits.sigmoid import sigmoid_reward
+from isocompute.analysis.fits.synthetic import crossover_params, synthetic_study
+from isocompute.analysis.frontier.claims import FALLS, NO_EFFECT, RISES
 from isocompute.grid import Cell, grid_cells
 from isocompute.train.recipe import validation_steps
 

@@ -8,7 +8,7 @@ import os
 import sys
 
 from isocompute import jobs
-from isocompute.analysis import figure_index as figure_order
+from isocompute.analysis.outputs import figure_index as figure_order
 from isocompute.config import check_config, read_config_file
 from isocompute.errors import ConfigError
 from isocompute.layout import study_layout

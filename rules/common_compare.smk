@@ -2,11 +2,11 @@
 # of rules/compare.smk and the check of its entries. Finished
 # experiments' analyses, read from their own results folders, drawn in one
 # figure each (isocompute compare). An entry naming a missing analysis stops
-# the workflow by name here, before any job (isocompute.analysis.compare).
+# the workflow by name here, before any job (isocompute.analysis.outputs.compare).
 
 import shlex
 
-from isocompute.analysis.compare import check_comparisons, comparison_sources
+from isocompute.analysis.outputs.compare import check_comparisons, comparison_sources
 
 try:
     # This workflow's own analyses count as present, with the B_p its grid trains:

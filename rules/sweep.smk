@@ -1,6 +1,6 @@
 # The adaptive sweep (sweep.mode: adaptive): every cell trains to rung 0,
 # C_max / eta^(rungs - 1); at each rung below the last, a decision on the split's
-# evaluations up to the rung (isocompute.analysis.adaptive.decide) lets some cells go
+# evaluations up to the rung (isocompute.analysis.adaptive.rule.decide) lets some cells go
 # on. Each decision is a checkpoint, so the DAG grows rung by rung and `snakemake -n`
 # shows the current rung's jobs. A cell's rungs are prefixes of its one full run
 # (same recipe, resumed from its checkpoint); the last rung is the train rule itself.

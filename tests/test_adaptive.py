@@ -11,10 +11,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from isocompute.analysis.adaptive import apply_pooled, apply_revival, decide, prune, rule_params
-from isocompute.analysis.adaptive_pooled import pooled_chances
-from isocompute.analysis.adaptive_replay import replay
-from isocompute.analysis.synthetic import crossover_params, synthetic_study
+from isocompute.analysis.adaptive.pooled import pooled_chances
+from isocompute.analysis.adaptive.replay import replay
+from isocompute.analysis.adaptive.rule import apply_pooled, apply_revival, decide, prune, rule_params
+from isocompute.analysis.fits.synthetic import crossover_params, synthetic_study
 from isocompute.cli import main
 from isocompute.schedule import compute_schedule_steps, rung_budgets
 
@@ -167,9 +167,9 @@ def test_decide_stops_dominated_runs_and_keeps_the_frontier(crossover_study):
 
 
 def test_pooled_chances_follow_the_trend_and_are_deterministic(crossover_study):
-    from isocompute.analysis.methods import fit_study
-    from isocompute.analysis.settings import AnalysisSettings
-    from isocompute.analysis.tables import check_evals
+    from isocompute.analysis.fits.methods import fit_study
+    from isocompute.analysis.fits.settings import AnalysisSettings
+    from isocompute.analysis.inputs.check import check_evals
 
     rung = C_MAX / 4
     seen = check_evals(crossover_study, "avg@4")
@@ -301,6 +301,37 @@ def test_replay_command_without_training_is_one_line(tmp_path, small_study, caps
     assert main(["replay-adaptive", str(path)]) == 2
     err = capsys.readouterr().err.strip()
     assert "no evaluation at a positive compute" in err and "\n" not in err
+
+
+def test_replay_command_on_a_single_run(tmp_path, capsys):
+    # One run without problems columns: at the first rung its standard errors, estimated from the
+    # residuals of too few points, are unknown; it is not judged then (no band), not an IndexError.
+    path = tmp_path / "one_run.csv"
+    steps = lambda B, M: np.unique(np.linspace(0, M, 14).astype(int))  # noqa: E731
+    one = synthetic_study((16,), (4,), c_max=2 ** 15, eval_steps=steps, seed=3, problems=50)
+    one.drop(columns=["problems", "samples"]).to_csv(path, index=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert main(["replay-adaptive", str(path), "--probes", "4"]) == 0
+    out = capsys.readouterr().out
+    assert "1 runs" in out and "trained to C_max" in out
+
+
+def test_replay_command_json_is_strict_json(tmp_path, small_study, capsys):
+    # A run with no usable fit leaves the n* agreement and the reward difference undefined:
+    # null in the JSON, never NaN (not JSON; strict parsers refuse it).
+    path = tmp_path / "two_points.csv"
+    small_study[small_study["n"] == 32].head(2).to_csv(path, index=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert main(["replay-adaptive", str(path), "--json", "--probes", "4"]) == 0
+    text = capsys.readouterr().out
+
+    def refuse(constant):
+        raise AssertionError(f"{constant} in the JSON")
+
+    out = json.loads(text, parse_constant=refuse)
+    assert out["agreement"] is None and out["reward_diff"] is None and len(out["runs"]) == 1
 
 
 def test_replay_command_missing_file_is_one_line(tmp_path, capsys):

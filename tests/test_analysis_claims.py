@@ -1,4 +1,4 @@
-"""What the analysis may say about n* (analysis/claims.py), and the intervals it rests on."""
+"""What the analysis may say about n* (analysis/frontier/claims.py), and the intervals it rests on."""
 
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from isocompute.analysis.bootstrap import frontier_reward_band
-from isocompute.analysis.claims import (FALLS, NO_EFFECT, NOT_ESTABLISHED, RISES, direction, law_established,
-                                        n_star_claim)
-from isocompute.analysis.fits import sigmoid_reward
+from isocompute.analysis.fits.settings import AnalysisSettings
+from isocompute.analysis.fits.sigmoid import sigmoid_reward
+from isocompute.analysis.fits.synthetic import crossover_params, synthetic_study
+from isocompute.analysis.frontier.bootstrap import frontier_reward_band
+from isocompute.analysis.frontier.claims import (FALLS, NO_EFFECT, NOT_ESTABLISHED, RISES, direction, law_established,
+                                                 n_star_claim)
+from isocompute.analysis.frontier.recommend import recommend
 from isocompute.analysis.pipeline import run_analysis
-from isocompute.analysis.recommend import recommend
-from isocompute.analysis.settings import AnalysisSettings
-from isocompute.analysis.synthetic import crossover_params, synthetic_study
 from isocompute.schedule import compute_schedule_steps
 
 NS = (8, 16, 32, 64, 128)

@@ -7,10 +7,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from isocompute.analysis.io import parse_verl_jsonl
+from isocompute.analysis.fits.settings import AnalysisSettings
+from isocompute.analysis.fits.synthetic import synthetic_evals
+from isocompute.analysis.inputs.read import parse_verl_jsonl
 from isocompute.analysis.pipeline import run_analysis, write_analysis
-from isocompute.analysis.settings import AnalysisSettings
-from isocompute.analysis.synthetic import synthetic_evals
 from isocompute.atomic import OUTPUT_MARK
 from isocompute.cli import main
 
@@ -246,7 +246,7 @@ def test_params_missing_a_key_is_one_line_naming_it(tmp_path, csv, capsys):
 def test_an_evaluation_the_grader_left_undecided_is_refused_naming_run_and_step(tmp_path, evals, capsys):
     """grading.max_timeout_share: an evaluation with a larger share of timed-out samples (scored
     as wrong, not decided) stops the analysis with one line naming the run, step and share."""
-    from isocompute.analysis.tables import check_timeout_shares
+    from isocompute.analysis.inputs.check import check_timeout_shares
 
     table = evals.assign(problems=100, samples=4, timeouts=0)
     table["run"] = "bp" + table["B_p"].astype(str) + "_n" + table["n"].astype(str)

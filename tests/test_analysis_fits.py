@@ -5,8 +5,8 @@ import pandas as pd
 import pytest
 from scipy.optimize import minimize_scalar
 
-from isocompute.analysis.curves import fit_curves
-from isocompute.analysis.fits import FitGrid, fit_replicates, fit_sigmoid, predict, sigmoid_reward
+from isocompute.analysis.fits.methods import get_method
+from isocompute.analysis.fits.sigmoid import FitGrid, fit_replicates, fit_sigmoid, predict, sigmoid_reward
 
 
 def test_sigmoid_reward_values():
@@ -64,20 +64,20 @@ def test_degenerate_curves_get_a_status():
     no_base = _run([0.3, 0.4, 0.5, 0.6, 0.7]).iloc[1:]
     for frame, status in ((flat, "flat"), (down, "flat"), (few, "too_few_points"),
                           (only_base, "no_positive_compute"), (no_base, "no_base_eval")):
-        fits = fit_curves(frame, method="paper")
+        fits = get_method("paper").fit_curves(frame, "avg@4")
         assert fits["status"].tolist() == [status], status
-    fits = fit_curves(flat, method="paper")
+    fits = get_method("paper").fit_curves(flat, "avg@4")
     assert fits["A"].iloc[0] == pytest.approx(0.4) and np.isnan(fits["B"].iloc[0])
     # a flat curve still predicts R0; unusable fits predict NaN
     assert np.allclose(predict(fits, [1, 10]), 0.4)
-    assert np.isnan(predict(fit_curves(few, method="paper"), [1, 10])).all()
+    assert np.isnan(predict(get_method("paper").fit_curves(few, "avg@4"), [1, 10])).all()
 
 
 def test_fit_curves_one_row_per_run_on_record_points():
     c = np.arange(0, 101) * 1000.0
     y = sigmoid_reward(c, 0.2, 0.8, 2.0, 2e4)
     frame = pd.concat([_run(y, c, B_p=10, n=100), _run(y, c, B_p=20, n=50)], ignore_index=True)
-    fits = fit_curves(frame, method="paper")
+    fits = get_method("paper").fit_curves(frame, "avg@4")
     assert fits[["B_p", "n"]].values.tolist() == [[10, 100], [20, 50]]
     assert (fits["status"] == "ok").all()
     assert fits["R0"].tolist() == [0.2, 0.2]
@@ -91,8 +91,8 @@ def test_fit_curves_one_row_per_run_on_record_points():
 def test_min_compute_excludes_points_from_the_fit():
     c = np.arange(0, 51) * 1000.0
     frame = _run(sigmoid_reward(c, 0.2, 0.8, 2.0, 2e4), c)
-    all_points = fit_curves(frame, method="paper")["n_points"].iloc[0]
-    late = fit_curves(frame, min_compute=2e4, method="paper")["n_points"].iloc[0]
+    all_points = get_method("paper").fit_curves(frame, "avg@4")["n_points"].iloc[0]
+    late = get_method("paper").fit_curves(frame, "avg@4", min_compute=2e4)["n_points"].iloc[0]
     assert 0 < late < all_points
 
 

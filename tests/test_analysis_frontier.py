@@ -4,12 +4,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from isocompute.analysis.curves import fit_curves
-from isocompute.analysis.fits import sigmoid_reward
-from isocompute.analysis.frontier import (compute_grid, frontier, frontier_fixed_batch, frontier_fixed_bp,
-                                          frontier_joint)
-from isocompute.analysis.nstar import law_points, n_star_laws
-from isocompute.analysis.synthetic import synthetic_evals
+from isocompute.analysis.fits.methods import get_method
+from isocompute.analysis.fits.sigmoid import sigmoid_reward
+from isocompute.analysis.fits.synthetic import synthetic_evals
+from isocompute.analysis.frontier.envelope import (compute_grid, frontier, frontier_fixed_batch, frontier_fixed_bp,
+                                                   frontier_joint)
+from isocompute.analysis.frontier.nstar import law_points, n_star_laws
 
 
 def _fits(rows):
@@ -116,7 +116,7 @@ def test_grid_cells_adds_listed_cells_beyond_b_max():
 @pytest.fixture(scope="module")
 def synthetic_q1():
     evals = synthetic_evals(B_ps=(32, 64), ns=(8, 16, 32, 64, 128, 256), points=120)
-    fits = fit_curves(evals)
+    fits = get_method("noise").fit_curves(evals, "avg@4")
     return evals, fits, frontier_fixed_bp(fits)
 
 

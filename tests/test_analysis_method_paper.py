@@ -4,9 +4,9 @@ frozen from the analysis before the noise-aware method existed (commit 894a4e6).
 import numpy as np
 import pytest
 
+from isocompute.analysis.fits.settings import AnalysisSettings
+from isocompute.analysis.fits.synthetic import synthetic_evals
 from isocompute.analysis.pipeline import run_analysis
-from isocompute.analysis.settings import AnalysisSettings
-from isocompute.analysis.synthetic import synthetic_evals
 
 # run_analysis(synthetic_evals(B_ps=(32, 64), ns=(8, 16, 32, 64), points=40, noise=0.02, seed=3),
 #              n_boot=20, grid_points=40, seed=1) at 894a4e6, rounded as in `_snapshot`.

@@ -7,13 +7,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from isocompute.analysis.curves import fit_curves
-from isocompute.analysis.fits import sigmoid_reward
-from isocompute.analysis.fits_noise import add_standard_errors, fit_weighted, pooled_base, samples_per_problem
-from isocompute.analysis.frontier import frontier
-from isocompute.analysis.records import record_points, significant_record_mask
-from isocompute.analysis.studies import metric_optima, sensitivity
-from isocompute.analysis.synthetic import crossover_params, synthetic_study
+from isocompute.analysis.fits.methods import get_method
+from isocompute.analysis.fits.noise import add_standard_errors, fit_weighted, pooled_base, samples_per_problem
+from isocompute.analysis.fits.records import record_points, significant_record_mask
+from isocompute.analysis.fits.sigmoid import sigmoid_reward
+from isocompute.analysis.fits.synthetic import crossover_params, synthetic_study
+from isocompute.analysis.frontier.envelope import frontier
+from isocompute.analysis.frontier.studies import metric_optima, sensitivity
 from isocompute.schedule import compute_schedule_steps
 from isocompute.train.recipe import evaluation_steps
 
@@ -50,7 +50,7 @@ def test_pooled_base_weights_step_zero_evaluations():
 
 def test_weighted_fit_recovers_a_known_curve_under_binomial_noise():
     evals, _ = add_standard_errors(_study(1, ns=(32,), problems=300), "avg@4")
-    fits = fit_curves(evals, R0=0.45)
+    fits = get_method("noise").fit_curves(evals, "avg@4", R0=0.45)
     p = crossover_params(32, 32)
     row = fits.iloc[0]
     assert row["status"] == "ok" and row["R0"] == 0.45
@@ -81,7 +81,7 @@ def test_frontier_bias_at_the_budget_is_small_for_noise_and_large_for_paper():
         for seed in range(12):
             evals = _study(seed, noise=0.03)
             for method, extrapolate in (("noise", False), ("paper", True)):
-                f = frontier(fit_curves(evals, method=method), [C_MAX], extrapolate=extrapolate)
+                f = frontier(get_method(method).fit_curves(evals, "avg@4"), [C_MAX], extrapolate=extrapolate)
                 bias[method].append(f["reward"].iloc[0] - truth)
     assert abs(np.mean(bias["noise"])) < 0.01
     assert np.mean(bias["paper"]) > 0.03
@@ -109,7 +109,7 @@ def test_frontier_uses_each_curve_only_where_its_run_has_data():
 def test_noise_method_warns_and_estimates_the_error_without_problems():
     evals = _study(2, ns=(8, 32), noise=0.03)
     with pytest.warns(UserWarning, match="same standard error"):
-        fits = fit_curves(evals)
+        fits = get_method("noise").fit_curves(evals, "avg@4")
     assert fits["se"].iloc[0] == pytest.approx(0.03, rel=0.15)
 
 
@@ -145,7 +145,7 @@ def test_compute_schedule_steps_match_compute_across_batch_sizes():
 def test_a_sidecar_gives_a_verl_log_its_evaluation_counts(tmp_path):
     import json
 
-    from isocompute.analysis.io import read_evals
+    from isocompute.analysis.inputs.read import read_evals
 
     log = tmp_path / "run.jsonl"
     lines = [{"step": s, "data": {"val-core/math/acc/mean@4": 0.3 + 0.01 * s}} for s in range(0, 10, 2)]

@@ -3,21 +3,11 @@
 import numpy as np
 import pytest
 
-from isocompute.analysis.bootstrap import bootstrap_fits, bootstrap_law_intervals, bootstrap_laws
-from isocompute.analysis.curves import fit_curves
-from isocompute.analysis.frontier import frontier_fixed_bp
-from isocompute.analysis.nstar import fit_n_star_law, fit_n_star_laws, n_star_laws, n_star_sigmoid, running_average
-from isocompute.analysis.synthetic import synthetic_evals
-
-
-def test_running_average_hand_cases():
-    assert running_average([1, 2, 3, 4, 5], 3).tolist() == [1.5, 2, 3, 4, 4.5]
-    assert running_average([1, 2, 3, 4, 5], 1).tolist() == [1, 2, 3, 4, 5]
-    out = running_average([1, np.nan, 3, 4], 3)
-    assert out.tolist() == [1, 2, 3.5, 3.5]
-    assert running_average([[0, 3, 6], [1, 1, 1]], 3).tolist() == [[1.5, 3, 4.5], [1, 1, 1]]
-    with pytest.raises(ValueError):
-        running_average([1, 2], 0)
+from isocompute.analysis.fits.methods import get_method
+from isocompute.analysis.fits.synthetic import synthetic_evals
+from isocompute.analysis.frontier.bootstrap import bootstrap_fits, bootstrap_law_intervals, bootstrap_laws
+from isocompute.analysis.frontier.envelope import frontier_fixed_bp
+from isocompute.analysis.frontier.nstar import fit_n_star_law, fit_n_star_laws, n_star_laws, n_star_sigmoid
 
 
 def test_n_star_sigmoid_values():
@@ -62,7 +52,7 @@ def test_vectorised_law_fit_agrees_with_single_fits():
 @pytest.fixture(scope="module")
 def noisy():
     evals = synthetic_evals(B_ps=(32,), ns=(8, 16, 32, 64, 128), points=100, noise=0.01, seed=3)
-    fits = fit_curves(evals)
+    fits = get_method("noise").fit_curves(evals, "avg@4")
     laws = n_star_laws(frontier_fixed_bp(fits))
     return evals, fits, laws
 
@@ -101,7 +91,7 @@ def test_bootstrap_laws_keep_the_draws_behind_the_intervals(noisy):
 def test_law_fit_of_an_empty_frontier_is_a_status_not_an_error():
     import numpy as np
 
-    from isocompute.analysis.nstar import fit_n_star_law
+    from isocompute.analysis.frontier.nstar import fit_n_star_law
 
     law = fit_n_star_law(np.array([]), np.array([]))
     assert law.status == "too_few_points"

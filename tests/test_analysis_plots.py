@@ -59,11 +59,11 @@ def test_noise_method_figures_with_seed_bands_also_from_tables_on_disk(tmp_path)
     import json
     import warnings
 
-    from isocompute.analysis.collect import load_analysis
+    from isocompute.analysis.fits.settings import AnalysisSettings
+    from isocompute.analysis.fits.synthetic import synthetic_study
+    from isocompute.analysis.outputs.folder import load_analysis
     from isocompute.analysis.pipeline import run_analysis, write_analysis
     from isocompute.analysis.plots import plot_all
-    from isocompute.analysis.settings import AnalysisSettings
-    from isocompute.analysis.synthetic import synthetic_study
     from isocompute.train.recipe import evaluation_steps
 
     evals = synthetic_study((32,), (8, 32), c_max=2.0 ** 17, eval_steps=lambda B, M: evaluation_steps(M, 10),
@@ -84,7 +84,7 @@ def test_noise_method_figures_with_seed_bands_also_from_tables_on_disk(tmp_path)
 def test_fig7_draws_the_law_only_where_it_is_established():
     import numpy as np
 
-    from isocompute.analysis.claims import NO_EFFECT, RISES
+    from isocompute.analysis.frontier.claims import NO_EFFECT, RISES
     from isocompute.analysis.plots.laws import _draw_law
 
     compute = np.geomspace(1e3, 1e6, 20)
@@ -105,7 +105,7 @@ def test_isocompute_figures_draws_every_analysis_figure_of_the_index(tmp_path):
     import numpy as np
     from conftest import REPO
 
-    from isocompute.analysis.synthetic import synthetic_evals
+    from isocompute.analysis.fits.synthetic import synthetic_evals
     from isocompute.cli import main
 
     listed = set(re.findall(r"analysis/[^/`]+/figures/([a-z0-9_]+)`", (REPO / "docs" / "figures.md").read_text()))
@@ -144,7 +144,7 @@ def test_one_n_palette_with_distinct_neighbours():
 def test_fig7_labels_its_law_and_bands_and_gives_c0_on_the_log2_axis():
     import numpy as np
 
-    from isocompute.analysis.claims import RISES
+    from isocompute.analysis.frontier.claims import RISES
     from isocompute.analysis.plots.laws import _draw_law
 
     compute = np.geomspace(1e3, 1e6, 20)
@@ -191,7 +191,7 @@ def test_fig11_gives_compute_as_a_power_of_two_and_the_number_of_problems(tmp_pa
 
 
 def test_fixed_batch_frontiers_list_every_n_and_label_every_compute_axis(tmp_path, monkeypatch):
-    from isocompute.analysis.frontier import frontier_fixed_batch
+    from isocompute.analysis.frontier.envelope import frontier_fixed_batch
     from isocompute.analysis.plots import plot_frontiers_fixed_batch
 
     # four batch sizes (two panels in the first row, one panel alone under them), n = 2 to 16

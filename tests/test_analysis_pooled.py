@@ -1,4 +1,4 @@
-"""Pooling the runs of one B_p by a trend in log2 n (analysis/fits_pooled.py)."""
+"""Pooling the runs of one B_p by a trend in log2 n (analysis/fits/pooled.py)."""
 
 from __future__ import annotations
 
@@ -7,15 +7,15 @@ import warnings
 import numpy as np
 import pytest
 
-from isocompute.analysis.bootstrap import bootstrap_fits
-from isocompute.analysis.curves import fit_curves
-from isocompute.analysis.fits import sigmoid_reward
-from isocompute.analysis.fits_noise import add_standard_errors, noise_fit_grid
-from isocompute.analysis.fits_pooled import f_test
-from isocompute.analysis.frontier import frontier
+from isocompute.analysis.fits.methods import get_method
+from isocompute.analysis.fits.noise import add_standard_errors, noise_fit_grid
+from isocompute.analysis.fits.pooled import f_test
+from isocompute.analysis.fits.settings import AnalysisSettings
+from isocompute.analysis.fits.sigmoid import sigmoid_reward
+from isocompute.analysis.fits.synthetic import crossover_params, synthetic_study
+from isocompute.analysis.frontier.bootstrap import bootstrap_fits
+from isocompute.analysis.frontier.envelope import frontier
 from isocompute.analysis.pipeline import run_analysis
-from isocompute.analysis.settings import AnalysisSettings
-from isocompute.analysis.synthetic import crossover_params, synthetic_study
 from isocompute.schedule import compute_schedule_steps
 
 NS = (8, 16, 32, 64, 128)
@@ -29,7 +29,7 @@ def _study(params=crossover_params, seed=0, problems=300, B_ps=(32,)):
 
 
 def test_trend_recovers_smooth_truth_and_is_kept():
-    fits = fit_curves(_study(), grid=noise_fit_grid("trend"))
+    fits = get_method("noise").fit_curves(_study(), "avg@4", grid=noise_fit_grid("trend"))
     assert fits["pooled"].all() and (fits["pool_p"] > 0.01).all()
     assert fits["B"].nunique() == 1                                   # one exponent per B_p
     for row in fits.itertuples():
@@ -43,8 +43,8 @@ def test_trend_rejected_when_one_run_breaks_it():
         p = crossover_params(B_p, n)
         return {**p, "A": 0.85, "C_mid": p["C_mid"] / 8} if n == 32 else p
 
-    pooled = fit_curves(_study(broken), grid=noise_fit_grid("trend"))
-    alone = fit_curves(_study(broken), grid=noise_fit_grid("none"))
+    pooled = get_method("noise").fit_curves(_study(broken), "avg@4", grid=noise_fit_grid("trend"))
+    alone = get_method("noise").fit_curves(_study(broken), "avg@4", grid=noise_fit_grid("none"))
     assert not pooled["pooled"].any() and (pooled["pool_p"] < 0.01).all()
     assert np.allclose(pooled[["A", "B", "C_mid"]], alone[["A", "B", "C_mid"]])
     assert "pooled" not in alone.columns
@@ -52,12 +52,13 @@ def test_trend_rejected_when_one_run_breaks_it():
 
 def test_too_few_runs_are_not_pooled():
     evals = _study()
-    fits = fit_curves(evals[evals["n"].isin((8, 16, 32))], grid=noise_fit_grid("trend", degree=2))
+    fits = get_method("noise").fit_curves(evals[evals["n"].isin((8, 16, 32))], "avg@4",
+                                          grid=noise_fit_grid("trend", degree=2))
     assert not fits["pooled"].any()           # 3 runs < degree + 2
 
 
 def test_groups_are_the_B_p():
-    fits = fit_curves(_study(B_ps=(16, 32)), grid=noise_fit_grid("trend"))
+    fits = get_method("noise").fit_curves(_study(B_ps=(16, 32)), "avg@4", grid=noise_fit_grid("trend"))
     assert fits.groupby("B_p")["B"].nunique().eq(1).all()
     assert fits["pooled"].all()
 
@@ -73,7 +74,8 @@ def test_pooling_names_n_star_better_than_runs_alone_under_noise():
         for seed in range(6):
             evals = _study(seed=seed, problems=60)
             for pool in right:
-                f = frontier(fit_curves(evals, grid=noise_fit_grid(pool)), probes, extrapolate=False)
+                fits = get_method("noise").fit_curves(evals, "avg@4", grid=noise_fit_grid(pool))
+                f = frontier(fits, probes, extrapolate=False)
                 right[pool].append(np.mean(f["n_star"].to_numpy() == true_n))
     assert np.mean(right["trend"]) > np.mean(right["none"])
 
@@ -106,10 +108,10 @@ def test_f_test():
 
 def test_replicate_tests_count_draws_as_observations():
     # A replicate's sums of squares run over its draws (weights = counts / se^2), so must its n.
-    from isocompute.analysis.fits_pooled import fit_trend
+    from isocompute.analysis.fits.pooled import fit_trend
 
     evals = _study(problems=60)
-    fits = fit_curves(evals, grid=noise_fit_grid("none"))
+    fits = get_method("noise").fit_curves(evals, "avg@4", grid=noise_fit_grid("none"))
     points = []
     for n, cell in evals[evals["compute"] > 0].groupby("n"):
         w = 1 / cell["avg@4_se"].to_numpy() ** 2
@@ -124,21 +126,21 @@ def test_replicate_tests_count_draws_as_observations():
 
 def test_untestable_trend_is_not_kept(monkeypatch):
     # no degrees of freedom left for the F-test: p is NaN, and an untested trend (or common curve) is not kept
-    import isocompute.analysis.fits_pooled as fp
+    import isocompute.analysis.fits.pooled as fp
 
     assert np.isnan(f_test(10.0, 9.0, 15, 7, 15))
     monkeypatch.setattr(fp, "f_test", lambda *a: np.nan)
-    fits = fit_curves(_study(), grid=noise_fit_grid("trend"))
+    fits = get_method("noise").fit_curves(_study(), "avg@4", grid=noise_fit_grid("trend"))
     assert fits["pool_p"].isna().all() and (fits["model"] == "runs").all() and not fits["pooled"].any()
 
 
 def test_identical_curves_share_one_curve():
     same = lambda B_p, n: crossover_params(B_p, 32)  # noqa: E731
-    fits = fit_curves(_study(same, problems=60), grid=noise_fit_grid("trend"))
+    fits = get_method("noise").fit_curves(_study(same, problems=60), "avg@4", grid=noise_fit_grid("trend"))
     assert (fits["model"] == "common").all() and (fits["n_effect_p"] >= 0.05).all()
     assert fits[["A", "B", "C_mid"]].nunique().eq(1).all()
     # a real effect of n is kept
-    fits = fit_curves(_study(problems=60), grid=noise_fit_grid("trend"))
+    fits = get_method("noise").fit_curves(_study(problems=60), "avg@4", grid=noise_fit_grid("trend"))
     assert (fits["model"] == "trend").all() and (fits["n_effect_p"] < 0.05).all()
 
 
@@ -147,7 +149,7 @@ def test_a_step_in_n_is_fused_into_two_blocks():
         return ({"R0": 0.45, "A": 0.62, "B": 1.5, "C_mid": 5e4} if n <= 16
                 else {"R0": 0.45, "A": 0.72, "B": 1.5, "C_mid": 4e5})
 
-    fits = fit_curves(_study(step), grid=noise_fit_grid("trend")).sort_values("n")
+    fits = get_method("noise").fit_curves(_study(step), "avg@4", grid=noise_fit_grid("trend")).sort_values("n")
     assert (fits["model"] == "blocks").all() and fits["pooled"].all()
     assert fits["A"].round(9).tolist()[:2] == [fits["A"].round(9).iloc[0]] * 2
     assert fits["A"].round(9).nunique() == 2          # one curve per side of the step

@@ -4,8 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from isocompute.analysis.records import (ema, metric_bins, record_mask, record_points, record_points_by_run,
-                                         running_frontier)
+from isocompute.analysis.fits.records import (ema, metric_bins, record_mask, record_points, record_points_by_run,
+                                              running_average, running_frontier)
 
 
 def test_bins_are_robust_to_float_edges():
@@ -86,3 +86,13 @@ def test_running_frontier():
     assert running_frontier([0, 2, 1, 3], [0.1, 0.3, 0.5, 0.2]).tolist() == [0.1, 0.5, 0.5, 0.5]
     # points sharing a compute share the best of them
     assert running_frontier([1, 1], [0.2, 0.4]).tolist() == [0.4, 0.4]
+
+
+def test_running_average_hand_cases():
+    assert running_average([1, 2, 3, 4, 5], 3).tolist() == [1.5, 2, 3, 4, 4.5]
+    assert running_average([1, 2, 3, 4, 5], 1).tolist() == [1, 2, 3, 4, 5]
+    out = running_average([1, np.nan, 3, 4], 3)
+    assert out.tolist() == [1, 2, 3.5, 3.5]
+    assert running_average([[0, 3, 6], [1, 1, 1]], 3).tolist() == [[1.5, 3, 4.5], [1, 1, 1]]
+    with pytest.raises(ValueError):
+        running_average([1, 2], 0)

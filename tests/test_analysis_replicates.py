@@ -6,12 +6,12 @@ import warnings
 import numpy as np
 import pytest
 
-from isocompute.analysis.bootstrap import bootstrap_fits, resampling_unit
-from isocompute.analysis.fits import sigmoid_reward
+from isocompute.analysis.fits.settings import AnalysisSettings
+from isocompute.analysis.fits.sigmoid import sigmoid_reward
+from isocompute.analysis.fits.synthetic import crossover_params, synthetic_study
+from isocompute.analysis.frontier.bootstrap import bootstrap_fits, resampling_unit
+from isocompute.analysis.inputs.check import check_evals
 from isocompute.analysis.pipeline import run_analysis
-from isocompute.analysis.settings import AnalysisSettings
-from isocompute.analysis.synthetic import crossover_params, synthetic_study
-from isocompute.analysis.tables import check_evals
 from isocompute.errors import InputError
 from isocompute.train.recipe import evaluation_steps
 
@@ -87,7 +87,7 @@ def test_a_run_without_tokens_leaves_the_rest_of_the_analysis_intact():
 
 @pytest.mark.parametrize("method", ["noise", "paper"])
 def test_every_bootstrapped_study_gets_bands(method):
-    from isocompute.analysis.synthetic import synthetic_evals
+    from isocompute.analysis.fits.synthetic import synthetic_evals
 
     evals = synthetic_evals(B_ps=(32, 64), ns=(8, 16, 32), points=30, noise=0.02, seed=3)
     with warnings.catch_warnings():

@@ -18,11 +18,13 @@ import pandas as pd
 import pytest
 
 from conftest import REPO
-from isocompute.analysis import fits, fits_pooled, methods, progress, records
-from isocompute.analysis.fits import sigmoid_reward
-from isocompute.analysis.fits_noise import fit_weighted
+from isocompute.analysis.fits import methods, progress, records
+from isocompute.analysis.fits import pooled as fits_pooled
+from isocompute.analysis.fits import sigmoid as fits
+from isocompute.analysis.fits.noise import fit_weighted
+from isocompute.analysis.fits.settings import AnalysisSettings
+from isocompute.analysis.fits.sigmoid import sigmoid_reward
 from isocompute.analysis.pipeline import run_analysis
-from isocompute.analysis.settings import AnalysisSettings
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from bench_analyze_scale import study  # noqa: E402

@@ -5,9 +5,9 @@ from dataclasses import fields
 
 import pytest
 
-from isocompute.analysis.fits_pooled import POOLS
-from isocompute.analysis.methods import METHODS
-from isocompute.analysis.settings import SCHEMA_KEYS, AnalysisSettings
+from isocompute.analysis.fits.methods import METHODS
+from isocompute.analysis.fits.pooled import POOLS
+from isocompute.analysis.fits.settings import SCHEMA_KEYS, AnalysisSettings
 from isocompute.cli import main
 from isocompute.cli.analysis import SETTING_OPTIONS
 from isocompute.config import load_schema, schema_defaults

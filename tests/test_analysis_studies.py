@@ -4,10 +4,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from isocompute.analysis.studies import (common_compute, extrapolation_check, interference_histograms,
-                                         metric_fits, metric_frontiers, metric_optima, sensitivity,
-                                         value_at_compute)
-from isocompute.analysis.synthetic import synthetic_evals, synthetic_params
+from isocompute.analysis.fits.synthetic import synthetic_evals, synthetic_params
+from isocompute.analysis.frontier.studies import (common_compute, extrapolation_check, interference_histograms,
+                                                  metric_fits, metric_frontiers, metric_optima, sensitivity,
+                                                  value_at_compute)
 
 
 def _evals():
@@ -116,7 +116,7 @@ def test_extrapolation_check_on_noise_free_curves():
 
 
 def test_mechanism_table_counts_zero_variance_groups_per_n_and_compute_bin():
-    from isocompute.analysis.studies import interference_rates, mechanism_table
+    from isocompute.analysis.frontier.studies import interference_rates, mechanism_table
 
     # B_p 2: n = 2 runs 4 steps (compute 4, 8, 12, 16), n = 4 runs 2 steps (compute 8, 16);
     # pass rates are multiples of 1/n, 0 and 1 are the groups without signal.

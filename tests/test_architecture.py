@@ -1,12 +1,14 @@
 """The checks that keep the house in order, run by `make test`: imports go one
-way and round no loop (import-linter contracts in pyproject.toml; an import
-inside a function closes no cycle either), the workflow passes `snakemake --lint`
+way and round no loop (import-linter contracts in pyproject.toml, among them
+the rooms of analysis/ by stage; an import inside a function closes no cycle
+either), the workflow passes `snakemake --lint`
 and `snakefmt --check`, and no module or rule file outgrows one reader."""
 
 from __future__ import annotations
 
 import ast
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -29,6 +31,60 @@ def test_imports_go_one_way():
     proc = run(str(BIN / "lint-imports"), "--no-cache")
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     assert "0 broken" in proc.stdout
+
+
+def _analysis_rooms_contract() -> dict:
+    import tomllib
+
+    contracts = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    found = [c for c in contracts if c.get("containers") == ["isocompute.analysis"]]
+    assert len(found) == 1, "pyproject.toml: one layers contract with containers = ['isocompute.analysis']"
+    return found[0]
+
+
+def test_every_analysis_module_has_a_room():
+    # The rooms of analysis/ by stage (inputs < fits < frontier < adaptive | outputs | plots < pipeline)
+    # are pinned by a layers contract that test_imports_go_one_way runs: an upward import inside
+    # analysis/ (at module level or inside a function) breaks it. Exhaustive, so no module escapes it.
+    contract = _analysis_rooms_contract()
+    assert contract["type"] == "layers" and contract.get("exhaustive") is True
+    rooms = [name.strip() for layer in contract["layers"] for name in layer.replace(":", "|").split("|")]
+    children = {p.stem if p.suffix == ".py" else p.name for p in (SRC / "isocompute" / "analysis").iterdir()
+                if (p.suffix == ".py" and p.name != "__init__.py") or (p / "__init__.py").is_file()}
+    assert sorted(rooms) == sorted(children)
+    assert rooms[0] == "pipeline" and rooms[-1] == "inputs"
+
+
+def _package_table() -> set[str]:
+    """The paths the package table of docs/architecture.md names (`x/`, `x.py`)."""
+    text = (REPO / "docs" / "architecture.md").read_text()
+    table = text[text.index("| layer | packages"):].split("\n\n")[0]
+    return set(re.findall(r"`([\w/]+/|\w+\.py)`", table))
+
+
+def test_architecture_page_names_every_package():
+    # The page lists packages (and the package's top-level modules), not every module: a
+    # package is named by its path or its last parts (`verl/cpu/` under `train/backends/`).
+    root = SRC / "isocompute"
+    packages = sorted(str(p.parent.relative_to(root)) for p in root.rglob("__init__.py") if p.parent != root)
+    top = sorted(p.name for p in root.glob("*.py") if p.name not in ("__init__.py", "__main__.py"))
+    named = _package_table()
+    matches = lambda pkg, name: f"/{pkg}/".endswith(f"/{name}")  # noqa: E731
+    assert [p for p in packages if not any(matches(p, n) for n in named if n.endswith("/"))] == []
+    assert [m for m in top if m not in named] == []
+    unknown = [n for n in named if (n.endswith("/") and not any(matches(p, n) for p in packages))
+               or (n.endswith(".py") and not any(root.rglob(n)))]
+    assert unknown == [], "named in docs/architecture.md but not in src/isocompute/"
+
+
+def test_architecture_page_draws_every_rule():
+    # The DAG of docs/architecture.md names every rule of the workflow (`all` is the target).
+    text = (REPO / "docs" / "architecture.md").read_text()
+    dag = text[text.index("## The DAG"):text.index("## The package")]
+    rules = [m.group(1) for path in WORKFLOW_FILES
+             for m in re.finditer(r"^\s*(?:rule|checkpoint) (\w+):", path.read_text(), flags=re.M)]
+    assert "merge_checkpoint" in rules and "adaptive_rung" in rules     # indented and checkpoint rules are found
+    assert [r for r in rules if r != "all" and not re.search(rf"\b{r}\b", dag)] == []
 
 
 def _module_name(path: Path) -> str:

@@ -11,9 +11,9 @@ import logging
 import pandas as pd
 import pytest
 
-from isocompute.analysis.collect import read_run_tables
-from isocompute.analysis.synthetic import synthetic_evals
-from isocompute.analysis.tables import check_evals
+from isocompute.analysis.fits.synthetic import synthetic_evals
+from isocompute.analysis.inputs.check import check_evals
+from isocompute.analysis.inputs.collect import read_run_tables
 from isocompute.cli import main
 from isocompute.errors import InputError
 from isocompute.grading import GradeCache, Verdict, sandbox, spot_check_cache

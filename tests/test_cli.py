@@ -102,7 +102,7 @@ def test_logging_keeps_isocompute_info_and_only_others_warnings():
 def test_analyze_log_carries_no_matplotlib_info(tmp_path):
     """`analyze` with figures: matplotlib logs INFO lines (categorical units, the font cache on
     a fresh MPLCONFIGDIR) that used to fill every analyze and figures log."""
-    from isocompute.analysis.synthetic import synthetic_evals
+    from isocompute.analysis.fits.synthetic import synthetic_evals
 
     synthetic_evals(B_ps=(32,), ns=(8, 16), points=20, noise=0.005, seed=1).to_csv(tmp_path / "evals.csv",
                                                                                    index=False)

@@ -128,6 +128,18 @@ def test_a_missing_model_names_the_hf_download_that_fetches_it(study, tmp_path):
     assert "tokenizer" in line and "(hf download " in line and "huggingface-cli" not in line, line
 
 
+@pytest.mark.parametrize("garble", ['{"metadata": {"total_size": 15', "[1, 2]", '{"metadata": {"total_size": "x"}}'])
+def test_a_garbled_weight_index_fails_the_model_check_by_name(study, tmp_path, garble):
+    index = tmp_path / "model" / "model.safetensors.index.json"
+    index.write_text(garble)
+    text, status = dr.doctor(study, FakeNode())
+    assert status == 1
+    items = lines_of(text)
+    assert items["base model"].startswith("FAIL ") and str(index) in items["base model"], text
+    assert "not a safetensors weight index" in items["base model"] and "hf download" in items["base model"]
+    assert items["disk"].startswith("FAIL ") and "make the base model check pass" in items["disk"]
+
+
 def test_a_wrong_partition_in_the_profile_is_named(study, tmp_path, monkeypatch):
     (tmp_path / "slurm").mkdir()
     (tmp_path / "slurm" / "config.yaml").write_text(

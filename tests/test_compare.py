@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from conftest import make_study_dir, run_snakemake, write_config
-from isocompute.analysis.compare import check_comparisons, comparison_sources
+from isocompute.analysis.fits.settings import AnalysisSettings
+from isocompute.analysis.fits.synthetic import synthetic_evals
+from isocompute.analysis.outputs.compare import check_comparisons, comparison_sources
 from isocompute.analysis.pipeline import run_analysis, write_analysis
-from isocompute.analysis.settings import AnalysisSettings
-from isocompute.analysis.synthetic import synthetic_evals
 from isocompute.cli import main
 from isocompute.config import check_config
 from isocompute.errors import ConfigError

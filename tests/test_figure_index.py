@@ -13,7 +13,7 @@ from conftest import REPO, run_snakemake
 from docutils.core import publish_parts
 from jinja2 import Environment
 
-from isocompute.analysis.figure_index import ANALYSIS_FIGURES, figure_labels, markdown_html
+from isocompute.analysis.outputs.figure_index import ANALYSIS_FIGURES, figure_labels, markdown_html
 
 DOC = REPO / "docs" / "figures.md"
 

@@ -1,4 +1,4 @@
-"""The report's headline (isocompute.analysis.headline, rule `headline`): what it says follows
+"""The report's headline (isocompute.analysis.outputs.headline, rule `headline`): what it says follows
 the claims of summary.csv, from an established law to no effect of n, and the tables it
 shows are the advisor's; `isocompute headline` writes the page, its short form and the tables."""
 
@@ -12,7 +12,8 @@ from conftest import REPO
 from docutils.core import publish_parts
 from jinja2 import Environment
 
-from isocompute.analysis import claims, headline
+from isocompute.analysis.frontier import claims
+from isocompute.analysis.outputs import headline
 from isocompute.cli import main
 
 

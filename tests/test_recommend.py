@@ -10,11 +10,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from isocompute.analysis.nstar import n_star_sigmoid
+from isocompute.analysis.fits.settings import AnalysisSettings
+from isocompute.analysis.fits.synthetic import crossover_params, synthetic_study
+from isocompute.analysis.frontier.nstar import n_star_sigmoid
+from isocompute.analysis.frontier.recommend import default_budgets, recommend, snap_n
 from isocompute.analysis.pipeline import run_analysis, write_analysis
-from isocompute.analysis.settings import AnalysisSettings
-from isocompute.analysis.recommend import default_budgets, recommend, snap_n
-from isocompute.analysis.synthetic import crossover_params, synthetic_study
 from isocompute.cli import main
 from isocompute.schedule import compute_schedule_steps
 

@@ -11,7 +11,7 @@ import warnings
 import pandas as pd
 import pytest
 
-from isocompute.analysis.synthetic import synthetic_study
+from isocompute.analysis.fits.synthetic import synthetic_study
 from isocompute.cli import main
 from isocompute.config import check_config
 from isocompute.grid import Cell

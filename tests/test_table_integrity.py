@@ -14,10 +14,10 @@ import shutil
 import pandas as pd
 import pytest
 
+from isocompute.analysis.fits.settings import AnalysisSettings
+from isocompute.analysis.fits.synthetic import synthetic_evals
+from isocompute.analysis.outputs.folder import MANIFEST_FILE
 from isocompute.analysis.pipeline import run_analysis, write_analysis
-from isocompute.analysis.settings import AnalysisSettings
-from isocompute.analysis.synthetic import synthetic_evals
-from isocompute.analysis.tables_folder import MANIFEST_FILE
 from isocompute.atomic import OUTPUT_MARK
 from isocompute.cli import main
 
@@ -164,6 +164,17 @@ def test_a_garbled_csv_is_one_line_naming_it(hand_made, capsys, garble):
     (hand_made / "fits.csv").write_bytes(garble)
     line = _error(capsys, ["recommend", str(hand_made), "--budget", "1000000"])
     assert str(hand_made / "fits.csv") in line
+
+
+def test_binary_bytes_in_a_table_analyze_wrote_are_one_line(tables, capsys):
+    # With a manifest the changed file is said to be changed (its rows then, and that it is no CSV
+    # text now: no UnicodeDecodeError from counting them); without one, not a readable CSV table.
+    (tables / "fits.csv").write_bytes(bytes(range(256)) * 4 + b"\n")   # ends a row: not refused as cut short
+    line = _error(capsys, ["recommend", str(tables), "--budget", "1000000"])
+    assert f"{tables / 'fits.csv'}: changed since analyze wrote it" in line and "not CSV text now" in line
+    (tables / MANIFEST_FILE).unlink()
+    line = _error(capsys, ["recommend", str(tables), "--budget", "1000000"])
+    assert f"{tables / 'fits.csv'}: not a readable CSV table" in line
 
 
 @pytest.mark.parametrize("garble", ['{"ci": 0.95', '["a"]', '{"ci": "most"}', '{"fit_grid": {"x": 1}}'])

@@ -304,7 +304,7 @@ def _synthetic_run(variant, split, B_p, n, steps, lr, kl=True):
     metrics.insert(0, {"step": 0, "data": {"val/score/mean": 0.2}})
     evals = pd.DataFrame({"step": [0, steps // 2, steps], "avg@4": [0.2, 0.3, 0.4], "best@4": [0.5, 0.6, 0.7],
                           "worst@4": [0.0, 0.1, 0.1], "compute": [0, 1, 2]})
-    from isocompute.analysis.variants import variant_curves
+    from isocompute.analysis.inputs.variants import variant_curves
 
     return variant_curves(metrics, evals, variant=variant, split=split, B_p=B_p, n=n)
 

@@ -17,55 +17,25 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from isocompute.analysis.bootstrap import bootstrap_fits, bootstrap_intervals, bootstrap_laws, resampling_unit
-from isocompute.analysis.claims import frontier_claims, law_claims, summary_table
-from isocompute.analysis.fits_noise import run_groups
-from isocompute.analysis.frontier import frontier_fixed_batch, frontier_fixed_bp, frontier_joint
-from isocompute.analysis.methods import fit_study, pooled_records
-from isocompute.analysis.nstar import law_points, n_star_laws
-from isocompute.analysis.recommend import recommendation_table
-from isocompute.analysis.records import record_points_by_run
-from isocompute.analysis.settings import AnalysisSettings
-from isocompute.analysis.studies import (extrapolation_check, interference_histograms, interference_rates,
-                                         mechanism_table, metric_fits, metric_frontiers,
-                                         metric_optima, sensitivity)
-from isocompute.analysis.tables import check_evals, check_train, se_column
-from isocompute.analysis.tables_folder import PARAMS_FILE, write_manifest
+from isocompute.analysis.fits.methods import fit_study, pooled_records
+from isocompute.analysis.fits.noise import run_groups
+from isocompute.analysis.fits.records import record_points_by_run
+from isocompute.analysis.fits.settings import AnalysisSettings
+from isocompute.analysis.frontier.bootstrap import bootstrap_fits, bootstrap_intervals, bootstrap_laws, resampling_unit
+from isocompute.analysis.frontier.claims import frontier_claims, law_claims, summary_table
+from isocompute.analysis.frontier.envelope import frontier_fixed_batch, frontier_fixed_bp, frontier_joint
+from isocompute.analysis.frontier.nstar import law_points, n_star_laws
+from isocompute.analysis.frontier.recommend import recommendation_table
+from isocompute.analysis.frontier.studies import (extrapolation_check, interference_histograms, interference_rates,
+                                                  mechanism_table, metric_fits, metric_frontiers,
+                                                  metric_optima, sensitivity)
+from isocompute.analysis.inputs.check import check_evals, check_train, se_column
+from isocompute.analysis.outputs.folder import PARAMS_FILE, TABLE_FILES, write_manifest
 from isocompute.atomic import atomic_dir
 
-__all__ = ["TABLE_FILES", "fit_study", "run_analysis", "write_analysis"]
+__all__ = ["fit_study", "run_analysis", "write_analysis"]
 
 log = logging.getLogger("isocompute")
-
-# results key -> file name; keys absent from the results are skipped.
-TABLE_FILES = {
-    "summary": "summary.csv",
-    "records": "records.csv",
-    "fits": "fits.csv",
-    "frontier": "frontier.csv",
-    "n_star_fit": "n_star_fit.csv",
-    "n_star_fit_draws": "n_star_fit_draws.csv",
-    "bootstrap_fits": "bootstrap_fits.csv",
-    "recommendations": "recommendations.csv",
-    "extrapolation": "extrapolation.csv",
-    "frontier_fixed_batch": "frontier_fixed_batch.csv",
-    "n_star_fit_fixed_batch": "n_star_fit_fixed_batch.csv",
-    "frontier_joint": "frontier_joint.csv",
-    "n_star_fit_joint": "n_star_fit_joint.csv",
-    "optima": "optima.csv",
-    "frontier_metrics": "frontier_metrics.csv",
-    "sensitivity": "sensitivity.csv",
-    "interference": "interference.csv",
-    "mechanism": "mechanism.csv",
-    "fits_tokens": "fits_tokens.csv",
-    "frontier_tokens": "frontier_tokens.csv",
-    "n_star_fit_tokens": "n_star_fit_tokens.csv",
-    "timings": "timings.csv",
-    "base": "base.csv",
-    "record_points_pooled": "record_points_pooled.csv",
-    "record_fit_pooled": "record_fit_pooled.csv",
-}
-
 
 def _with_law_points(frontier: pd.DataFrame, by, x: str, window: int) -> pd.DataFrame:
     """Add the running average of log2 n* (what the law is fitted to) per group."""
@@ -255,7 +225,7 @@ def write_analysis(results: dict, out_dir: Path | str, *, figures: bool = True,
                 t = pd.concat([results["timings"], pd.DataFrame(
                     {"phase": ["figures"], "seconds": [time.perf_counter() - start]})], ignore_index=True)
                 t.to_csv(tmp / TABLE_FILES["timings"], index=False)
-        # Last: what every reader checks the tables against (tables_folder.read_tables).
+        # Last: what every reader checks the tables against (outputs.folder.read_tables).
         written.append(write_manifest(tmp).name)
     return [out_dir / w for w in written]
 

@@ -207,7 +207,7 @@ def _setting_adder(parser):
 def analysis_settings(args):
     """The `AnalysisSettings` in force: schema defaults < --params < options; a refused option
     is an InputError naming it (the schema's check, as for the config)."""
-    from isocompute.analysis.settings import AnalysisSettings
+    from isocompute.analysis.fits.settings import AnalysisSettings
 
     cfg = config_from_params(args.params) if args.params else check_config({})
     given = {key: getattr(args, key) for key in SETTING_OPTIONS if getattr(args, key) is not None}
@@ -224,9 +224,10 @@ def analysis_settings(args):
 def cmd_analyze(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from isocompute.analysis.io import read_evals, read_train
+    from isocompute.analysis.fits.sigmoid import OK
+    from isocompute.analysis.inputs.check import check_timeout_shares
+    from isocompute.analysis.inputs.read import read_evals, read_train
     from isocompute.analysis.pipeline import run_analysis, write_analysis
-    from isocompute.analysis.tables import check_timeout_shares
 
     if (args.B_p is None) != (args.n is None):
         raise InputError("--bp and --n go together")
@@ -245,7 +246,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
                                    ignore_index=True)
     written = write_analysis(results, args.out, figures=not args.no_figures)
     fits = results["fits"]
-    log.info("analyze: %d runs (%d fitted), %d files in %s (%.1f s)", len(fits), int((fits["status"] == "ok").sum()),
+    log.info("analyze: %d runs (%d fitted), %d files in %s (%.1f s)", len(fits), int((fits["status"] == OK).sum()),
              len(written), args.out, time.perf_counter() - start)
     for line in claim_lines(results.get("summary")):
         print(line)
@@ -268,7 +269,7 @@ def claim_lines(summary) -> list[str]:
 
 
 def cmd_collect(args) -> int:
-    from isocompute.analysis.collect import collect_runs
+    from isocompute.analysis.inputs.collect import collect_runs
 
     evals, rates = collect_runs(args.runs)
     atomic.write_parquet(args.out_evals, evals)
@@ -280,7 +281,7 @@ def cmd_collect(args) -> int:
 def cmd_figures(args) -> int:
     import pandas as pd
 
-    from isocompute.analysis.collect import load_analysis
+    from isocompute.analysis.outputs.folder import load_analysis
     from isocompute.analysis.plots import plot_all
 
     evals = atomic.read_parquet(args.evals)
@@ -292,7 +293,7 @@ def cmd_figures(args) -> int:
 
 
 def cmd_collect_variants(args) -> int:
-    from isocompute.analysis.variants import collect_variant_runs
+    from isocompute.analysis.inputs.variants import collect_variant_runs
 
     curves = collect_variant_runs(args.runs)
     atomic.write_parquet(args.out, curves)
@@ -316,7 +317,7 @@ def cmd_variant_figures(args) -> int:
 
 
 def cmd_figure_index(args) -> int:
-    from isocompute.analysis.figure_index import markdown_html
+    from isocompute.analysis.outputs.figure_index import markdown_html
 
     atomic.write_text(args.out, markdown_html(Path(args.doc).read_text()))
     log.info("figure index %s -> %s", args.doc, args.out)
@@ -327,18 +328,18 @@ HEADLINE_TABLES = ("summary", "recommendations")
 
 
 def cmd_headline(args) -> int:
-    from isocompute.analysis import headline
-    from isocompute.analysis.tables_folder import read_tables
+    from isocompute.analysis.outputs import headline
+    from isocompute.analysis.outputs.folder import read_tables, table_file
 
     splits, ci = {}, 0.95
     for item in args.tables:
         split, sep, folder = item.partition("=")
         if not sep or not split:
             raise InputError(f"{item}: expected SPLIT=TABLES")
-        tables, params = read_tables(folder, {t: f"{t}.csv" for t in HEADLINE_TABLES})
+        tables, params = read_tables(folder, HEADLINE_TABLES)
         for t in HEADLINE_TABLES:
             if t not in tables:
-                raise InputError(f"{Path(folder) / f'{t}.csv'}: no such table (isocompute analyze writes it)")
+                raise InputError(f"{Path(folder) / table_file(t)}: no such table (isocompute analyze writes it)")
         splits[split] = tuple(tables[t] for t in HEADLINE_TABLES)
         if params is not None:
             try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import platform
 import sys
@@ -33,6 +34,21 @@ def _json_sections(text: str, flag: str) -> dict:
     if not isinstance(partial, dict):
         raise InputError(f"{flag}: expected a JSON object of config sections, got {type(partial).__name__}")
     return partial
+
+
+def json_text(obj) -> str:
+    """`obj` as indented JSON for stdout, a NaN or infinite number written as null: JSON has no
+    NaN, and strict parsers refuse the `NaN` Python's json writes by default."""
+    def strict(value):
+        if isinstance(value, float):
+            return value if math.isfinite(value) else None
+        if isinstance(value, dict):
+            return {k: strict(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [strict(v) for v in value]
+        return value
+
+    return json.dumps(strict(obj), indent=2, allow_nan=False)
 
 
 def config_from_params(text: str, options: str | None = None) -> JobConfig:

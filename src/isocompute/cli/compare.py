@@ -67,7 +67,7 @@ def comparison_spec(args) -> dict:
 
 
 def cmd_compare(args) -> int:
-    from isocompute.analysis.compare import check_comparisons, comparison_sources, load_comparison
+    from isocompute.analysis.outputs.compare import check_comparisons, comparison_sources, load_comparison
     from isocompute.analysis.plots.compare import plot_comparison
 
     spec = comparison_spec(args)

@@ -25,7 +25,7 @@ def cmd_score(args) -> int:
 def cmd_cross_eval(args) -> int:
     import pandas as pd
 
-    from isocompute.analysis.cross_eval import cross_eval_curves, cross_eval_table
+    from isocompute.analysis.inputs.cross_eval import cross_eval_curves, cross_eval_table
     from isocompute.analysis.plots.cross_eval import plot_cross_eval, plot_out_of_domain
 
     cfg = config_from_params(args.params)

@@ -2,17 +2,17 @@
 
 Finds a split's tables (a tables folder, a split's analysis folder, or a
 study's `analysis/` folder with `--split`), reads them and prints
-`isocompute.analysis.recommend.recommend`'s advice, as text or JSON. Not a
+`isocompute.analysis.frontier.recommend.recommend`'s advice, as text or JSON. Not a
 pipeline stage: the report's table is written by `analyze` (recommendations.csv).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import re
 from pathlib import Path
 
+from isocompute.cli.common import json_text
 from isocompute.config import schema_defaults
 from isocompute.errors import InputError
 from isocompute.layout import ANALYSIS_TABLES
@@ -45,7 +45,6 @@ non-numeric value where the advice needs one stops with one line and exit
 status 2; a folder without MANIFEST.json is read with a warning.
 """
 
-FITS = "fits.csv"
 POWER = re.compile(r"\s*([0-9.]+)\s*(?:\^|\*\*)\s*([0-9.]+)\s*")
 
 
@@ -69,7 +68,7 @@ def register(sub) -> None:
 
 def parse_budget(text: str) -> float:
     """A budget as written: a number (4194304, 4.2e6) or a power (2^22, 2**22); InputError otherwise."""
-    from isocompute.analysis.recommend import check_budget
+    from isocompute.analysis.frontier.recommend import check_budget
 
     power = POWER.fullmatch(text)
     if power:
@@ -94,10 +93,10 @@ def _max_extrapolation(text: str | None) -> float:
 
 def _recorded_splits(tables: Path) -> list[str]:
     """The splits a tables folder was analysed on: records.csv's split column, else params.json's."""
-    from isocompute.analysis.tables_folder import TablesFolder
+    from isocompute.analysis.outputs.folder import TablesFolder
 
     folder = TablesFolder(tables)
-    records = folder.table("records", "records.csv")
+    records = folder.table("records")
     if records is not None and "split" in records.columns:
         return sorted(map(str, records["split"].dropna().unique()))
     split = (folder.params() or {}).get("split")
@@ -106,21 +105,24 @@ def _recorded_splits(tables: Path) -> list[str]:
 
 def find_tables(root: Path, split: str | None) -> tuple[Path, str | None]:
     """(the tables folder, its split) for ANALYSIS_DIR and --split; InputError naming what is missing."""
+    from isocompute.analysis.outputs.folder import table_file
+
+    fits = table_file("fits")
     if not root.is_dir():
         raise InputError(f"{root}: no such analysis directory")
-    if (root / FITS).is_file():
+    if (root / fits).is_file():
         recorded = _recorded_splits(root)
         if split is not None and recorded and split not in recorded:
             raise InputError(f"split {split!r} was not studied in {root} (its tables hold: {', '.join(recorded)})")
         return root, split if split is not None else (recorded[0] if len(recorded) == 1 else None)
-    if (root / ANALYSIS_TABLES / FITS).is_file():
+    if (root / ANALYSIS_TABLES / fits).is_file():
         studied = {root.name: root / ANALYSIS_TABLES}
     else:
         studied = {d.name: d / ANALYSIS_TABLES for d in sorted(root.iterdir())
-                   if (d / ANALYSIS_TABLES / FITS).is_file()}
+                   if (d / ANALYSIS_TABLES / fits).is_file()}
     if not studied:
-        raise InputError(f"{root}: no fits here (no {FITS}, {ANALYSIS_TABLES}/{FITS} or <split>/{ANALYSIS_TABLES}/"
-                         f"{FITS}); is it an analysis written by `isocompute analyze`?")
+        raise InputError(f"{root}: no fits here (no {fits}, {ANALYSIS_TABLES}/{fits} or <split>/{ANALYSIS_TABLES}/"
+                         f"{fits}); is it an analysis written by `isocompute analyze`?")
     if split is None:
         if len(studied) > 1:
             raise InputError(f"{root}: several splits were studied ({', '.join(studied)}); choose one with --split")
@@ -131,15 +133,14 @@ def find_tables(root: Path, split: str | None) -> tuple[Path, str | None]:
 
 
 def cmd_recommend(args: argparse.Namespace) -> int:
-    from isocompute.analysis.collect import read_analysis_tables
-    from isocompute.analysis.recommend import recommend
-    from isocompute.analysis.settings import AnalysisSettings
-    from isocompute.analysis.tables_folder import settings_from_params
+    from isocompute.analysis.fits.settings import AnalysisSettings
+    from isocompute.analysis.frontier.recommend import recommend
+    from isocompute.analysis.outputs.folder import read_tables, settings_from_params
 
     budget = parse_budget(args.budget)
     max_extrapolation = _max_extrapolation(args.max_extrapolation)
     tables_dir, split = find_tables(args.analysis_dir, args.split)
-    tables, params = read_analysis_tables(tables_dir, ("fits", "n_star_fit", "n_star_fit_draws", "bootstrap_fits"))
+    tables, params = read_tables(tables_dir, ("fits", "n_star_fit", "n_star_fit_draws", "bootstrap_fits"))
     # The settings the tables were computed with (no params.json: the schema's).
     s = settings_from_params(params, tables_dir) if params else AnalysisSettings()
     advice = recommend(tables, budget, extrapolate=not s.observed_range, ci=s.ci, max_extrapolation=max_extrapolation,
@@ -147,7 +148,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     context = {"split": split, "analysis_dir": str(tables_dir), "metric": s.metric, "method": s.method,
                "max_extrapolation": max_extrapolation}
     if args.json:
-        print(json.dumps({**context, **advice.as_dict()}, indent=2))
+        print(json_text({**context, **advice.as_dict()}))
     else:
         print(advice_text(advice, context))
     return 0
@@ -160,7 +161,7 @@ def _band(value: float, lo: float, hi: float, fmt: str = "{:.3f}") -> str:
 
 def advice_text(a, context: dict) -> str:
     """The advice as a person reads it: what to run, then why, then the caveats."""
-    from isocompute.analysis.recommend import rollouts_text as r
+    from isocompute.analysis.frontier.recommend import rollouts_text as r
 
     where = "inside it" if a.direction == "inside" else f"{a.extrapolation:.3g}x {a.direction} it (extrapolation)"
     lines = [

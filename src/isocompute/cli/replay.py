@@ -1,5 +1,5 @@
 """`isocompute replay-adaptive EVALS`: the adaptive sweep's rule (config section sweep)
-replayed on a finished full-grid evaluation table (`analysis.adaptive_replay.replay`),
+replayed on a finished full-grid evaluation table (`analysis.adaptive.replay.replay`),
 and its bill, n* agreement and frontier reward printed (or as JSON)."""
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ import argparse
 import math
 from pathlib import Path
 
+from isocompute.cli.common import json_text
 from isocompute.config import schema_defaults
 from isocompute.errors import InputError
 
@@ -73,11 +74,9 @@ def _replay_params(args) -> dict:
 
 
 def cmd_replay_adaptive(args) -> int:
-    import json
-
-    from isocompute.analysis.adaptive_replay import replay
-    from isocompute.analysis.io import read_evals
-    from isocompute.analysis.settings import AnalysisSettings
+    from isocompute.analysis.adaptive.replay import replay
+    from isocompute.analysis.fits.settings import AnalysisSettings
+    from isocompute.analysis.inputs.read import read_evals
 
     params = _replay_params(args)
     evals = read_evals(args.evals)
@@ -90,11 +89,11 @@ def cmd_replay_adaptive(args) -> int:
         raise InputError(f"replay-adaptive: {exc}") from exc
     runs = res["runs"]
     if args.json:
-        print(json.dumps({"evals": str(args.evals), "share": res["share"], "share_training": res["share_training"],
-                          "share_validation": res["share_validation"], "bill": res["bill"],
-                          "validation_counted": res["validation_counted"], "agreement": res["agreement"],
-                          "reward_diff": res["reward_diff"], "c_max": res["c_max"], "budgets": res["budgets"],
-                          "params": res["params"], "runs": runs.to_dict(orient="records")}, indent=2))
+        print(json_text({"evals": str(args.evals), "share": res["share"], "share_training": res["share_training"],
+                         "share_validation": res["share_validation"], "bill": res["bill"],
+                         "validation_counted": res["validation_counted"], "agreement": res["agreement"],
+                         "reward_diff": res["reward_diff"], "c_max": res["c_max"], "budgets": res["budgets"],
+                         "params": res["params"], "runs": runs.to_dict(orient="records")}))
         return 0
     p = res["params"]
     print(f"adaptive replay of {args.evals}: {len(runs)} runs, C_max = {res['c_max']:.6g}, {p['rungs']} rungs "

@@ -17,8 +17,8 @@ def cmd_adaptive_decide(args) -> int:
     import numpy as np
     import pandas as pd
 
-    from isocompute.analysis.adaptive import DECISION_COLUMNS, decide
-    from isocompute.analysis.settings import AnalysisSettings
+    from isocompute.analysis.adaptive.rule import DECISION_COLUMNS, decide
+    from isocompute.analysis.fits.settings import AnalysisSettings
     from isocompute.sweep import DECISION_KEYS, write_decisions
 
     cfg = config_from_params(args.params)

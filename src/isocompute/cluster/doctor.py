@@ -194,12 +194,12 @@ def check_hydra(system: System, pins: dict) -> Check:
 def model_parameters(model_dir: Path) -> int | None:
     """Parameters of a Hugging Face model directory from its safetensors (2 bytes each in bf16)."""
     index = model_dir / "model.safetensors.index.json"
-    if index.is_file():
-        total = json.loads(index.read_text()).get("metadata", {}).get("total_size")
-        if total:
-            return int(total) // 2
+    try:
+        total = int(json.loads(index.read_text()).get("metadata", {}).get("total_size") or 0) if index.is_file() else 0
+    except (OSError, ValueError, AttributeError, TypeError) as exc:   # ValueError: also not JSON, not UTF-8
+        raise InputError(f"{index}: not a safetensors weight index ({type(exc).__name__}: {exc})") from None
     files = list(model_dir.glob("*.safetensors"))
-    return sum(f.stat().st_size for f in files) // 2 if files else None
+    return total // 2 if total else (sum(f.stat().st_size for f in files) // 2 if files else None)
 
 
 def local_model_dir(system: System, model: str) -> Path | None:
@@ -224,7 +224,10 @@ def check_model(system: System, cfg: dict) -> tuple[Check, Path | None]:
                     "system (docs/cluster.md, Data and models)"), None
     missing = [f for f in ("config.json",) if not (path / f).is_file()]
     tokenizer = any((path / f).is_file() for f in ("tokenizer.json", "tokenizer.model", "vocab.json"))
-    weights = model_parameters(path)
+    try:
+        weights = model_parameters(path)
+    except InputError as exc:       # the disk check (given no directory) then says it cannot size checkpoints
+        return fail("base model", str(exc), f"download the whole model again (hf download {model})"), None
     if missing or not tokenizer or weights is None:
         what = missing + ([] if tokenizer else ["a tokenizer"]) + ([] if weights else ["safetensors weights"])
         return fail("base model", f"{path}: no {', '.join(what)}",

@@ -32,7 +32,8 @@ from isocompute.train.recipe import cell_config, cell_recipe, validation_steps
 # Synthetic studies per split behind the adaptive estimate (a small number: the
 # spread over them is printed), and the modules whose code decides it (the cache key).
 PLAN_REPLAY_SEEDS = 3
-_RULE_MODULES = ("adaptive", "adaptive_replay", "synthetic", "fits", "fits_noise", "fits_pooled", "frontier", "pipeline")
+_RULE_MODULES = ("adaptive.rule", "adaptive.pooled", "adaptive.replay", "fits.synthetic", "fits.sigmoid", "fits.noise",
+                 "fits.pooled", "frontier.envelope", "pipeline")
 
 
 def cell_costs(cfg: dict) -> pd.DataFrame:
@@ -100,7 +101,7 @@ def synthetic_split_study(cfg: dict, split: str, seed: int) -> pd.DataFrame:
     """An evaluation table shaped like `split`'s grid: its cells, C_max and validation steps,
     binomial noise of its validation set (splits.val_size problems x eval.k samples), and the
     known crossover curves of the adaptive benchmark (`synthetic.crossover_params`)."""
-    from isocompute.analysis.synthetic import crossover_params, synthetic_study
+    from isocompute.analysis.fits.synthetic import crossover_params, synthetic_study
 
     cells = {(c.B_p, c.n): c for c in grid_cells(cfg) if c.split == split}     # seed replicates share a shape
     draws = cfg["splits"]["val_size"] * cfg["eval"]["k"]
@@ -112,13 +113,13 @@ def synthetic_split_study(cfg: dict, split: str, seed: int) -> pd.DataFrame:
 
 
 def adaptive_estimate(cfg: dict, seeds: int = PLAN_REPLAY_SEEDS, progress=None) -> dict:
-    """The adaptive sweep's expected cost, from `seeds` replays per split (`adaptive_replay.replay`
+    """The adaptive sweep's expected cost, from `seeds` replays per split (`adaptive.replay.replay`
     with the config's sweep section). Returns {"fractions": one row per (split, B_p, n): the mean
     share of its rollouts the cell trains (fraction) and of its evaluations it runs
     (eval_fraction); "replays": one row per (split, seed): share (the whole bill: training rollouts
     and validation generations), share_training, share_validation, agreement, reward_diff}. `progress(total=...)`, if given, makes a bar that each replay advances (a replay
     of a paper-scale grid takes seconds)."""
-    from isocompute.analysis.adaptive_replay import replay
+    from isocompute.analysis.adaptive.replay import replay
 
     params = {k: v for k, v in cfg["sweep"].items() if k != "mode"}
     fractions, replays = [], []

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from isocompute.analysis.fits.settings import AnalysisSettings
 from isocompute.analysis.plots.frontier import (plot_frontier, plot_frontiers_fixed_batch, plot_frontiers_grid,
                                                 plot_record_points)
 from isocompute.analysis.plots.laws import (plot_fixed_batch, plot_joint, plot_n_star_law, plot_n_star_law_grid,
@@ -22,7 +23,6 @@ from isocompute.analysis.plots.laws import (plot_fixed_batch, plot_joint, plot_n
 from isocompute.analysis.plots.studies import (plot_interference, plot_mechanism, plot_metric_frontiers,
                                                plot_metric_optima, plot_sensitivity)
 from isocompute.analysis.plots.style import FORMATS
-from isocompute.analysis.settings import AnalysisSettings
 
 __all__ = ["FORMATS", "plot_all", "plot_fixed_batch", "plot_frontier", "plot_frontiers_fixed_batch",
            "plot_frontiers_grid", "plot_interference", "plot_joint", "plot_mechanism", "plot_metric_frontiers",

@@ -49,7 +49,7 @@ def plot_comparison(loaded, path_stem, *, figure: str = "frontiers", B_p: int | 
         col = labels.index(src.label) if figure == "frontiers" else 0
         ax = axes[row, col]
         bp, front, fits = _at_bp(results, B_p)
-        s = results["settings"]        # collect.load_analysis: read back from params.json
+        s = results["settings"]        # outputs.folder.load_analysis: read back from params.json
         if figure == "frontiers":
             _draw_frontier(ax, results["evals"], fits, front, s.metric, palette, legend=False,
                            extrapolate=not s.observed_range)

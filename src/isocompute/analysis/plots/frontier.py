@@ -13,8 +13,8 @@ import pandas as pd
 from matplotlib.collections import LineCollection
 from matplotlib.lines import Line2D
 
-from isocompute.analysis.fits import sigmoid_reward
-from isocompute.analysis.frontier import run_curves
+from isocompute.analysis.fits.sigmoid import OK, sigmoid_reward
+from isocompute.analysis.frontier.envelope import run_curves
 from isocompute.analysis.plots.style import (BP, FORMATS, _band, _log2_x, _n_palette, _panels, _save, _styled,
                                              _subplots)
 
@@ -102,7 +102,7 @@ def plot_record_points(evals: pd.DataFrame, records: pd.DataFrame, B_p: int, pat
     fit = None if record_fit is None or "B_p" not in record_fit.columns else record_fit[record_fit["B_p"] == B_p]
     if fit is not None and len(fit):
         fit = fit.iloc[0]
-        if fit["status"] == "ok" and len(pos):
+        if fit["status"] == OK and len(pos):
             c = np.geomspace(pos["compute"].min(), pos["compute"].max(), 200)
             ax.plot(c, sigmoid_reward(c, fit["R0"], fit["A"], fit["B"], fit["C_mid"]), "--", color="black", lw=1.2,
                     label="sigmoid fit")

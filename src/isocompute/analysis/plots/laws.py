@@ -12,8 +12,8 @@ import matplotlib
 import numpy as np
 import pandas as pd
 
-from isocompute.analysis.claims import law_established
-from isocompute.analysis.nstar import law_points, n_star_sigmoid
+from isocompute.analysis.frontier.claims import law_established
+from isocompute.analysis.frontier.nstar import GOOD_LAW, LAW_CONSTANT, law_points, n_star_sigmoid
 from isocompute.analysis.plots.style import (BP, FORMATS, GROUP_COLORS, PAPER_BATCH_SIZES, _band, _log2_x,
                                              _n_palette, _pow2_y, _save, _styled, _subplots)
 
@@ -23,7 +23,7 @@ LOG2_10 = float(np.log2(10.0))   # the law's c0 is log10 of compute; the axes ar
 
 def _law_text(law, x_name) -> str:
     """2^U and the law's midpoint in the axis's units (c0 is log10 of `x_name`)."""
-    if law.get("status") == "constant":   # one n* throughout: no midpoint to state
+    if law.get("status") == LAW_CONSTANT:   # one n* throughout: no midpoint to state
         return f"n* = {2 ** law['U']:.0f} throughout"
     C = {"compute": "C\u2080", "tokens": "C\u2080", "M": "M\u2080"}.get(x_name, "c\u2080")
     return f"2^U = {2 ** law['U']:.0f}, {C} = 2^{law['c0'] * LOG2_10:.1f}"
@@ -32,7 +32,7 @@ def _law_text(law, x_name) -> str:
 def _law_band(ax, draws, log10_x, color, label):
     """The 95% band of the law over the bootstrap replicates' fits (`draws`: columns L, U,
     k, c0, status), on a fine grid over `log10_x`: smooth, as each draw is a sigmoid."""
-    d = draws[draws["status"].isin(("ok", "constant"))] if draws is not None else None
+    d = draws[draws["status"].isin(GOOD_LAW)] if draws is not None else None
     if d is None or len(d) < 2 or not np.isfinite(log10_x).any():
         return False
     xs = np.linspace(np.nanmin(log10_x), np.nanmax(log10_x), 200)
@@ -54,10 +54,10 @@ def _draw_law(ax, frontier, law, x_name, draws=None, color="tab:red", legend=Tru
     sc = ax.scatter(pts[x_name], pts["log2_n_star_avg"], c=pts["reward"], cmap="viridis", s=10,
                     linewidths=0, zorder=2)
     ax.scatter([], [], color=matplotlib.colormaps["viridis"](0.5), s=10, label="running average of n* (colour: reward)")
-    if law is not None and law.get("status") in ("ok", "constant") and not law_established(law):
+    if law is not None and law.get("status") in GOOD_LAW and not law_established(law):
         # The bands cannot tell the direction (`claims`): no law is drawn, and the figure says so.
         ax.text(0.03, 0.95, f"n*(C) {law['claim']}: no law drawn", transform=ax.transAxes, va="top", fontsize=7)
-    elif law is not None and law.get("status") in ("ok", "constant"):
+    elif law is not None and law.get("status") in GOOD_LAW:
         fitted = _fitted_range(pts)
         xs = np.linspace(np.nanmin(fitted), np.nanmax(fitted), 200)
         _law_band(ax, draws, fitted, color, "law: 95% of bootstrap fits")
@@ -144,7 +144,7 @@ def plot_n_star_laws(frontier: pd.DataFrame, laws: pd.DataFrame, path_stem, *, b
         ax.scatter(f[x], f["log2_n_star_avg"], s=5, color=colors[key], alpha=0.7, linewidths=0, rasterized=True,
                    label=f"{name} = {key}")
         xs = _fitted_range(f.assign(log10_x=np.log10(f[x].to_numpy(dtype=float))))
-        if len(law) and law.iloc[0]["status"] in ("ok", "constant") and law_established(law.iloc[0]):
+        if len(law) and law.iloc[0]["status"] in GOOD_LAW and law_established(law.iloc[0]):
             p = law.iloc[0]
             _law_band(ax, _group_draws(draws, by, key), xs, colors[key], None)
             fine = np.linspace(np.nanmin(xs), np.nanmax(xs), 200)
@@ -155,7 +155,7 @@ def plot_n_star_laws(frontier: pd.DataFrame, laws: pd.DataFrame, path_stem, *, b
     # a proxy: the bands take their group's colour
     ax.fill_between([], [], [], color="0.5", alpha=0.3, linewidth=0,
                     label="95% bootstrap bands" if banded else "no bootstrap bands (these fits are not resampled)")
-    if not any(law_established(p) for _, p in laws.iterrows() if p["status"] in ("ok", "constant")):
+    if not any(law_established(p) for _, p in laws.iterrows() if p["status"] in GOOD_LAW):
         ax.text(0.02, 0.97, "no law established: none drawn", transform=ax.transAxes, va="top", fontsize=7)
     ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.17), ncols=2, frameon=False)
     ax.set_title("Sigmoid laws of n*(C)")
@@ -189,7 +189,7 @@ def plot_fixed_batch(frontier_fb: pd.DataFrame, laws_fb: pd.DataFrame, path_stem
         _band(ax_n, frontier_fb[frontier_fb["B"] == B], "M", "log2_n_star_avg", color=colors[B], smooth=5)
         M = frontier_fb.loc[frontier_fb["B"] == B, "M"].to_numpy(dtype=float)
         law = laws_fb[laws_fb["B"] == B]
-        if len(law) and law.iloc[0]["status"] in ("ok", "constant"):
+        if len(law) and law.iloc[0]["status"] in GOOD_LAW:
             p = law.iloc[0]
             fit = n_star_sigmoid(np.log10(M), p["L"], p["U"], p["k"], p["c0"])
             ax_n.plot(M, fit, color=colors[B], lw=1.4, label=f"B = {B}: law")

@@ -15,8 +15,8 @@ import seaborn as sns
 
 from matplotlib.ticker import MaxNLocator
 
+from isocompute.analysis.inputs.variants import figure_members
 from isocompute.analysis.plots.style import BP, FORMATS, _panels, _save, _styled, _subplots
-from isocompute.analysis.variants import figure_members
 
 SPLIT_TITLES = {"easy": "Easy", "hard": "Hard", "very_easy": "Very Easy", "extremely_hard": "Extremely Hard",
                 "dual": "Dual mix", "tri": "Tri mix"}

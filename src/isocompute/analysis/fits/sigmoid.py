@@ -3,7 +3,7 @@
 `R(C) = R0 + (A - R0) / (1 + (C_mid / C)^B)`. The paper's method fits it,
 with `R0` the run's step-0 evaluation, to the run's record-breaking points by
 ScaleRL's grid search (docs/methods.md section 7, `fit_curves_paper`); the noise method (the default,
-module `fits_noise`) fits all evaluations by weighted least squares with one
+module `fits.noise`) fits all evaluations by weighted least squares with one
 pooled R0, through the same search. The search is vectorised: for fixed `(C_mid, B)`
 the model is linear in `A`, so the best `A` on its 0.005 grid is the grid value
 nearest the least-squares optimum, and the minimum SSE over the grid of `A`,
@@ -21,10 +21,9 @@ import pandas as pd
 from scipy.sparse import csr_array
 from scipy.special import expit
 
-from isocompute.analysis.progress import progress
-from isocompute.analysis.records import ema, record_mask
+from isocompute.analysis.fits.progress import progress
+from isocompute.analysis.fits.records import ema, record_mask
 
-METHODS = ("noise", "paper")
 
 FIT_COLUMNS = ["R0", "A", "B", "C_mid", "sse", "n_points", "status", "compute_min", "compute_max"]
 
@@ -34,13 +33,6 @@ USABLE = (OK, FLAT)
 
 # Elements of the refinement's (replicates, C_mid candidates, B values, points) sigmoids per block.
 REFINE_BLOCK = 2 ** 24
-
-
-def check_method(method: str) -> str:
-    """`method` if it names an analysis method ('noise' or 'paper'), else ValueError."""
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {', '.join(METHODS)}; got {method!r}")
-    return method
 
 
 @dataclass(frozen=True)
@@ -72,9 +64,9 @@ class FitGrid:
     boot_refine_c_mid: int = 4     # the same for bootstrap replicates (speed)
     min_points: int = 3            # fewer record points (C > 0) than this: status 'too_few_points'
     c_mid_margin: float = 0.0      # decades the C_mid grid reaches beyond the observed compute range
-    pool: str = "none"             # noise method: how runs are pooled (fits_pooled.POOLS: 'none', 'trend')
+    pool: str = "none"             # noise method: how runs are pooled (fits.pooled.POOLS: 'none', 'trend')
     pool_degree: int = 2           # pool 'trend': the trend's degree in log2 n ...
-    pool_alpha: float = 0.01       # ... unless an F-test rejects the trend at this level (fits_pooled)
+    pool_alpha: float = 0.01       # ... unless an F-test rejects the trend at this level (fits.pooled)
     null_alpha: float = 0.05       # pool 'trend': one curve for all n unless an F-test rejects it at this level
 
 

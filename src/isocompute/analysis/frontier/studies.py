@@ -13,10 +13,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from isocompute.analysis.fits import FitGrid, predict
-from isocompute.analysis.frontier import frontier, frontier_fixed_bp
-from isocompute.analysis.methods import get_method
-from isocompute.analysis.records import running_frontier
+from isocompute.analysis.fits.methods import get_method
+from isocompute.analysis.fits.records import running_frontier
+from isocompute.analysis.fits.sigmoid import USABLE, FitGrid, predict
+from isocompute.analysis.frontier.envelope import frontier, frontier_fixed_bp
 
 
 def value_at_compute(run: pd.DataFrame, metric: str, compute: float, *, how: str = "running_max") -> float:
@@ -245,7 +245,7 @@ def extrapolation_check(evals: pd.DataFrame, metric: str = "avg@4", *, fraction:
         raw = running_frontier(group["compute"], group[metric])
         rows.append({
             by: key, "fit_max_compute": c_fit, "compute": c_max,
-            "n_runs_fitted": int(small_fits["status"].isin(("ok", "flat")).sum()),
+            "n_runs_fitted": int(small_fits["status"].isin(USABLE).sum()),
             "predicted_reward": pred["reward"], "predicted_n_star": pred["n_star"],
             "observed_reward": full["reward"], "observed_n_star": full["n_star"],
             "observed_raw_reward": float(raw.max()), "observed_raw_n_star": best["n"],

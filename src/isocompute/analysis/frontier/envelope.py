@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from isocompute.analysis.fits import USABLE, sigmoid_reward
+from isocompute.analysis.fits.sigmoid import USABLE, sigmoid_reward
 
 
 def compute_grid(compute, points: int = 100, lo: float | None = None, hi: float | None = None) -> np.ndarray:

@@ -7,15 +7,15 @@ figures. The CLI builds it (`from_config`, options mapped onto schema keys),
 
 Validation is the schema's (`config.check_section`), so a value the config
 refuses is refused here too. The method and the pooling are names of
-registered strategies (`methods.METHODS`, `fits_pooled.POOLS`).
+registered strategies (`methods.METHODS`, `fits.pooled.POOLS`).
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields, replace
 
-from isocompute.analysis.fits import FitGrid
-from isocompute.analysis.methods import Method, get_method
+from isocompute.analysis.fits.methods import Method, get_method
+from isocompute.analysis.fits.sigmoid import FitGrid
 from isocompute.config import check_section, schema_defaults
 
 _D = schema_defaults("analysis")
@@ -91,7 +91,7 @@ class AnalysisSettings:
 
     @property
     def strategy(self) -> Method:
-        """The registered method (`methods.METHODS[self.method]`)."""
+        """The registered method (`methods.get_method(self.method)`)."""
         return get_method(self.method)
 
     @property

@@ -18,12 +18,12 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from isocompute.analysis.fits import (FIT_COLUMNS, FLAT, NO_BASE, NO_POSITIVE, OK, TOO_FEW, USABLE, FitGrid,
-                                      _a_max, _cmid_grid, _grid_fit)
-from isocompute.analysis.fits_pooled import get_pool
-from isocompute.analysis.nstar import running_average
-from isocompute.analysis.progress import progress
-from isocompute.analysis.tables import se_column
+from isocompute.analysis.fits.pooled import get_pool
+from isocompute.analysis.fits.progress import progress
+from isocompute.analysis.fits.records import running_average
+from isocompute.analysis.fits.sigmoid import (FIT_COLUMNS, FLAT, NO_BASE, NO_POSITIVE, OK, TOO_FEW, USABLE, FitGrid,
+                                              _a_max, _cmid_grid, _grid_fit)
+from isocompute.analysis.inputs.check import se_column
 from isocompute.config import schema_defaults
 
 # The fit grid of the noise method: A nearly continuous (its 0.005 grid is a
@@ -31,7 +31,7 @@ from isocompute.config import schema_defaults
 # beyond a run's data (a large-n run may stop before its midpoint; the
 # frontier uses each curve only where its run has data).
 # The runs of one B_p are pooled by a trend in log2 n unless the data reject it
-# (`fits_pooled`; analysis.pool, pool_degree, pool_alpha), and share one curve
+# (`fits.pooled`; analysis.pool, pool_degree, pool_alpha), and share one curve
 # unless the data say n matters (analysis.n_effect_alpha).
 _DEFAULTS = schema_defaults("analysis")
 NOISE_FIT_GRID = FitGrid(a_step=0.001, c_mid_points=120, c_mid_margin=0.5, pool=_DEFAULTS["pool"],

@@ -6,9 +6,9 @@ reward band up to C_max, and a run goes on to the next rung only if its band
 could still reach the frontier, or it sits next to the predicted n*, at some
 compute it has not reached yet. `prediction_bands` turns fits into bands,
 `prune` decides from bands alone (pure, testable on hand-built bands), and
-`decide` chains them on an evaluation table. The replay is `adaptive_replay`.
+`decide` chains them on an evaluation table. The replay is `adaptive.replay`.
 With `bands: pooled` (the default) a run whose own data pin its future is
-judged by its B_p's pooled trend instead (`adaptive_pooled`): it goes on only if
+judged by its B_p's pooled trend instead (`adaptive.pooled`): it goes on only if
 it is n* at some compute ahead in at least 1 - Phi(z) of the trend's draws.
 
 A band is a profile-likelihood band: every sigmoid on a grid of (C_mid, B),
@@ -27,12 +27,12 @@ import pandas as pd
 from scipy.special import expit
 from scipy.stats import norm
 
-from isocompute.analysis.adaptive_pooled import pooled_chances
-from isocompute.analysis.fits import USABLE, sigmoid_reward
-from isocompute.analysis.fits_noise import NOISE_FIT_GRID, cell_arrays
-from isocompute.analysis.methods import fit_study
-from isocompute.analysis.settings import AnalysisSettings
-from isocompute.analysis.tables import check_evals
+from isocompute.analysis.adaptive.pooled import pooled_chances
+from isocompute.analysis.fits.methods import fit_study
+from isocompute.analysis.fits.noise import NOISE_FIT_GRID, cell_arrays
+from isocompute.analysis.fits.settings import AnalysisSettings
+from isocompute.analysis.fits.sigmoid import OK, USABLE, sigmoid_reward
+from isocompute.analysis.inputs.check import check_evals
 from isocompute.config import schema_defaults
 
 # The sweep section of the config schema is the one home of the rule's defaults.
@@ -107,7 +107,7 @@ def _cell_band(arr: dict, R0: float, grid, *, z: float, a_max: float, c_hi: floa
         sse_min = min(float(np.min(y2 - 2 * a * sy + a * a * ss)), y2)
         return sse_min + z ** 2 * max(1.0, sse_min / dof)   # widened when the fit is worse than the errors say
 
-    sy, ss, _ = _sums(log_c, dy, w, log_cmid, log_b)
+    sy, ss, cells = _sums(log_c, dy, w, log_cmid, log_b)
     t = threshold(sy, ss)
     inside = _a_interval(sy, ss, y2, t, a_max)[2].reshape(log_cmid.size, log_b.size)
     if inside.any():
@@ -117,8 +117,6 @@ def _cell_band(arr: dict, R0: float, grid, *, z: float, a_max: float, c_hi: floa
         log_b = np.linspace(pick[0](log_b, ib), pick[1](log_b, ib), BAND_B_POINTS[1])
         sy, ss, cells = _sums(log_c, dy, w, log_cmid, log_b)
         t = min(t, threshold(sy, ss))
-    else:
-        cells = np.empty((0, 2))
     a_lo, a_hi, inside = _a_interval(sy, ss, y2, t, a_max)
     sg = expit(np.exp(cells[inside, 1])[None, :] * (np.log(np.asarray(grid, float))[:, None] - cells[inside, 0]))
     hi = R0 + (sg * a_hi[inside]).max(axis=1, initial=0.0)
@@ -136,7 +134,8 @@ def prediction_bands(evals: pd.DataFrame, fits: pd.DataFrame, *, c_max: float, c
     `evals` carries `<metric>_se` and `fits` is its noise fit (`fit_study`).
     Columns B_p, n, compute, reward (the fit, extrapolated), reward_lo,
     reward_hi (the band; NaN for a run without a usable fit), reached (the
-    run's largest evaluated compute), fitted (whether its fit is usable),
+    run's largest evaluated compute), fitted (whether its fit is usable: a fit, and finite
+    standard errors to weigh its band by),
     n_evals (its evaluations at positive compute).
     """
     grid = np.geomspace(c_from, c_max, grid_points) if c_from < c_max else np.array([float(c_max)])
@@ -144,12 +143,14 @@ def prediction_bands(evals: pd.DataFrame, fits: pd.DataFrame, *, c_max: float, c
     cells = dict(iter(evals.groupby(["B_p", "n"], sort=False)))
     for row in fits.itertuples(index=False):
         cell = cells.get((row.B_p, row.n), evals.iloc[:0])
-        fitted = row.status in USABLE
+        arr = cell_arrays(cell, metric) if row.status in USABLE else None
+        # Usable: a fit, and the standard errors its band is weighed by (unknown ones, estimated from
+        # the residuals of too few points, are NaN: such a run is not judged, as one without a fit).
+        fitted = arr is not None and bool(np.isfinite(arr["weights"]).all())
         reward = lo = hi = np.full(grid.size, np.nan)
         if fitted:
-            reward = (np.full(grid.size, row.R0) if row.status != "ok"
+            reward = (np.full(grid.size, row.R0) if row.status != OK
                       else sigmoid_reward(grid, row.R0, row.A, row.B, row.C_mid))
-            arr = cell_arrays(cell, metric)
             a_max = max(NOISE_FIT_GRID.a_max - row.R0, 0.0)
             lo, hi = _cell_band(arr, row.R0, grid, z=z, a_max=a_max, c_hi=c_max)
         parts.append(pd.DataFrame({"B_p": row.B_p, "n": row.n, "compute": grid, "reward": reward,
@@ -283,7 +284,7 @@ def apply_revival(decisions: pd.DataFrame, chances: pd.DataFrame, *, stopped: np
     """Decisions on the runs stopped at an earlier rung (`stopped`, a mask over `decisions`; pure):
     the safety net resumes one when its pooled trend curve, put back among the runs still
     training, is n* at some compute ahead in at least 1 - Phi(z) of the draws (`p_revive` of
-    `adaptive_pooled.pooled_chances`); every other stopped run stays stopped."""
+    `adaptive.pooled.pooled_chances`); every other stopped run stays stopped."""
     out = decisions.copy()
     if not stopped.any():
         return out
@@ -302,7 +303,7 @@ def apply_revival(decisions: pd.DataFrame, chances: pd.DataFrame, *, stopped: np
 def apply_pooled(decisions: pd.DataFrame, chances: pd.DataFrame, *, z: float, mature_width: float) -> pd.DataFrame:
     """The per-run decisions (`prune`) with the pooled trend's verdict on the runs it may judge (pure).
 
-    A run with a pooled chance (`adaptive_pooled.pooled_chances`) that the per-run rule lets go on
+    A run with a pooled chance (`adaptive.pooled.pooled_chances`) that the per-run rule lets go on
     because its band reaches the frontier, and whose own band at C_max is at most `mature_width`
     wide, goes on only if its chance of being n* ahead is at least 1 - Phi(z). The other decisions
     (reached C_max, too few evaluations, next to n*, a band already below the frontier, a band too

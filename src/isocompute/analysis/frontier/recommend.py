@@ -33,14 +33,13 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 
-from isocompute.analysis.bootstrap import frontier_reward_band, n_star_band, replicate_frontiers
-from isocompute.analysis.claims import law_established, n_star_claim, no_effect_groups
-from isocompute.analysis.fits import USABLE
-from isocompute.analysis.frontier import frontier
-from isocompute.analysis.nstar import n_star_sigmoid
+from isocompute.analysis.fits.sigmoid import USABLE
+from isocompute.analysis.frontier.bootstrap import frontier_reward_band, n_star_band, replicate_frontiers
+from isocompute.analysis.frontier.claims import law_established, n_star_claim, no_effect_groups
+from isocompute.analysis.frontier.envelope import frontier
+from isocompute.analysis.frontier.nstar import GOOD_LAW, n_star_sigmoid
 from isocompute.errors import InputError
 
-GOOD_LAW = ("ok", "constant")
 B_P_RULE = ("smallest B_p whose frontier at C is within the noise of the best B_p's: the {ci:g}% bootstrap "
             "interval of (best - this) at C reaches 0")
 B_P_RULE_NO_BOOT = ("the B_p with the best frontier at C (no bootstrap replicates stored, so the noise between "
@@ -222,6 +221,53 @@ def frontier_candidates(tables: dict, budget: float, *, extrapolate: bool, ci: f
     return out
 
 
+def _extrapolation(budget: float, lo: float, hi: float, max_extrapolation: float,
+                   allow: bool) -> tuple[float, str, list[str]]:
+    """(factor, direction, notes) of `budget` against the studied range [lo, hi]; InputError
+    beyond `max_extrapolation` unless `allow`."""
+    factor, direction = extrapolation_factor(budget, lo, hi)
+    studied = f"the studied compute range [{rollouts_text(lo)}, {rollouts_text(hi)}]"
+    if factor > max_extrapolation and not allow:
+        raise InputError(f"C = {rollouts_text(budget)} rollouts is {factor:.3g}x {direction} {studied}; refusing to "
+                         f"extrapolate beyond {max_extrapolation:g}x (analysis.max_extrapolation, "
+                         f"--max-extrapolation; --allow-extrapolation to go on)")
+    notes = []
+    if direction != "inside":
+        notes.append(f"C lies {factor:.3g}x {direction} {studied}: every fitted curve and the n* law are "
+                     f"extrapolated")
+    return factor, direction, notes
+
+
+def _n_star_at(tables: dict, pick, budget: float, *, no_effect: bool, extrapolate: bool, ci: float,
+               notes: list[str]) -> tuple[str, float, float, float]:
+    """(source, n*, its interval) at `budget` for the chosen B_p's row `pick`: the law's where it
+    is established (and n has an effect), else the frontier's; what the reader should know is
+    appended to `notes`."""
+    B_p = int(pick["B_p"])
+    laws = tables["n_star_fit"]
+    law = laws[laws["B_p"] == B_p].iloc[0]
+    if law_established(law) and not no_effect:
+        n_star = float(law_n_star(law, budget))
+        if not np.isfinite(n_star):
+            raise InputError(f"n_star_fit.csv: the n* law of B_p = {B_p} has status {law.get('status')!r} but "
+                             f"non-finite parameters (L, U, k, c0 = {[law.get(p) for p in ('L', 'U', 'k', 'c0')]}); "
+                             f"re-run the analysis")
+        draws = tables.get("n_star_fit_draws")
+        draws = None if draws is None or draws.empty else draws[draws["B_p"] == B_p]
+        n_lo, n_hi, used = law_interval(draws, budget, ci)
+        if not used:
+            notes.append("no replicate laws stored (analysis.bootstrap = 0, or an analysis from before "
+                         "n_star_fit_draws.csv): n* has no interval")
+        return "law", n_star, n_lo, n_hi
+    n_lo, n_hi = frontier_n_band(tables.get("bootstrap_fits"), B_p, budget, extrapolate, ci)
+    if not np.isfinite(n_lo):
+        notes.append("no bootstrap replicates stored (analysis.bootstrap = 0): n* has no interval, and no "
+                     "direction of the n* law can be established")
+    notes.append(f"the n* law's direction is {law.get('claim', 'not established')}: n* is the frontier's at C, "
+                 f"with its bootstrap band, not the law's")
+    return "frontier", float(pick["frontier_n_star"]), n_lo, n_hi
+
+
 def recommend(tables: dict, budget, *, extrapolate: bool, ci: float, max_extrapolation: float,
               allow_extrapolation: bool = False) -> Advice:
     """B_p, n*, n, M and the predicted reward at `budget` from analysis `tables` (keys as
@@ -233,16 +279,7 @@ def recommend(tables: dict, budget, *, extrapolate: bool, ci: float, max_extrapo
     """
     budget = check_budget(budget)
     lo, hi = studied_range(tables.get("fits"))
-    factor, direction = extrapolation_factor(budget, lo, hi)
-    studied = f"the studied compute range [{rollouts_text(lo)}, {rollouts_text(hi)}]"
-    if factor > max_extrapolation and not allow_extrapolation:
-        raise InputError(f"C = {rollouts_text(budget)} rollouts is {factor:.3g}x {direction} {studied}; refusing to "
-                         f"extrapolate beyond {max_extrapolation:g}x (analysis.max_extrapolation, "
-                         f"--max-extrapolation; --allow-extrapolation to go on)")
-    notes = []
-    if direction != "inside":
-        notes.append(f"C lies {factor:.3g}x {direction} {studied}: every fitted curve and the n* law are "
-                     f"extrapolated")
+    factor, direction, notes = _extrapolation(budget, lo, hi, max_extrapolation, allow_extrapolation)
     curves_extrapolate = extrapolate or direction != "inside"
     cands = frontier_candidates(tables, budget, extrapolate=curves_extrapolate, ci=ci)
     has_boot = cands["gap_lo"].notna().any()
@@ -253,31 +290,11 @@ def recommend(tables: dict, budget, *, extrapolate: bool, ci: float, max_extrapo
     else:
         rule = B_P_RULE.format(ci=100 * ci) if has_boot else B_P_RULE_NO_BOOT
 
-    laws = tables["n_star_fit"]
-    law = laws[laws["B_p"] == B_p].iloc[0]
     fits = usable_fits(tables["fits"])
     n_grid = tuple(int(v) for v in sorted(fits.loc[fits["B_p"] == B_p, "n"].unique()))
     no_effect = B_p in no_effect_groups(tables["fits"])
-    if law_established(law) and not no_effect:
-        source, n_star = "law", float(law_n_star(law, budget))
-        if not np.isfinite(n_star):
-            raise InputError(f"n_star_fit.csv: the n* law of B_p = {B_p} has status {law.get('status')!r} but "
-                             f"non-finite parameters (L, U, k, c0 = {[law.get(p) for p in ('L', 'U', 'k', 'c0')]}); "
-                             f"re-run the analysis")
-        draws = tables.get("n_star_fit_draws")
-        draws = None if draws is None or draws.empty else draws[draws["B_p"] == B_p]
-        n_lo, n_hi, used = law_interval(draws, budget, ci)
-        if not used:
-            notes.append("no replicate laws stored (analysis.bootstrap = 0, or an analysis from before "
-                         "n_star_fit_draws.csv): n* has no interval")
-    else:
-        source, n_star = "frontier", float(pick["frontier_n_star"])
-        n_lo, n_hi = frontier_n_band(tables.get("bootstrap_fits"), B_p, budget, curves_extrapolate, ci)
-        if not np.isfinite(n_lo):
-            notes.append("no bootstrap replicates stored (analysis.bootstrap = 0): n* has no interval, and no "
-                         "direction of the n* law can be established")
-        notes.append(f"the n* law's direction is {law.get('claim', 'not established')}: n* is the frontier's at C, "
-                     f"with its bootstrap band, not the law's")
+    source, n_star, n_lo, n_hi = _n_star_at(tables, pick, budget, no_effect=no_effect,
+                                            extrapolate=curves_extrapolate, ci=ci, notes=notes)
     determined, claim = n_star_claim(n_star, n_lo, n_hi, no_effect=no_effect)
     n = snap_n(n_star, n_grid)
     if not determined and np.isfinite(n_lo):

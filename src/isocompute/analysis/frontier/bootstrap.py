@@ -15,11 +15,12 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from isocompute.analysis.fits import USABLE, FitGrid
-from isocompute.analysis.frontier import comparable, envelope, run_curves, study_grid
-from isocompute.analysis.methods import get_method
-from isocompute.analysis.nstar import LAW_PARAMS, LawGrid, fit_n_star_laws, running_average
-from isocompute.analysis.progress import progress
+from isocompute.analysis.fits.methods import get_method
+from isocompute.analysis.fits.progress import progress
+from isocompute.analysis.fits.records import running_average
+from isocompute.analysis.fits.sigmoid import USABLE, FitGrid
+from isocompute.analysis.frontier.envelope import comparable, envelope, run_curves, study_grid
+from isocompute.analysis.frontier.nstar import GOOD_LAW, LAW_PARAMS, LawGrid, fit_n_star_laws
 
 BOOT_COLUMNS = ["replicate", "B_p", "n", "R0", "A", "B", "C_mid", "status", "compute_min", "compute_max"]
 DRAW_COLUMNS = ["replicate", *LAW_PARAMS, "status"]
@@ -211,11 +212,11 @@ def bootstrap_laws(boot: pd.DataFrame, fits: pd.DataFrame, laws: pd.DataFrame,
         if grid is None:
             continue
         n_star, n_star_max, reward = replicate_frontiers(g_boot, grid * scale, extrapolate=extrapolate, ties=True)
-        # the law is fitted where every run can enter (`frontier.comparable`; Q1 only)
+        # the law is fitted where every run can enter (`envelope.comparable`; Q1 only)
         where = comparable(g_fits, grid, extrapolate=extrapolate) if by == "B_p" else np.ones(grid.size, bool)
         log2_avg = running_average(np.where(where, np.log2(n_star), np.nan), window)
         res = fit_n_star_laws(np.log10(grid), log2_avg, grid=law_grid)
-        good = np.isin(res["status"], ("ok", "constant"))
+        good = np.isin(res["status"], GOOD_LAW)
         draws.append(pd.DataFrame({**({} if by is None else {by: key}),
                                    "replicate": np.sort(g_boot["replicate"].unique()),
                                    **{name: res[name] for name in LAW_PARAMS}, "status": res["status"]}))

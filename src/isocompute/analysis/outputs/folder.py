@@ -22,7 +22,8 @@ import numpy as np
 import pandas as pd
 
 from isocompute import atomic
-from isocompute.analysis.fits import FLAT, NO_BASE, NO_POSITIVE, OK, TOO_FEW, USABLE
+from isocompute.analysis.fits.sigmoid import FLAT, NO_BASE, NO_POSITIVE, OK, TOO_FEW, USABLE
+from isocompute.analysis.frontier.nstar import GOOD_LAW, LAW_STATUSES
 from isocompute.errors import InputError
 
 log = logging.getLogger("isocompute")
@@ -32,9 +33,43 @@ MANIFEST_FILE = "MANIFEST.json"
 PARAMS_FILE = "params.json"
 RERUN = "re-run `isocompute analyze`"
 
+# results key -> file name; keys absent from the results are skipped.
+TABLE_FILES = {
+    "summary": "summary.csv",
+    "records": "records.csv",
+    "fits": "fits.csv",
+    "frontier": "frontier.csv",
+    "n_star_fit": "n_star_fit.csv",
+    "n_star_fit_draws": "n_star_fit_draws.csv",
+    "bootstrap_fits": "bootstrap_fits.csv",
+    "recommendations": "recommendations.csv",
+    "extrapolation": "extrapolation.csv",
+    "frontier_fixed_batch": "frontier_fixed_batch.csv",
+    "n_star_fit_fixed_batch": "n_star_fit_fixed_batch.csv",
+    "frontier_joint": "frontier_joint.csv",
+    "n_star_fit_joint": "n_star_fit_joint.csv",
+    "optima": "optima.csv",
+    "frontier_metrics": "frontier_metrics.csv",
+    "sensitivity": "sensitivity.csv",
+    "interference": "interference.csv",
+    "mechanism": "mechanism.csv",
+    "fits_tokens": "fits_tokens.csv",
+    "frontier_tokens": "frontier_tokens.csv",
+    "n_star_fit_tokens": "n_star_fit_tokens.csv",
+    "timings": "timings.csv",
+    "base": "base.csv",
+    "record_points_pooled": "record_points_pooled.csv",
+    "record_fit_pooled": "record_fit_pooled.csv",
+}
+
+
+def table_file(key: str) -> str:
+    """The file name of table `key` in a tables folder; ValueError naming the keys for another."""
+    if key not in TABLE_FILES:
+        raise ValueError(f"no analysis table {key!r}; the tables are {', '.join(TABLE_FILES)}")
+    return TABLE_FILES[key]
+
 FIT_STATUSES = (OK, FLAT, TOO_FEW, NO_POSITIVE, NO_BASE)
-LAW_STATUSES = ("ok", "constant", "too_few_points", "failed")   # nstar.fit_laws
-GOOD_LAW = ("ok", "constant")
 _CURVE = ("R0", "A", "B", "C_mid", "compute_min", "compute_max")
 _LAW = ("L", "U", "k", "c0")
 _FLAT_UNSET = ((FLAT, ("B", "C_mid")),)   # a flat fit is its base value A = R0: no rise, no midpoint
@@ -69,10 +104,14 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _csv_rows(path: Path) -> int:
-    """Data rows of a CSV (records after the header; quoted newlines stay inside a record)."""
-    with open(path, newline="") as fh:
-        return max(0, sum(1 for _ in csv.reader(fh)) - 1)
+def _csv_rows(path: Path) -> int | None:
+    """Data rows of a CSV (records after the header; quoted newlines stay inside a record);
+    None when the file is not CSV text (binary bytes)."""
+    try:
+        with open(path, newline="") as fh:
+            return max(0, sum(1 for _ in csv.reader(fh)) - 1)
+    except (UnicodeDecodeError, csv.Error):
+        return None
 
 
 def write_manifest(folder: Path | str) -> Path:
@@ -128,14 +167,15 @@ class TablesFolder:
         if _sha256(path) != entry["sha256"]:
             rows = ""
             if "rows" in entry:
-                rows = f", {entry['rows']} rows then, {_csv_rows(path)} now"
+                now = _csv_rows(path)
+                rows = f", {entry['rows']} rows then, " + ("not CSV text now" if now is None else f"{now} now")
             raise InputError(f"{path}: changed since analyze wrote it (sha256 differs from {MANIFEST_FILE}{rows}); "
                              f"{RERUN}")
         return path
 
-    def table(self, key: str, name: str) -> pd.DataFrame | None:
-        """Table `key` read from file `name` (None when absent, an empty file an empty table), checked."""
-        path = self.path(name)
+    def table(self, key: str) -> pd.DataFrame | None:
+        """Table `key` of TABLE_FILES (None when absent, an empty file an empty table), checked."""
+        path = self.path(table_file(key))
         if path is None:
             return None
         if self.manifest is None and _cut_mid_row(path):
@@ -221,13 +261,14 @@ def _check_replicates(df: pd.DataFrame, path: Path) -> None:
                              f"{sizes.max()}: cut short?; {RERUN}")
 
 
-def read_tables(folder: Path | str, names: dict[str, str]) -> tuple[dict[str, pd.DataFrame], dict | None]:
-    """The tables `names` ({key: file name}) of a tables folder that are present, and params.json
-    (None when absent), each checked against the folder's manifest."""
+def read_tables(folder: Path | str, keys=None) -> tuple[dict[str, pd.DataFrame], dict | None]:
+    """The tables `write_analysis` wrote in `folder` (only `keys` of TABLE_FILES when given;
+    absent ones left out, an empty file an empty table) and params.json (None when absent),
+    each checked against the folder's manifest."""
     tf = TablesFolder(folder)
     tables = {}
-    for key, name in names.items():
-        df = tf.table(key, name)
+    for key in (TABLE_FILES if keys is None else keys):
+        df = tf.table(key)
         if df is not None:
             tables[key] = df
     return tables, tf.params()
@@ -235,10 +276,18 @@ def read_tables(folder: Path | str, names: dict[str, str]) -> tuple[dict[str, pd
 
 def settings_from_params(params: dict, folder: Path | str):
     """The `AnalysisSettings` of a folder's params.json, or InputError naming it."""
-    from isocompute.analysis.settings import AnalysisSettings
+    from isocompute.analysis.fits.settings import AnalysisSettings
 
     try:
         return AnalysisSettings.from_json(params)
     except (TypeError, ValueError, KeyError) as exc:
         raise InputError(f"{Path(folder) / PARAMS_FILE}: not analysis settings ({type(exc).__name__}: {exc}); "
                          f"{RERUN}") from None
+
+
+def load_analysis(out_dir: Path | str, evals: pd.DataFrame) -> dict:
+    """The tables written by `write_analysis`, read back for plotting, with the settings
+    they were computed with (params.json; without it, an analysis from before the noise method)."""
+    tables, p = read_tables(out_dir)
+    return {"evals": evals, **tables, "settings": settings_from_params(p or {}, out_dir),
+            "split": (p or {}).get("split")}

@@ -17,12 +17,12 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from isocompute.analysis.adaptive import decide, rule_params
-from isocompute.analysis.fits import USABLE
-from isocompute.analysis.frontier import frontier
-from isocompute.analysis.methods import fit_study
-from isocompute.analysis.settings import AnalysisSettings
-from isocompute.analysis.tables import check_evals
+from isocompute.analysis.adaptive.rule import decide, rule_params
+from isocompute.analysis.fits.methods import fit_study
+from isocompute.analysis.fits.settings import AnalysisSettings
+from isocompute.analysis.fits.sigmoid import USABLE
+from isocompute.analysis.frontier.envelope import frontier
+from isocompute.analysis.inputs.check import check_evals
 from isocompute.schedule import rung_budgets
 
 RUN_COLUMNS = ["B_p", "n", "full_compute", "spent", "stopped_at", "reason", "evaluations_full", "evaluations_spent",

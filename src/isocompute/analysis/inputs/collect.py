@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from isocompute.analysis.tables_folder import read_tables, settings_from_params
 from isocompute.atomic import read_json, read_parquet
 from isocompute.errors import InputError
 from isocompute.layout import RunFiles, RungFiles
@@ -71,20 +70,3 @@ def collect_runs(run_dirs) -> tuple[pd.DataFrame, pd.DataFrame]:
     if len(all_rates):
         all_rates = all_rates.sort_values(["B_p", "n", "seed", "source", "step", "problem_id"], kind="stable")
     return all_evals.reset_index(drop=True), all_rates.reset_index(drop=True)
-
-
-def read_analysis_tables(out_dir: Path | str, keys=None) -> tuple[dict[str, pd.DataFrame], dict | None]:
-    """The tables `write_analysis` wrote in `out_dir` (only `keys` of `pipeline.TABLE_FILES` when
-    given; absent ones left out, an empty file an empty table) and params.json (None when missing),
-    each checked against the folder's manifest (`tables_folder.read_tables`)."""
-    from isocompute.analysis.pipeline import TABLE_FILES
-
-    return read_tables(out_dir, {key: TABLE_FILES[key] for key in (TABLE_FILES if keys is None else keys)})
-
-
-def load_analysis(out_dir: Path | str, evals: pd.DataFrame) -> dict:
-    """The tables written by `write_analysis`, read back for plotting, with the settings
-    they were computed with (params.json; without it, an analysis from before the noise method)."""
-    tables, p = read_analysis_tables(out_dir)
-    return {"evals": evals, **tables, "settings": settings_from_params(p or {}, out_dir),
-            "split": (p or {}).get("split")}

@@ -3,7 +3,7 @@
 At 2-4 evaluations per doubling one run's own band (`adaptive.prediction_bands`)
 is wide at both edges, so a run near the frontier can almost never be shown to
 fall behind it: the rule prunes little. The default analysis pools the runs of
-a B_p (`fits_pooled`: A and log C_mid polynomials in log2 n, one B, kept
+a B_p (`fits.pooled`: A and log C_mid polynomials in log2 n, one B, kept
 unless an F-test rejects it), and the rule uses the same model: its parameters'
 sampling distribution (Gaussian, from the fit's Jacobian, widened by the reduced
 chi-square when above 1) is drawn `DRAWS` times, every draw gives every run of
@@ -27,9 +27,9 @@ import numpy as np
 import pandas as pd
 from scipy.special import expit
 
-from isocompute.analysis.fits import USABLE
-from isocompute.analysis.fits_noise import cell_arrays
-from isocompute.analysis.fits_pooled import _design, fit_trend
+from isocompute.analysis.fits.noise import cell_arrays
+from isocompute.analysis.fits.pooled import _design, fit_trend
+from isocompute.analysis.fits.sigmoid import USABLE
 
 DRAWS = 4000          # parameter draws per B_p: the tail share 1 - Phi(2.5) = 0.6% is ~25 draws
 POOLED_COLUMNS = ["B_p", "n", "p_n_star", "p_revive", "model"]

@@ -1,7 +1,7 @@
 """The report's headline: what the study found, per split, read from its analysis tables.
 
 The `headline` rule (rules/figures.smk) builds it from each split's summary.csv (what the
-analysis may say per B_p at the top of its compute range: isocompute.analysis.claims) and
+analysis may say per B_p at the top of its compute range: isocompute.analysis.frontier.claims) and
 recommendations.csv (the allocation advisor's table, `isocompute recommend`); `snakemake
 --report` opens on it. Pure functions from tables to HTML: nothing here reads or writes.
 """
@@ -13,7 +13,7 @@ import html
 import numpy as np
 import pandas as pd
 
-from isocompute.analysis.claims import ESTABLISHED, FALLS, NO_EFFECT
+from isocompute.analysis.frontier.claims import ESTABLISHED, FALLS, NO_EFFECT
 
 # Scoped to the headline's own class: its brief form is embedded in the report's landing page.
 STYLE = (".isocompute-headline{font-family:sans-serif;font-size:13px;line-height:1.4}"

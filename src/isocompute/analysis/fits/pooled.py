@@ -42,9 +42,9 @@ from scipy.optimize import least_squares
 from scipy.special import expit
 from scipy.stats import f as f_dist
 
-from isocompute.analysis.fits import FLAT, OK
-from isocompute.analysis.progress import progress
-from isocompute.registry import registering
+from isocompute.analysis.fits.progress import progress
+from isocompute.analysis.fits.sigmoid import FLAT, OK
+from isocompute.registry import Registry
 
 POOLED_COLUMN = "pooled"   # True: A, B, C_mid are the trend model's (or the common curve's); False: the run's own fit
 # column `model`: no effect of n, the trend in log2 n, neighbouring n fused into blocks, each run alone
@@ -151,7 +151,7 @@ def pool_fits(fits: pd.DataFrame, arrays: dict, R0: float, *, degree: int = 2,
     curve, where the data allow.
 
     `fits`: the noise method's run-by-run fits (columns B_p, n, A, B, C_mid,
-    sse, status, ...); `arrays`: (B_p, n) -> `fits_noise.cell_arrays` of the
+    sse, status, ...); `arrays`: (B_p, n) -> `fits.noise.cell_arrays` of the
     cell. Returns the fits with columns pooled, pool_p (trend against runs),
     model (`MODELS`) and n_effect_p (common curve against the model in force;
     `null_alpha` None skips that test, and the fusing of neighbours when each
@@ -262,7 +262,7 @@ class Pool:
     name = ""
 
     def pool(self, fits: pd.DataFrame, arrays: dict, R0: float, grid) -> pd.DataFrame:
-        """The point estimate's fits; `arrays` (B_p, n) -> the cell's `fits_noise.cell_arrays`."""
+        """The point estimate's fits; `arrays` (B_p, n) -> the cell's `fits.noise.cell_arrays`."""
         raise NotImplementedError
 
     def pool_replicates(self, boot: pd.DataFrame, drawn: dict, R0: float, grid) -> pd.DataFrame:
@@ -270,17 +270,9 @@ class Pool:
         raise NotImplementedError
 
 
-POOLS: dict[str, Pool] = {}
-
-
-# Class decorator: @register_pool(name) files the strategy under the config value `name`.
-register_pool = registering(POOLS)
-
-
-def get_pool(name: str) -> Pool:
-    if name not in POOLS:
-        raise ValueError(f"pool must be one of {', '.join(POOLS)}; got {name!r}")
-    return POOLS[name]
+# @register_pool(name) files the strategy under the config value `name`; get_pool(name) finds it.
+POOLS = Registry("pool")
+register_pool, get_pool = POOLS.register, POOLS.get
 
 
 @register_pool("none")

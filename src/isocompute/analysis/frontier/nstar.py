@@ -15,8 +15,16 @@ import pandas as pd
 from scipy.optimize import curve_fit
 from scipy.special import expit
 
+from isocompute.analysis.fits.records import running_average
+
 
 LAW_PARAMS = ("L", "U", "k", "c0")
+
+# Law statuses (the status column of n_star_fit.csv and its draws), as fits.sigmoid names the
+# curves': a law with parameters to read is fitted, or one n* throughout (constant).
+LAW_OK, LAW_CONSTANT, LAW_TOO_FEW, LAW_FAILED = "ok", "constant", "too_few_points", "failed"
+LAW_STATUSES = (LAW_OK, LAW_CONSTANT, LAW_TOO_FEW, LAW_FAILED)
+GOOD_LAW = (LAW_OK, LAW_CONSTANT)
 
 
 @dataclass(frozen=True)
@@ -27,32 +35,10 @@ class NStarLaw:
     c0: float
     rmse: float
     n_points: int
-    status: str   # 'ok', 'constant', 'too_few_points', 'failed'
+    status: str   # one of LAW_STATUSES
 
     def as_dict(self) -> dict:
         return asdict(self)
-
-
-def running_average(values, window: int = 5) -> np.ndarray:
-    """Centred moving average over `window` grid points along the last axis
-    (shrinking at the ends, NaN-aware); `window=1` returns the values."""
-    y = np.asarray(values, dtype=float)
-    if window < 1:
-        raise ValueError(f"window must be >= 1, got {window}")
-    if window == 1 or y.shape[-1] == 0:
-        return y.copy()
-    G = y.shape[-1]
-    valid = np.isfinite(y)
-    zero = np.zeros(y.shape[:-1] + (1,))
-    num = np.concatenate([zero, np.cumsum(np.where(valid, y, 0.0), axis=-1)], axis=-1)
-    den = np.concatenate([zero, np.cumsum(valid, axis=-1)], axis=-1)
-    after = (window - 1) // 2
-    i = np.arange(G)
-    hi = np.minimum(i + after + 1, G)
-    lo = np.maximum(i - (window - 1 - after), 0)
-    total, count = num[..., hi] - num[..., lo], den[..., hi] - den[..., lo]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(count > 0, total / np.maximum(count, 1), np.nan)
 
 
 def n_star_sigmoid(x, L, U, k, c0):
@@ -105,14 +91,14 @@ def fit_n_star_laws(x, Y, *, grid: LawGrid = LawGrid(), min_points: int = 4) -> 
     R, G = Y.shape
     if G == 0:  # an empty frontier (e.g. every curve degenerate): nothing to fit
         out = {name: np.full(R, np.nan) for name in ("L", "U", "k", "c0", "rmse")}
-        return {**out, "n_points": np.zeros(R, dtype=int), "status": np.full(R, "too_few_points", dtype=object)}
+        return {**out, "n_points": np.zeros(R, dtype=int), "status": np.full(R, LAW_TOO_FEW, dtype=object)}
     W = np.isfinite(Y) & np.isfinite(x)[None, :]
     Y0 = np.where(W, Y, 0.0)
     Wf = W.astype(float)
     n_points = W.sum(axis=1)
     out = {name: np.full(R, np.nan) for name in ("L", "U", "k", "c0", "rmse")}
     out["n_points"] = n_points
-    out["status"] = np.full(R, "too_few_points", dtype=object)
+    out["status"] = np.full(R, LAW_TOO_FEW, dtype=object)
     with np.errstate(invalid="ignore"):
         y_lo = np.where(W, Y, np.inf).min(axis=1)
         y_hi = np.where(W, Y, -np.inf).max(axis=1)
@@ -123,7 +109,7 @@ def fit_n_star_laws(x, Y, *, grid: LawGrid = LawGrid(), min_points: int = 4) -> 
         return out
     x_lo, x_hi = float(xs.min()), float(xs.max())
     x_span = max(x_hi - x_lo, 1e-9)
-    out["status"][constant] = "constant"
+    out["status"][constant] = LAW_CONSTANT
     out["L"][constant] = out["U"][constant] = y_lo[constant]
     out["k"][constant] = 0.0
     out["c0"][constant] = 0.5 * (x_lo + x_hi)
@@ -180,7 +166,7 @@ def fit_n_star_laws(x, Y, *, grid: LawGrid = LawGrid(), min_points: int = 4) -> 
     out["k"][todo] = np.where(finite, k_best, np.nan)
     out["c0"][todo] = np.where(finite, c0_best, np.nan)
     out["rmse"][todo] = np.sqrt(np.maximum(sse_best, 0) / n_points[todo])
-    out["status"][todo] = np.where(finite, "ok", "failed")
+    out["status"][todo] = np.where(finite, LAW_OK, LAW_FAILED)
     return out
 
 
@@ -198,7 +184,7 @@ def fit_n_star_law(x, y, *, grid: LawGrid = LawGrid(), min_points: int = 4, poli
     res = fit_n_star_laws(x, np.asarray(y, dtype=float)[None, :], grid=grid, min_points=min_points)
     law = NStarLaw(*(float(res[p][0]) for p in ("L", "U", "k", "c0", "rmse")),
                    int(res["n_points"][0]), str(res["status"][0]))
-    if not polish or law.status != "ok":
+    if not polish or law.status != LAW_OK:
         return law
     x = np.asarray(x, dtype=float)
     y = np.asarray(y, dtype=float)
@@ -216,7 +202,7 @@ def fit_n_star_law(x, y, *, grid: LawGrid = LawGrid(), min_points: int = 4, poli
         return law
     rmse = float(np.sqrt(np.mean((n_star_sigmoid(x, *popt) - y) ** 2)))
     if rmse <= law.rmse:
-        law = NStarLaw(*(float(v) for v in popt), rmse, law.n_points, "ok")
+        law = NStarLaw(*(float(v) for v in popt), rmse, law.n_points, LAW_OK)
     return law
 
 

@@ -46,6 +46,51 @@ def read_sidecar(path: Path | str) -> dict:
     return data
 
 
+def _record(line: str, lineno: int, source: str) -> tuple[int, dict]:
+    """(step, data) of one verl file-logger line; InputError naming the line otherwise."""
+    try:
+        rec = json.loads(line)
+    except ValueError:
+        raise InputError(f"{source}: line {lineno} is not valid JSON") from None
+    if not isinstance(rec, dict) or "step" not in rec or not isinstance(rec.get("data"), dict):
+        raise InputError(f"{source}: line {lineno}: expected {{\"step\": N, \"data\": {{...}}}}")
+    step = rec["step"]
+    if not isinstance(step, int) or isinstance(step, bool) or step < 0:
+        raise InputError(f"{source}: line {lineno}: column 'step' must be a non-negative integer, got {step!r}")
+    return step, rec["data"]
+
+
+def _validation_metrics(data: dict, verl_best_worst: bool) -> dict:
+    """{(data source, var, stat, k): value} of one record's validation metrics (stat 'avg', and
+    'best'/'worst' with `verl_best_worst`)."""
+    found = {}
+    for key, value in data.items():
+        m = _MEAN_KEY.match(key)
+        if m:
+            found[(m["ds"], m["var"], "avg", int(m["k"]))] = value
+            continue
+        m = _BOOT_KEY.match(key) if verl_best_worst else None
+        if m:
+            found[(m["ds"], m["var"], m["stat"], int(m["k"]))] = value
+    return found
+
+
+def _validation_row(step: int, mine: dict) -> dict | None:
+    """One evaluation row from one data source's metrics ({(var, stat, k): value}): the accuracy
+    ('acc', else 'reward') at its largest k with a mean; None when it has no mean."""
+    var = "acc" if any(v == "acc" for v, *_ in mine) else "reward"
+    ks = [kk for v, stat, kk in mine if v == var and stat == "avg"]
+    if not ks:
+        return None
+    k = max(ks)
+    row = {"step": step}
+    for stat in ("avg", "best", "worst"):
+        if (var, stat, k) in mine:
+            value = mine[(var, stat, k)]
+            row[f"{stat}@{k}"] = np.nan if value is None else float(value)
+    return row
+
+
 def parse_verl_jsonl(lines, B_p: int, n: int, *, data_source: str | None = None,
                      verl_best_worst: bool = False, source: str = "JSONL") -> pd.DataFrame:
     """Evaluation rows from verl file-logger records (an iterable of JSON strings).
@@ -63,26 +108,10 @@ def parse_verl_jsonl(lines, B_p: int, n: int, *, data_source: str | None = None,
         line = line.strip()
         if not line:
             continue
-        try:
-            rec = json.loads(line)
-        except ValueError:
-            raise InputError(f"{source}: line {lineno} is not valid JSON") from None
-        if not isinstance(rec, dict) or "step" not in rec or not isinstance(rec.get("data"), dict):
-            raise InputError(f"{source}: line {lineno}: expected {{\"step\": N, \"data\": {{...}}}}")
-        step, data = rec["step"], rec["data"]
-        if not isinstance(step, int) or isinstance(step, bool) or step < 0:
-            raise InputError(f"{source}: line {lineno}: column 'step' must be a non-negative integer, got {step!r}")
+        step, data = _record(line, lineno, source)
         if RESPONSE_LENGTH_KEY in data and data[RESPONSE_LENGTH_KEY] is not None:
             lengths[step] = float(data[RESPONSE_LENGTH_KEY])
-        found = {}
-        for key, value in data.items():
-            m = _MEAN_KEY.match(key)
-            if m:
-                found[(m["ds"], m["var"], "avg", int(m["k"]))] = value
-                continue
-            m = _BOOT_KEY.match(key) if verl_best_worst else None
-            if m:
-                found[(m["ds"], m["var"], m["stat"], int(m["k"]))] = value
+        found = _validation_metrics(data, verl_best_worst)
         if not found:
             continue
         sources.update(ds for ds, *_ in found)
@@ -90,19 +119,9 @@ def parse_verl_jsonl(lines, B_p: int, n: int, *, data_source: str | None = None,
             raise InputError(f"{source}: validation metrics for several data sources ({', '.join(sorted(sources))}); "
                              "choose one (--data-source)")
         ds = data_source if data_source is not None else next(iter(sources))
-        mine = {key[1:]: v for key, v in found.items() if key[0] == ds}
-        if not mine:
+        row = _validation_row(step, {key[1:]: v for key, v in found.items() if key[0] == ds})
+        if row is None:
             continue
-        var = "acc" if any(v == "acc" for v, *_ in mine) else "reward"
-        k = max(kk for v, stat, kk in mine if v == var and stat == "avg") if any(
-            v == var and stat == "avg" for v, stat, _ in mine) else None
-        if k is None:
-            continue
-        row = {"step": step}
-        for stat in ("avg", "best", "worst"):
-            if (var, stat, k) in mine:
-                value = mine[(var, stat, k)]
-                row[f"{stat}@{k}"] = np.nan if value is None else float(value)
         if step in rows and rows[step] != row:
             raise InputError(f"{source}: step {step} logged twice with different validation metrics "
                              "(duplicate (B_p, n, step) in column 'step')")
@@ -142,7 +161,7 @@ def read_evals(path: Path | str, *, B_p: int | None = None, n: int | None = None
 
     For CSV/parquet, `B_p`/`n` fill those columns when the file lacks them
     (a single run's table), as does a sidecar. Unreadable files raise
-    InputError; the columns are checked later (`tables.check_evals`).
+    InputError; the columns are checked later (`check.check_evals`).
     """
     path = Path(path)
     if not path.is_file():

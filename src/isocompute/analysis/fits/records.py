@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 from scipy.signal import lfilter
 
-from isocompute.analysis.tables import se_column
+from isocompute.analysis.inputs.check import se_column
 from isocompute.config import schema_defaults
 
 # Standard errors a point must rise above the standing record to count as one
@@ -49,6 +49,28 @@ def ema(values, alpha: float | None, axis: int = -1) -> np.ndarray:
     # Initial state chosen so that s_0 = x_0 exactly.
     out, _ = lfilter([alpha], [1.0, alpha - 1.0], x, axis=axis, zi=(1.0 - alpha) * x0)
     return out
+
+
+def running_average(values, window: int = 5) -> np.ndarray:
+    """Centred moving average over `window` grid points along the last axis
+    (shrinking at the ends, NaN-aware); `window=1` returns the values."""
+    y = np.asarray(values, dtype=float)
+    if window < 1:
+        raise ValueError(f"window must be >= 1, got {window}")
+    if window == 1 or y.shape[-1] == 0:
+        return y.copy()
+    G = y.shape[-1]
+    valid = np.isfinite(y)
+    zero = np.zeros(y.shape[:-1] + (1,))
+    num = np.concatenate([zero, np.cumsum(np.where(valid, y, 0.0), axis=-1)], axis=-1)
+    den = np.concatenate([zero, np.cumsum(valid, axis=-1)], axis=-1)
+    after = (window - 1) // 2
+    i = np.arange(G)
+    hi = np.minimum(i + after + 1, G)
+    lo = np.maximum(i - (window - 1 - after), 0)
+    total, count = num[..., hi] - num[..., lo], den[..., hi] - den[..., lo]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(count > 0, total / np.maximum(count, 1), np.nan)
 
 
 def record_mask(values, bin_width: float = 0.01, ema_alpha: float | None = None) -> np.ndarray:
@@ -129,7 +151,7 @@ def record_points(curve: pd.DataFrame, metric: str = "avg@4", *, bin_width: floa
     if method == "noise":
         if se_column(metric) not in curve.columns:
             raise ValueError(f"noise-method records need the column '{se_column(metric)}' "
-                             "(fits_noise.add_standard_errors)")
+                             "(fits.noise.add_standard_errors)")
         mask = significant_record_mask(smoothed, curve[se_column(metric)].to_numpy(dtype=float), z)
     else:
         mask = record_mask(smoothed, bin_width)

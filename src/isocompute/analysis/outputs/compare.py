@@ -79,10 +79,10 @@ def check_comparisons(cfg: dict, root: str = RESULTS_ROOT, *, made_here=()) -> N
 
 
 def analysed_b_ps(tables_dir: str) -> list[int]:
-    """The B_p values whose runs an analysis fitted (its fits.csv, checked by `tables_folder`)."""
-    from isocompute.analysis.tables_folder import read_tables
+    """The B_p values whose runs an analysis fitted (its fits.csv, checked by `outputs.folder`)."""
+    from isocompute.analysis.outputs.folder import read_tables
 
-    fits = read_tables(tables_dir, {"fits": "fits.csv"})[0].get("fits")
+    fits = read_tables(tables_dir, ["fits"])[0].get("fits")
     return [] if fits is None or "B_p" not in fits.columns else sorted({int(b) for b in fits["B_p"]})
 
 
@@ -97,9 +97,9 @@ def check_b_p(key: str, B_p: int, who: str, split: str, have) -> None:
 
 def load_comparison(sources: list[ComparedAnalysis], *, B_p: int | None = None,
                     key: str = "B_p") -> list[tuple[ComparedAnalysis, dict]]:
-    """Each source with its analysis tables (as `collect.load_analysis` reads them); with `B_p`,
+    """Each source with its analysis tables (as `outputs.folder.load_analysis` reads them); with `B_p`,
     each must have run it (`check_b_p`, naming `key`)."""
-    from isocompute.analysis.collect import load_analysis
+    from isocompute.analysis.outputs.folder import load_analysis
 
     loaded = []
     for src in sources:

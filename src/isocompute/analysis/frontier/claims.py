@@ -8,7 +8,7 @@ the intervals, never the point estimates alone:
 - n* at C is *determined* when its bootstrap band spans at most `SPAN`
   doublings of n ("n* = 8 [4, 16]"), else *undetermined* ("undetermined:
   [2, 64]"); without a band it is stated as a point with "no interval".
-  Where the runs of the B_p share one curve (`fits_pooled`: the F-test found
+  Where the runs of the B_p share one curve (`fits.pooled`: the F-test found
   no effect of n, column `model` 'common') every n is optimal: undetermined.
 - n* *rises* (or *falls*) with compute only when the bands at the two ends of
   the range where every run can enter the frontier (column `comparable`) do

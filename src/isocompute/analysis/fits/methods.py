@@ -4,8 +4,8 @@ default, docs/methods.md section 11) and the paper's procedure do differently li
 here, in one class each; the pipeline, the bootstrap, the studies and the
 figures call a method's hooks instead of testing its name.
 
-Sits above the fits (`fits`, `fits_noise`, `fits_pooled`, `records`) and below
-everything that runs a method (`bootstrap`, `studies`, `pipeline`, `adaptive`).
+Sits above the curve fits of its room (`sigmoid`, `noise`, `pooled`, `records`) and below
+everything that runs a method (`frontier.bootstrap`, `frontier.studies`, `adaptive`, `pipeline`).
 """
 
 from __future__ import annotations
@@ -13,26 +13,18 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from isocompute.analysis.fits import FitGrid, fit_curves_paper, fit_replicates, fit_sigmoid, run_arrays
-from isocompute.analysis.fits_noise import (NOISE_FIT_GRID, add_standard_errors, cell_arrays, fit_curves_noise,
+from isocompute.analysis.fits.noise import (NOISE_FIT_GRID, add_standard_errors, cell_arrays, fit_curves_noise,
                                             fit_weighted, noise_fit_grid, pooled_base, residual_se)
-from isocompute.analysis.fits_pooled import get_pool
-from isocompute.analysis.records import record_points
-from isocompute.analysis.tables import se_column
-from isocompute.registry import registering
+from isocompute.analysis.fits.pooled import get_pool
+from isocompute.analysis.fits.records import record_points
+from isocompute.analysis.fits.sigmoid import FitGrid, fit_curves_paper, fit_replicates, fit_sigmoid, run_arrays
+from isocompute.analysis.inputs.check import se_column
+from isocompute.registry import Registry
 
-METHODS: dict[str, "Method"] = {}
-
-
-# Class decorator: @register_method(name) files the strategy under the config value `name`.
-register_method = registering(METHODS)
-
-
-def get_method(name: str) -> "Method":
-    """The registered method called `name`; ValueError naming the registered ones."""
-    if name not in METHODS:
-        raise ValueError(f"method must be one of {', '.join(METHODS)}; got {name!r}")
-    return METHODS[name]
+# @register_method(name) files the strategy under the config value `name`; get_method(name)
+# finds it (ValueError naming the registered ones).
+METHODS = Registry("method")
+register_method, get_method = METHODS.register, METHODS.get
 
 
 class Method:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from isocompute.analysis.fits import sigmoid_reward
+from isocompute.analysis.fits.sigmoid import sigmoid_reward
 
 
 def synthetic_params(B_p: int, n: int, *, R0: float = 0.3, A_lo: float = 0.5, A_hi: float = 0.8,

@@ -1,0 +1,1 @@
+"""The adaptive sweep's pruning rule and its offline replay."""

@@ -1,0 +1,2 @@
+"""The tables folder analyze writes and its readers: manifest, headline, figure index,
+comparisons of studies."""
