@@ -145,9 +145,9 @@ def uv() -> str:
 
 
 def compile_lock(name: str, output: Path) -> None:
-    output = Path(output).resolve()
     """uv pip compile <name>.in into output; a lock already at output is the preference,
     so pins already locked stay unless the input no longer allows them."""
+    output = Path(output).resolve()
     cmd = [uv(), "pip", "compile", "--quiet", "--generate-hashes", "--no-header",
            "--python-version", PYTHON_VERSION, "--python-platform", PLATFORM,
            "--no-config", "-o", str(output)]
@@ -164,7 +164,10 @@ def compile_lock(name: str, output: Path) -> None:
         raise LockError(f"envs/{name}.in does not resolve for CPython {PYTHON_VERSION} on {PLATFORM}:\n"
                         + proc.stderr.strip())
     # uv writes the temporary input's path into the annotations; name the real file
+    # and the overrides by their path in the repository, not this checkout's
     text = output.read_text().replace(str(src), f"envs/{name}.in").replace(f"-r {name}.in", f"-r envs/{name}.in")
+    if overrides_path(name):
+        text = text.replace(str(overrides_path(name)), f"envs/{name}.overrides.txt")
     output.write_text(f"# Resolved from envs/{name}.in by `python envs/lock.py` (uv, CPython {PYTHON_VERSION},"
                       f" {PLATFORM}). Do not edit.\n" + text)
 

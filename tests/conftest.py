@@ -21,6 +21,11 @@ import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
+
+# math-verify's own test files, vendored as data (tests/grading/math_verify_0_9_0/README.md):
+# read by tests/grading/math_verify_suite.py, never collected. (A conftest.py of their own
+# would shadow this one: the suite's modules import `conftest` by name.)
+collect_ignore_glob = ["grading/math_verify_0_9_0/*"]
 VENV_BIN = Path(sys.executable).parent
 
 # Small but real: a pool of 5 families, a model pretrained for a few seconds,

@@ -87,8 +87,10 @@ def test_dry_runs_are_told_from_real_runs():
 def test_make_check_runs_the_fast_tier_after_the_same_setup_as_make_test(tmp_path):
     for name in ("Makefile", "pyproject.toml", "constraints.txt"):
         (tmp_path / name).write_bytes((REPO / name).read_bytes())
+    # without the calling make's variables (`make test PYTEST_ARGS=...` passes them down in MAKEFLAGS)
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "PYTEST_ARGS")}
     plans = {target: subprocess.run(["make", "-n", "--no-print-directory", "-C", str(tmp_path), target], capture_output=True, text=True,
-                                    stdin=subprocess.DEVNULL) for target in ("check", "test")}
+                                    stdin=subprocess.DEVNULL, env=env) for target in ("check", "test")}
     for target, proc in plans.items():
         assert proc.returncode == 0, proc.stderr
         setup, _, last = proc.stdout.strip().rpartition("\n")

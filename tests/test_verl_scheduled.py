@@ -31,6 +31,7 @@ class FakeSyncTrainer:
         self.config = config
         self.trainer_mode = config.trainer.v1.trainer_mode  # what verl's PPOTrainer keys its buffers on
         self.global_steps = 0
+        self.use_reference_policy = False  # verl's trainer_base: need_reference_policy(config)
         self.calls = []
 
     def _validate(self):

@@ -101,14 +101,13 @@ def pinned_stack(env_file: Path = GPU_ENV_FILE) -> dict:
     flash-attn wheel's its pip list (envs/verl.in) names, and that wheel's CUDA version ('cuda')."""
     env_file = Path(env_file)
     try:
-        if "pip" not in yaml.safe_load(env_file.read_text())["dependencies"]:
-            raise KeyError("pip")
+        yaml.safe_load(env_file.read_text())["dependencies"].index("pip")  # ValueError: no pip
         lines = (env_file.with_suffix(".lock.txt").read_text().splitlines()
                  + env_file.with_suffix(".in").read_text().splitlines())
     except OSError as exc:
         raise InputError(f"{exc.filename or env_file}: {exc.strerror or exc} "
                          "(run isocompute doctor from the repository root)") from exc
-    except (yaml.YAMLError, TypeError, KeyError, StopIteration) as exc:
+    except (yaml.YAMLError, TypeError, KeyError, ValueError, AttributeError) as exc:
         raise InputError(f"{env_file}: expected a conda environment of python and pip, its pip lock beside it "
                          f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else 'malformed'})") from exc
     pins = {}
@@ -222,7 +221,7 @@ def check_model(system: System, cfg: dict) -> tuple[Check, Path | None]:
         return fail("base model", f"{model}: neither a directory nor in the Hugging Face cache of this node",
                     f"hf download {model} on the login node, with HF_HOME on the shared file "
                     "system (docs/cluster.md, Data and models)"), None
-    missing = [f for f in ("config.json",) if not (path / f).is_file()]
+    missing = [] if (path / "config.json").is_file() else ["config.json"]
     tokenizer = any((path / f).is_file() for f in ("tokenizer.json", "tokenizer.model", "vocab.json"))
     try:
         weights = model_parameters(path)
@@ -230,8 +229,7 @@ def check_model(system: System, cfg: dict) -> tuple[Check, Path | None]:
         return fail("base model", str(exc), f"download the whole model again (hf download {model})"), None
     if missing or not tokenizer or weights is None:
         what = missing + ([] if tokenizer else ["a tokenizer"]) + ([] if weights else ["safetensors weights"])
-        return fail("base model", f"{path}: no {', '.join(what)}",
-                    f"download the whole model again (hf download {model})"), path
+        return fail("base model", f"{path}: no {', '.join(what)}", f"download the whole model again (hf download {model})"), path
     return ok("base model", f"{model} -> {path} ({weights / 1e9:.1f}B parameters)"), path
 
 

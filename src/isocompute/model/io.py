@@ -132,7 +132,7 @@ def _load_lean(path: Path, dtype):
     """The lean module tree with the directory's weights, or None where it does not apply."""
     import json
 
-    from isocompute.forward import LeanConfig, LeanModule
+    from isocompute.lean_module import LeanConfig, LeanModule
 
     cfg = LeanConfig(json.loads((path / "config.json").read_text()))
     weights = path / "model.safetensors"

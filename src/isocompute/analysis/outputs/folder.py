@@ -87,7 +87,7 @@ class TableRule:
     unset: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
-# The tables the advisor (`analysis.recommend`) answers from, by TABLE_FILES key.
+# The tables the advisor (`analysis.frontier.recommend`) answers from, by TABLE_FILES key.
 TABLE_RULES = {
     "fits": TableRule(("B_p", "n"), FIT_STATUSES, _CURVE, USABLE, _FLAT_UNSET),
     "bootstrap_fits": TableRule(("replicate", "B_p", "n"), FIT_STATUSES, _CURVE, USABLE, _FLAT_UNSET),

@@ -1,7 +1,7 @@
 """Studies side by side (config `compare`): the frontiers of several finished
 experiments in one figure, on shared axes. Paper Fig. 12 (base models: one
 panel per model and split) and Fig. 13 (D = 6k vs D = 500: the frontiers
-overlaid). The tables come from `analysis.compare.load_comparison`.
+overlaid). The tables come from `analysis.outputs.compare.load_comparison`.
 """
 
 from __future__ import annotations

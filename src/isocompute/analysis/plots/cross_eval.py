@@ -2,7 +2,7 @@
 (rows) x evaluation set (columns), the metric against compute for the smallest and the
 largest n at the split's B_p; and the out-of-domain figure (the AIME24 curve), one panel
 per set given by path and training split, a line per n. Curves from
-`analysis.cross_eval.cross_eval_curves`.
+`analysis.inputs.cross_eval.cross_eval_curves`.
 """
 
 from __future__ import annotations

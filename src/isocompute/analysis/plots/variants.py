@@ -1,4 +1,4 @@
-"""Figures of the recipe variants, from their curve table (analysis.variants): the
+"""Figures of the recipe variants, from their curve table (analysis.inputs.variants): the
 regularisation ablation (paper Fig. 3), the learning-rate anchor sweep and scaling
 rules (Fig. 4) and the decoupled baseline (appendix), each with one line per
 variant run against training steps. `plot_variants` draws those the config's

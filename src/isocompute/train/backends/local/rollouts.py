@@ -42,7 +42,7 @@ def set_training(model, mode: bool) -> None:
     already in that mode, or a lean module (no layer of it acts differently in training;
     its flag alone is set). `train()` visits every module, ~1 ms a call at the embedded
     model's size, two or three times a step."""
-    from isocompute.forward import LeanModule
+    from isocompute.lean_module import LeanModule
 
     if isinstance(model, LeanModule):
         model.training = mode
