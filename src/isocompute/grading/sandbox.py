@@ -193,6 +193,7 @@ def _compare_guarded(answer: str, truth: str, budget_s: float, allowance: _Allow
     if _POOL.broken:
         budget = allowance.grant(budget_s)
         return _compare_in_fork(answer, truth, budget) if budget > 0 else (Verdict.TIMED_OUT, NO_TIME)
+    reason = NO_TIME  # what running out of the allowance before a comparison means
     for _ in range(2):  # one re-try on a fresh worker for one that died, within what is left
         try:
             worker = _POOL.acquire()
@@ -207,11 +208,12 @@ def _compare_guarded(answer: str, truth: str, budget_s: float, allowance: _Allow
         budget = allowance.grant(budget_s) if ready else 0.0
         if budget <= 0:
             _POOL.release(worker)  # still starting, or idle: the next call's
-            return Verdict.TIMED_OUT, NO_TIME
+            return Verdict.TIMED_OUT, reason
         try:
             verdict = worker.compare(answer, truth, budget)
         except OSError:  # the worker died (killed, or crashed on the pair): try a fresh one
             _POOL.replace(worker)
+            reason = TIMEOUT
             continue
         if verdict is None:
             _POOL.replace(worker)
