@@ -38,9 +38,9 @@ RETRY_FACTOR = 4.0
 # times the timeout (`sandbox.slow_verdict`'s `total_s`; beyond it only the
 # milliseconds of killing the worker it ran out on). Not counted: waiting for the
 # pair's first worker to start (`grade`). Six: the two budgets (1 +
-# RETRY_FACTOR) and one worker restart between them, which takes under one
-# timeout of the default 2 s on an idle 2-core machine (docs/methods.md, Grading);
-# on a busier one the restart eats into the retry instead of adding to the call.
+# RETRY_FACTOR) and one timeout for the worker restart between them; a slower
+# restart (seconds to tens of seconds on a loaded 2-core machine: docs/methods.md,
+# Grading) eats into the retry instead of adding to the call.
 PAIR_BUDGET_FACTOR = 6.0
 
 # Reasons worth a debug line: the completion was not graded on its merits.
