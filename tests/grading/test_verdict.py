@@ -99,9 +99,14 @@ def test_a_tiny_deadline_is_timed_out_not_wrong_and_graded_again():
     # the same pair on its merits.
     sandbox.clear_memo()
     pair = ("\\boxed{3x+3}", "3(x+1)")
-    verdict_, reason = judge(*pair, timeout_s=1e-6)
-    assert verdict_ is Verdict.TIMED_OUT and reason in ("timeout", "no time left")
-    assert grade_with_reason(*pair, timeout_s=1e-6) in ((False, "timeout"), (False, "no time left"))
+    # Never wrong. On a loaded machine the caller can be preempted between sending the pair and
+    # its one look at the pipe, long enough for the worker to answer: then it is correct.
+    unsettled = {(Verdict.TIMED_OUT, "timeout"), (Verdict.TIMED_OUT, "no time left")}
+    assert judge(*pair, timeout_s=1e-6) in unsettled | {(Verdict.CORRECT, "math-verify")}
+    sandbox.clear_memo()
+    assert grade_with_reason(*pair, timeout_s=1e-6) in ((False, "timeout"), (False, "no time left"),
+                                                         (True, "math-verify"))
+    sandbox.clear_memo()
     assert judge(*pair) == (Verdict.CORRECT, "math-verify")
     sandbox.clear_memo()
 
