@@ -1,7 +1,9 @@
 """The grader is bounded for any input: on a generated corpus of 1,000 adversarial
 completions, every call hands math-verify at most its deadline and one retry at
-RETRY_FACTOR times it, every comparison ends by its budget (a hang would not), and a
-batch compares each distinct pair once.
+RETRY_FACTOR times it, the budgets one pair is handed add up to at most
+PAIR_BUDGET_FACTOR times the deadline (its workers dying on it included), every
+comparison ends by its budget (a hang would not), and a batch compares each distinct
+pair once.
 
 The bounds are counted (the budgets each call handed out, the comparisons a batch
 made), not timed: a loaded machine slows every call, and a wall-clock bound on a
@@ -20,6 +22,8 @@ from isocompute.grading import worker as worker_module
 from isocompute.grading.extract import MAX_CHARS
 
 TIMEOUT_S = 1.0
+WHOLE_S = verdict.PAIR_BUDGET_FACTOR * TIMEOUT_S  # one pair's whole cost
+SHIPPED_RETRY_FACTOR = verdict.RETRY_FACTOR
 RETRY_FACTOR = 1.5  # the retry is exercised at a fraction of the shipped cost
 HANG_S = 30.0  # a comparison this far past its budget did not stop at it: a hang, not load
 UNSETTLED = {"timeout", "no time left"}  # outcomes that depend on the machine's speed
@@ -107,6 +111,8 @@ def test_every_call_is_bounded(corpus, graded):
         if (len(budgets) > 2 or any(b > RETRY_FACTOR * TIMEOUT_S + 1e-6 for b in budgets)
                 or sum(b <= TIMEOUT_S + 1e-6 for b in budgets) > 1 or len(calls) > 4):
             over.append((case.kind, reason, budgets, len(calls)))
+        if sum(budget for *_, budget, _ in calls) > WHOLE_S + 1e-9:
+            over.append((case.kind, reason, "whole cost", [budget for *_, budget, _ in calls]))
     assert not over, over[:5]
     hung = [(case.kind, budget, round(waited, 1)) for case, (*_, calls) in zip(corpus, outcomes)
             for *_, budget, waited in calls if waited > budget + HANG_S]
@@ -131,6 +137,38 @@ def test_a_pair_out_of_time_stays_within_its_budgets(corpus, graded, spy):
         assert reason in UNSETTLED and not correct, (case.kind, reason)
         assert len(budgets) <= 2 and all(b <= RETRY_FACTOR * tiny + 1e-9 for b in budgets), budgets
         assert len(spy.calls) - first <= 4
+        assert sum(budget for *_, budget, _ in spy.calls[first:]) <= verdict.PAIR_BUDGET_FACTOR * tiny + 1e-12
+
+
+def test_a_pair_whose_workers_die_stays_within_its_whole_cost(corpus, graded, spy, monkeypatch):
+    # The corpus's pairs that reach math-verify, each on workers that die as they receive it, at
+    # the shipped retry: without the whole-cost bound the first try, its re-try on a fresh
+    # worker, the retry and its re-try would be handed 1 + 1 + 4 + 4 = 10 deadlines.
+    outcomes, _ = graded
+    reached = list({(c.completion, c.ground_truth): c for c, (*_, calls) in zip(corpus, outcomes) if calls}.values())
+    assert reached
+    monkeypatch.setattr(verdict, "RETRY_FACTOR", SHIPPED_RETRY_FACTOR)
+    compare = worker_module.Worker.compare  # the spy's
+
+    def dies(self, answer, truth, budget_s):
+        self.proc.kill()
+        self.proc.wait()
+        return compare(self, answer, truth, budget_s)
+
+    monkeypatch.setattr(worker_module.Worker, "compare", dies)
+    timeout_s = 0.25  # each restart (a second or more) counts against the whole cost: kept short
+    for case in reached[:3]:
+        warm_up(2)
+        sandbox.clear_memo()
+        first = len(spy.calls)
+        start = time.monotonic()
+        correct, reason = grade_with_reason(case.completion, case.ground_truth, timeout_s=timeout_s)
+        budgets = [budget for *_, budget, _ in spy.calls[first:]]
+        assert not correct and reason in UNSETTLED, (case.kind, reason)
+        assert 1 <= len(budgets) <= 4 and sum(budgets) <= verdict.PAIR_BUDGET_FACTOR * timeout_s + 1e-9, budgets
+        assert time.monotonic() - start < verdict.PAIR_BUDGET_FACTOR * timeout_s + HANG_S
+    monkeypatch.undo()
+    warm_up(2)
 
 
 def test_policies_hold_on_the_corpus(corpus, graded):
@@ -162,6 +200,10 @@ def test_grade_many_agrees_on_the_corpus(corpus, graded, spy):
     for answer, truth, *_ in calls:
         per_pair[(answer, truth)] = per_pair.get((answer, truth), 0) + 1
     assert max(per_pair.values(), default=0) <= 4, max(per_pair.values())
+    whole: dict[tuple[str, str], float] = {}
+    for answer, truth, budget, _ in calls:
+        whole[(answer, truth)] = whole.get((answer, truth), 0.0) + budget
+    assert max(whole.values(), default=0.0) <= WHOLE_S + 1e-9
     assert len(calls) <= 4 * len(distinct)
     settled = [(v, o[0]) for v, o in zip(verdicts, outcomes) if o[1] not in UNSETTLED]
     assert all(a == b for a, b in settled)

@@ -48,7 +48,7 @@ def test_cache_keys_and_versions(tmp_path):
 def test_pairs_that_timed_out_are_not_cached(monkeypatch, reason):
     # A timeout says nothing about the pair (the machine was slow): a saved
     # cache must not keep it as a verdict, so the next scoring grades it again.
-    monkeypatch.setattr(sandbox, "slow_verdict", lambda answer, truth, budget_s, retry_s: (Verdict.TIMED_OUT, reason))
+    monkeypatch.setattr(sandbox, "slow_verdict", lambda *args: (Verdict.TIMED_OUT, reason))
     cache = GradeCache()
     assert judge_many(["\\boxed{x+x}", "\\boxed{2}"], ["2x", "2"], cache=cache) == [Verdict.TIMED_OUT, Verdict.CORRECT]
     assert ("\\boxed{x+x}", "2x") not in cache

@@ -14,6 +14,8 @@ from grading_cases import TOWER
 from isocompute.grading import Verdict, grade, judge, judge_many, sandbox, verdict, warm_up
 from isocompute.grading.worker import Worker
 
+SHIPPED_RETRY_FACTOR = verdict.RETRY_FACTOR
+
 TIMEOUT_S = 1.0
 RETRY_FACTOR = 2.0  # the retry is exercised, at half the shipped cost per tower
 HANG_S = 30.0  # a call this far past its budgets did not stop at them: a hang; load never reaches it
@@ -45,9 +47,9 @@ def _counting_comparisons(monkeypatch) -> list[float]:
     budgets: list[float] = []
     compare = sandbox._compare_guarded
 
-    def counted(answer, truth, budget_s):
+    def counted(answer, truth, budget_s, allowance):
         budgets.append(budget_s)
-        return compare(answer, truth, budget_s)
+        return compare(answer, truth, budget_s, allowance)
 
     monkeypatch.setattr(sandbox, "_compare_guarded", counted)
     return budgets
@@ -156,7 +158,7 @@ def test_a_timeout_is_not_remembered_but_a_batch_pays_it_once(monkeypatch):
 def test_a_pair_timed_out_under_load_is_decided_by_the_next_call(monkeypatch):
     # Both budgets run out (a loaded machine); the next call decides the pair on its merits.
     outcomes = iter([(Verdict.TIMED_OUT, sandbox.TIMEOUT)] * 2 + [(Verdict.CORRECT, sandbox.MATH_VERIFY)])
-    monkeypatch.setattr(sandbox, "_compare_guarded", lambda answer, truth, budget_s: next(outcomes))
+    monkeypatch.setattr(sandbox, "_compare_guarded", lambda answer, truth, budget_s, allowance: next(outcomes))
     assert judge("\\boxed{3x+3}", "3(x+1)") == (Verdict.TIMED_OUT, "timeout")
     assert judge("\\boxed{3x+3}", "3(x+1)") == (Verdict.CORRECT, "math-verify")
     assert sandbox._MEMO[("3x+3", "3(x+1)")] is Verdict.CORRECT  # definite: remembered
@@ -177,4 +179,62 @@ def test_waiting_for_a_worker_to_start_does_not_count(monkeypatch):
     budgets = _counting_comparisons(monkeypatch)
     assert judge("\\boxed{4x}", "x+3x", timeout_s=0.3) == (Verdict.CORRECT, "math-verify")
     assert len(budgets) == 1 and 0 < budgets[0] <= 0.3
+    sandbox._POOL.close()
+
+
+def _granted(monkeypatch, die: bool = False) -> list[float]:
+    """The budgets workers are handed from now on (after the whole-cost cut); `die` kills
+    each worker as it receives its pair (a crash on the pair, or a kill from outside)."""
+    budgets: list[float] = []
+    compare = Worker.compare
+
+    def granted(self, answer, truth, budget_s):
+        budgets.append(budget_s)
+        if die:
+            self.proc.kill()
+            self.proc.wait()
+        return compare(self, answer, truth, budget_s)
+
+    monkeypatch.setattr(Worker, "compare", granted)
+    return budgets
+
+
+def test_a_pair_whose_workers_die_stays_within_its_whole_cost(monkeypatch):
+    # Each worker dies on the pair: the first try, its re-try on a fresh worker, the retry and
+    # its re-try would be 1 + 1 + 4 + 4 = 10 timeouts; the whole cost is cut at PAIR_BUDGET_FACTOR
+    # (counted: the budgets handed out; the restarts between them count against it too).
+    monkeypatch.setattr(verdict, "RETRY_FACTOR", SHIPPED_RETRY_FACTOR)
+    warm_up(2)
+    budgets = _granted(monkeypatch, die=True)
+    start = time.monotonic()
+    verdict_, reason = judge("\\boxed{3x+3}", "3(x+1)", timeout_s=TIMEOUT_S)
+    elapsed = time.monotonic() - start
+    assert verdict_ is Verdict.TIMED_OUT and reason in ("timeout", "no time left")
+    assert 1 <= len(budgets) <= 4 and budgets[0] == pytest.approx(TIMEOUT_S, abs=0.1)
+    assert sum(budgets) <= verdict.PAIR_BUDGET_FACTOR * TIMEOUT_S + 1e-9, budgets
+    assert elapsed < verdict.PAIR_BUDGET_FACTOR * TIMEOUT_S + HANG_S
+    monkeypatch.undo()
+    warm_up(2)
+    assert judge("\\boxed{3x+3}", "3(x+1)") == (Verdict.CORRECT, "math-verify")  # not remembered
+
+
+def test_waiting_for_a_restart_after_the_pairs_own_try_counts(monkeypatch):
+    # One worker, no spare: the tower's first try is killed at its budget, and the retry waits
+    # for the replacement to start. That wait is the pair's: a restart slower than what is left
+    # of the whole cost leaves the retry no budget (before the bound it had its full one).
+    monkeypatch.setattr(sandbox, "_POOL", sandbox._WorkerPool())
+    warm_up(1)
+    wait_ready = Worker.wait_ready
+    timeout_s = 0.2
+    stall_s = verdict.PAIR_BUDGET_FACTOR * timeout_s + 0.3
+
+    def slow_restart(self, deadline=None):
+        if deadline is not None and not self.ready:
+            time.sleep(stall_s)
+        return wait_ready(self, deadline)
+
+    monkeypatch.setattr(Worker, "wait_ready", slow_restart)
+    budgets = _granted(monkeypatch)
+    assert judge(TOWER, "42", timeout_s=timeout_s) == (Verdict.TIMED_OUT, "timeout")
+    assert len(budgets) == 1 and 0 < budgets[0] <= timeout_s  # the first try only
     sandbox._POOL.close()

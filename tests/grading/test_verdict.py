@@ -49,9 +49,9 @@ def _spy_comparisons(monkeypatch, outcome=None) -> list[float]:
     budgets: list[float] = []
     compare = sandbox._compare_guarded
 
-    def spy(answer, truth, budget_s):
+    def spy(answer, truth, budget_s, allowance):
         budgets.append(budget_s)
-        return outcome if outcome is not None else compare(answer, truth, budget_s)
+        return outcome if outcome is not None else compare(answer, truth, budget_s, allowance)
 
     monkeypatch.setattr(sandbox, "_compare_guarded", spy)
     return budgets
@@ -94,12 +94,19 @@ def test_no_budget_at_all_is_no_time_left(monkeypatch):
 
 
 def test_a_tiny_deadline_is_timed_out_not_wrong_and_graded_again():
-    # No worker answers within microseconds, retry included; a later call with
-    # the usual timeout grades the same pair on its merits.
+    # No worker answers within microseconds, retry included (or extraction leaves no
+    # time of the whole-cost bound for one); a later call with the usual timeout grades
+    # the same pair on its merits.
     sandbox.clear_memo()
     pair = ("\\boxed{3x+3}", "3(x+1)")
-    assert judge(*pair, timeout_s=1e-6) == (Verdict.TIMED_OUT, "timeout")
-    assert grade_with_reason(*pair, timeout_s=1e-6) == (False, "timeout")
+    # Never wrong. On a loaded machine the caller can be preempted between sending the pair and
+    # its one look at the pipe, long enough for the worker to answer: then it is correct.
+    unsettled = {(Verdict.TIMED_OUT, "timeout"), (Verdict.TIMED_OUT, "no time left")}
+    assert judge(*pair, timeout_s=1e-6) in unsettled | {(Verdict.CORRECT, "math-verify")}
+    sandbox.clear_memo()
+    assert grade_with_reason(*pair, timeout_s=1e-6) in ((False, "timeout"), (False, "no time left"),
+                                                         (True, "math-verify"))
+    sandbox.clear_memo()
     assert judge(*pair) == (Verdict.CORRECT, "math-verify")
     sandbox.clear_memo()
 

@@ -5,9 +5,13 @@ call's deadline, and a longer second budget for a pair that runs out. Each
 concurrent caller gets its own worker (`worker.Worker`: a fresh interpreter
 started with `subprocess`, not a fork of the caller, which may hold torch
 threads); a worker that misses its budget is killed and replaced, and the pair
-is timed out (`Verdict.TIMED_OUT`), not wrong. A pair's budget runs only from
-when a ready worker has it: waiting for a worker to start never counts, so a
-loaded machine slows grading down instead of failing correct answers. Where no
+is timed out (`Verdict.TIMED_OUT`), not wrong. A comparison's budget runs only
+from when a ready worker has the pair: waiting for a worker to start never eats
+into it, so a loaded machine slows grading down instead of failing correct
+answers. One pair's whole cost is bounded all the same (`slow_verdict`'s
+`total_s`): its comparisons' budgets together, and its wall time from when its
+first worker is ready (a restart after its own try was killed included), stay
+within it. Where no
 interpreter can be started, one fork per comparison does the same job.
 
 Hand-written rather than pebble's ProcessPool (measured on 2 cores: round trip
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 import atexit
 import logging
+import math
 import os
 import select
 import signal
@@ -156,23 +161,59 @@ def _compare_in_fork(answer: str, truth: str, budget_s: float) -> tuple[Verdict,
     return Verdict.of(verdict == b"1"), MATH_VERIFY
 
 
-def _compare_guarded(answer: str, truth: str, budget_s: float) -> tuple[Verdict, str]:
-    """math-verify on one pair, given `budget_s` seconds from when a ready worker has it."""
+class _Allowance:
+    """What is left of one pair's whole cost: `total_s` seconds of math-verify budgets, and
+    `total_s` seconds of wall time from when its first ready worker has it (`start`; before
+    that the deadline is infinite). A comparison is granted at most what is left of both, and
+    its whole budget is charged whether it used it or not (a worker that dies at once does not
+    hand its time back), so the budgets one pair is handed add up to at most `total_s`."""
+
+    def __init__(self, total_s: float) -> None:
+        self.total_s = total_s
+        self.deadline = math.inf
+        self.unspent = total_s
+
+    def start(self) -> None:
+        """The pair's first worker is ready: its wall clock runs from now."""
+        if math.isinf(self.deadline):
+            self.deadline = time.monotonic() + self.total_s
+
+    def grant(self, budget_s: float) -> float:
+        """A comparison's budget: `budget_s`, or less if less is left (charged); <= 0 when nothing is."""
+        self.start()
+        budget = min(budget_s, self.unspent, self.deadline - time.monotonic())
+        if budget > 0:
+            self.unspent -= budget
+        return budget
+
+
+def _compare_guarded(answer: str, truth: str, budget_s: float, allowance: _Allowance) -> tuple[Verdict, str]:
+    """math-verify on one pair: `budget_s` seconds (less if less is left of `allowance`) from when
+    a ready worker has it; waiting for a worker after the pair's first counts against `allowance`."""
     if _POOL.broken:
-        return _compare_in_fork(answer, truth, budget_s)
-    for _ in range(2):  # one retry on a fresh worker for one that died
+        budget = allowance.grant(budget_s)
+        return _compare_in_fork(answer, truth, budget) if budget > 0 else (Verdict.TIMED_OUT, NO_TIME)
+    reason = NO_TIME  # what running out of the allowance before a comparison means
+    for _ in range(2):  # one re-try on a fresh worker for one that died, within what is left
         try:
             worker = _POOL.acquire()
-            # Start-up is not the pair's time: wait for a live, imported worker.
-            worker.wait_ready()
+            # The first worker's start-up is not the pair's time (a cold start, or the restart
+            # of a worker an earlier pair ran out on); a restart after its own try is.
+            ready = worker.wait_ready(None if math.isinf(allowance.deadline) else allowance.deadline)
         except (OSError, WorkerStartError) as exc:
             logger.warning("math-verify worker unavailable (%s); forking per comparison", exc)
             _POOL.broken = True
-            return _compare_in_fork(answer, truth, budget_s)
+            budget = allowance.grant(budget_s)
+            return _compare_in_fork(answer, truth, budget) if budget > 0 else (Verdict.TIMED_OUT, NO_TIME)
+        budget = allowance.grant(budget_s) if ready else 0.0
+        if budget <= 0:
+            _POOL.release(worker)  # still starting, or idle: the next call's
+            return Verdict.TIMED_OUT, reason
         try:
-            verdict = worker.compare(answer, truth, budget_s)
+            verdict = worker.compare(answer, truth, budget)
         except OSError:  # the worker died (killed, or crashed on the pair): try a fresh one
             _POOL.replace(worker)
+            reason = TIMEOUT
             continue
         if verdict is None:
             _POOL.replace(worker)
@@ -202,11 +243,22 @@ def _remember(key: tuple[str, str], verdict: Verdict) -> None:
     _MEMO[key] = verdict
 
 
-def slow_verdict(answer: str, truth: str, budget_s: float, retry_s: float) -> tuple[Verdict, str]:
-    """(math-verify's verdict, how it came about): `budget_s` seconds, then `retry_s` if those run out.
+def slow_verdict(answer: str, truth: str, budget_s: float, retry_s: float,
+                 total_s: float = math.inf) -> tuple[Verdict, str]:
+    """(math-verify's verdict, how it came about): `budget_s` seconds, then `retry_s` if those run out,
+    all within `total_s`.
 
     Each budget is math-verify's own time, counted from when a ready worker
-    has the pair. A pair that runs out of both is TIMED_OUT, and is not
+    has the pair. `total_s` bounds the pair's whole cost: the budgets handed
+    to math-verify (the first try, the retry, and a re-try on a fresh worker
+    for one that died, each given at most what is left) add up to at most
+    `total_s`, and the call returns within `total_s` of when its first ready
+    worker had the pair, every later wait for a worker to start or restart
+    included, plus the milliseconds of killing the worker it ran out on.
+    Excluded: waiting for that first worker (a cold start, or the restart of
+    one an earlier pair ran out on; at most one worker start-up, nothing when
+    `warm_up` left a spare), which never fails a pair. A pair that runs out is TIMED_OUT ("timeout",
+    or "no time left" when no comparison could start), and is not
     remembered: the next call tries it again with its own budgets. Definite
     verdicts are remembered for the process.
     """
@@ -215,11 +267,16 @@ def slow_verdict(answer: str, truth: str, budget_s: float, retry_s: float) -> tu
     if known is not None:
         return known, MATH_VERIFY
     outcome = (Verdict.TIMED_OUT, NO_TIME)
+    if total_s <= 0:
+        return outcome
+    allowance = _Allowance(total_s)
     for budget in (budget_s, retry_s):
         if budget <= 0:
             continue  # no time left of the call's deadline: straight to the retry
-        outcome = _compare_guarded(answer, truth, budget)
-        if outcome[0].definite:
-            _remember(key, outcome[0])
-            return outcome
+        result = _compare_guarded(answer, truth, budget, allowance)
+        if result[0].definite:
+            _remember(key, result[0])
+            return result
+        if result[1] != NO_TIME:  # a comparison that ran out says more than none at all
+            outcome = result
     return outcome

@@ -2,7 +2,8 @@
 
 Each pair goes extract -> numeric fast path -> sandboxed math-verify under one
 deadline, and a pair that math-verify could not decide in it gets one longer
-try (`RETRY_FACTOR`); every stage that needs a correctness bit calls these, so
+try (`RETRY_FACTOR`), all within one whole-cost bound per pair
+(`PAIR_BUDGET_FACTOR` times the deadline); every stage that needs a correctness bit calls these, so
 all agree on "correct". `judge` and `judge_many` say what a pair came to
 (`Verdict`: correct, wrong or timed out); `grade` and `grade_many` give the bit
 (timed out counts as not correct).
@@ -31,6 +32,16 @@ NO_GROUND_TRUTH = "no ground truth"
 # A pair that math-verify could not decide within its call's deadline is tried
 # once more with this many times the timeout before it is reported timed out.
 RETRY_FACTOR = 4.0
+# One pair's whole cost: extraction, every budget handed to math-verify (the first
+# try, the retry, a re-try on a fresh worker for one that died) and every wait for
+# a worker to restart after the pair's own try together stay within this many
+# times the timeout (`sandbox.slow_verdict`'s `total_s`; beyond it only the
+# milliseconds of killing the worker it ran out on). Not counted: waiting for the
+# pair's first worker to start (`grade`). Six: the two budgets (1 +
+# RETRY_FACTOR) and one timeout for the worker restart between them; a slower
+# restart (seconds to tens of seconds on a loaded 2-core machine: docs/methods.md,
+# Grading) eats into the retry instead of adding to the call.
+PAIR_BUDGET_FACTOR = 6.0
 
 # Reasons worth a debug line: the completion was not graded on its merits.
 _UNUSUAL = {TOO_LONG, CONTROL_CHARACTER, TOO_DEEP, sandbox.TIMEOUT, sandbox.NO_TIME}
@@ -63,8 +74,10 @@ def _decide_here(completion: str, ground_truth: object, max_chars: int) -> tuple
     return verdict, NUMERIC, answer, truth
 
 
-def _slow(answer: str, truth: str, budget_s: float, timeout_s: float) -> tuple[Verdict, str]:
-    return sandbox.slow_verdict(answer, truth, budget_s, RETRY_FACTOR * timeout_s)
+def _slow(answer: str, truth: str, spent_s: float, timeout_s: float) -> tuple[Verdict, str]:
+    """math-verify's verdict for a pair whose extraction took `spent_s` of its call's budgets."""
+    return sandbox.slow_verdict(answer, truth, timeout_s - spent_s, RETRY_FACTOR * timeout_s,
+                                PAIR_BUDGET_FACTOR * timeout_s - spent_s)
 
 
 def judge(
@@ -77,7 +90,8 @@ def judge(
     "control character" and "too deep" (groups nested over `extract.MAX_NESTING`)
     (all WRONG), or "timeout" (math-verify ran out of
     its time, the retry's included) or "no time left" (none was left for it),
-    both TIMED_OUT.
+    both TIMED_OUT. The call costs at most `PAIR_BUDGET_FACTOR` times
+    `timeout_s`, whatever the completion (`grade` says what is counted).
     """
     _check_arguments(timeout_s, max_chars)
     started = time.monotonic()
@@ -85,7 +99,7 @@ def judge(
     if correct is not None:
         verdict = Verdict.of(correct)
     else:
-        verdict, reason = _slow(answer, truth, timeout_s - (time.monotonic() - started), timeout_s)
+        verdict, reason = _slow(answer, truth, time.monotonic() - started, timeout_s)
     if reason in _UNUSUAL:
         logger.debug("graded %s (%s): completion of %d characters", verdict.value, reason, len(completion or ""))
     return verdict, reason
@@ -108,9 +122,18 @@ def grade(completion: str, ground_truth: str, timeout_s: float = 2.0, *, max_cha
     input: a completion over `max_chars` characters is False unread. A
     comparison still running at the deadline is tried once more with
     `RETRY_FACTOR` times `timeout_s`, and False if that runs out too (`judge`
-    tells it apart as TIMED_OUT). Not counted: waiting for a math-verify
-    worker to start (about a second; `warm_up` pays it up front, and a worker
-    killed on a timeout is replaced at once).
+    tells it apart as TIMED_OUT). Waiting for a math-verify worker to start
+    (about a second; `warm_up` pays it up front, and a worker killed on a
+    timeout is replaced at once) never eats into a comparison's budget.
+
+    The whole call is bounded: it costs at most `PAIR_BUDGET_FACTOR` times
+    `timeout_s` (plus the milliseconds of killing a worker that ran out):
+    extraction, both budgets, a re-try on a fresh worker for one that died,
+    and waiting for the restart of a worker the pair's own try was killed on;
+    the budgets handed to math-verify add up to at most that too. Beside it,
+    only the wait for the pair's first worker (at most one worker start-up,
+    nothing after `warm_up(2)` left a spare). A pair that reaches the bound
+    is TIMED_OUT.
     """
     return judge(completion, ground_truth, timeout_s, max_chars=max_chars)[0].correct
 
@@ -126,7 +149,8 @@ def judge_many(
 ) -> list[Verdict]:
     """`judge`'s verdict for each pair, reusing and filling `cache` when one is given.
 
-    Each pair has `timeout_s` as `judge` would give it. `num_workers` > 1
+    Each pair has `timeout_s` and the whole-cost bound as `judge` would give
+    them, counted from when its comparison starts. `num_workers` > 1
     runs the math-verify comparisons concurrently (one worker process each,
     started before the first comparison); plain-number pairs never leave this
     thread. Repeats of one (answer, ground truth) pair within the call are
@@ -139,7 +163,7 @@ def judge_many(
         )
     _check_arguments(timeout_s, max_chars)
     results: list[Verdict | None] = [None] * len(completions)
-    pending: list[tuple[int, str, str, float]] = []  # (index, answer, truth, budget left)
+    pending: list[tuple[int, str, str, float]] = []  # (index, answer, truth, seconds its extraction took)
     fresh: list[int] = []  # indices to write back to the cache
     for i, (completion, truth) in enumerate(zip(completions, ground_truths)):
         if cache is not None:
@@ -151,7 +175,7 @@ def judge_many(
         started = time.monotonic()
         correct, _, answer, norm_truth = _decide_here(completion, truth, max_chars)
         if correct is None:
-            pending.append((i, answer, norm_truth, timeout_s - (time.monotonic() - started)))
+            pending.append((i, answer, norm_truth, time.monotonic() - started))
         else:
             results[i] = Verdict.of(correct)
 

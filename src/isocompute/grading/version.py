@@ -21,4 +21,7 @@ pipeline (which takes a cache) need not import each other's module both ways.
 # whole, as math-verify reads it (version 4 kept its last box); a percent truth accepts
 # its number (28\% and \boxed{28}); spaced thousands (1 000) and a truth's decimal comma
 # (1,22 and 1.22) are numbers.
+# The whole-cost bound per pair (verdict.PAIR_BUDGET_FACTOR) keeps version 5: it can
+# only turn a comparison that would have run past 6x the deadline into a timeout, which
+# is never saved; every definite verdict is still math-verify's (or the fast path's).
 GRADER_VERSION = "5"
