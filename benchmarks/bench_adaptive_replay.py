@@ -43,7 +43,7 @@ import pandas as pd
 
 from bench_frontier_bias import B_P, C_MAX, NS, SPAN_DOUBLINGS, TRUTHS
 from isocompute.analysis.adaptive.replay import replay
-from isocompute.analysis.adaptive.rule import rule_params
+from isocompute.sweep import SweepSettings
 from isocompute.analysis.fits.settings import AnalysisSettings
 from isocompute.analysis.fits.synthetic import synthetic_study
 from isocompute.analysis.frontier.bootstrap import bootstrap_fits, n_star_band, replicate_frontiers
@@ -173,7 +173,7 @@ def main(argv=None) -> int:
             print(f"table -> {args.out}")
         print(f"{time.perf_counter() - start:.0f} s")
         return 0
-    p = rule_params({"bands": args.bands, "revive": not args.no_revive})
+    p = SweepSettings.of({"bands": args.bands, "revive": not args.no_revive}).rule()
     print(f"B_p = {B_P}, n = {', '.join(map(str, NS))}, C_max = 2^22, truth {args.truth}, compute-matched schedule "
           f"({args.points_per_doubling} per doubling), Gaussian noise sd {args.sigma}; seeds {seeds.start}-{seeds.stop - 1}; "
           f"{args.eval_rollouts:g} generations per evaluation")
