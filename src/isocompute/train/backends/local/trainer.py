@@ -234,7 +234,7 @@ def train_local(cfg: dict, cell, paths, stop_at_step: int | None = None, on_step
     from isocompute.train.tracking import prepare as prepare_tracking, tracking_of
 
     M_max = cell.M_max
-    stop = M_max if stop_at_step is None else stop_step_within(stop_at_step, M_max)
+    stop = M_max if stop_at_step is None else stop_at_step       # checked by train_run
     tracking = tracking_of(cfg, cell)
     prepare_tracking(tracking)  # a tracker's missing package stops the run before the model loads
     identity = training_identity(cfg, cell, paths)
@@ -339,15 +339,6 @@ def train_local(cfg: dict, cell, paths, stop_at_step: int | None = None, on_step
             "eval_steps": files.generation_steps(paths.generations), "lr": trainer.lr,
             "val_problems": len(val), "eval_set_problems": {name: len(p) for name, p in extra.items()},
             "regularized": trainer.regularized}
-
-
-def stop_step_within(stop_at_step: int, M_max: int) -> int:
-    """A rung's stop step, checked: 0 < stop <= M_max."""
-    from isocompute.errors import InputError
-
-    if not 0 < int(stop_at_step) <= M_max:
-        raise InputError(f"--stop-at-step: expected a step in [1, M_max = {M_max}], got {stop_at_step}")
-    return int(stop_at_step)
 
 
 class _null_progress:

@@ -80,9 +80,7 @@ def run_verl(cfg: dict, cell, paths, stop_at_step: int | None = None, **hooks) -
     check_batch_capacity(cfg, [cell], val_problems=dropped["val"]["prompts"] - dropped["val"]["dropped"]
                          + sum(set_sizes.values()))
     keep = v["max_checkpoints"]
-    target = cell.M_max if stop_at_step is None else int(stop_at_step)
-    if not 0 < target <= cell.M_max:
-        raise InputError(f"--stop-at-step: expected a step in [1, M_max = {cell.M_max}], got {target}")
+    target = cell.M_max if stop_at_step is None else stop_at_step       # checked by train_run
     state = prepare_run_dir(files, run_identity(cfg, cell, paths), cell.M_max, keep=keep)
     limit, run = cfg["grading"]["max_timeout_share"], f"{cell.split} {cell.name}"
     refused = first_over(read_jsonl(files.metrics), limit, run)  # kept by the last checkpoint
