@@ -174,7 +174,7 @@ def test_decide_stops_dominated_runs_and_keeps_the_frontier(crossover_study):
 
 
 def test_pooled_chances_follow_the_trend_and_are_deterministic(crossover_study):
-    from isocompute.analysis.fits.methods import fit_study
+    from isocompute.analysis.fits.fitter import fit_study
     from isocompute.analysis.fits.settings import AnalysisSettings
     from isocompute.analysis.inputs.check import check_evals
 

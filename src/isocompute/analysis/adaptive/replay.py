@@ -4,7 +4,7 @@ At each rung the rule (`adaptive.decide`) sees every surviving run's
 evaluations up to the rung's compute only; a stopped run keeps its
 evaluations up to where it stopped. The adaptive study (what the sweep would
 have recorded) and the full grid are then analysed the same way
-(`methods.fit_study` and the frontier, each curve used where its run has
+(`fitter.fit_study` and the frontier, each curve used where its run has
 data), and compared: the bill (training rollouts and validation generations:
 each evaluation row costs its problems x samples), n* at probe budgets,
 frontier reward at C_max. `isocompute replay-adaptive EVALS` is the command line.
@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from isocompute.analysis.adaptive.rule import decide
-from isocompute.analysis.fits.methods import fit_study
+from isocompute.analysis.fits.fitter import fit_study
 from isocompute.analysis.fits.settings import AnalysisSettings
 from isocompute.analysis.fits.sigmoid import USABLE
 from isocompute.analysis.frontier.envelope import frontier

@@ -1,7 +1,7 @@
 """The adaptive sweep's pruning rule (`sweep.mode: adaptive`).
 
 Every run trains to the first rung of its budget; at each rung the runs are
-fitted (the noise method, `methods.fit_study`), every run gets a predicted
+fitted (the noise method, `fitter.fit_study`), every run gets a predicted
 reward band up to C_max, and a run goes on to the next rung only if its band
 could still reach the frontier, or it sits next to the predicted n*, at some
 compute it has not reached yet. `prediction_bands` turns fits into bands,
@@ -28,7 +28,7 @@ from scipy.special import expit
 from scipy.stats import norm
 
 from isocompute.analysis.adaptive.pooled import pooled_chances
-from isocompute.analysis.fits.methods import fit_study
+from isocompute.analysis.fits.fitter import fit_study
 from isocompute.analysis.fits.noise import NOISE_FIT_GRID, cell_arrays
 from isocompute.analysis.fits.settings import AnalysisSettings
 from isocompute.analysis.fits.sigmoid import OK, USABLE, sigmoid_reward
@@ -216,7 +216,7 @@ def decide(evals: pd.DataFrame, *, rung_compute: float, c_max: float, params: Sw
 
     `evals`: the study's evaluation table (as `isocompute analyze` reads it);
     only rows with compute <= `rung_compute` are used. Every run is fitted by
-    the noise method (`methods.fit_study` with `settings`, the study's analysis
+    the noise method (`fitter.fit_study` with `settings`, the study's analysis
     settings, default the schema's, by the noise method whatever their method:
     pooled R0, weights 1/se^2), gets
     its band (`prediction_bands`) on the computes from `rung_compute` to
