@@ -43,11 +43,12 @@ import pandas as pd
 
 from bench_frontier_bias import B_P, C_MAX, NS, SPAN_DOUBLINGS, TRUTHS
 from isocompute.analysis.adaptive.replay import replay
-from isocompute.analysis.adaptive.rule import rule_params
+from isocompute.analysis.fits.fitter import Fitter
 from isocompute.analysis.fits.settings import AnalysisSettings
 from isocompute.analysis.fits.synthetic import synthetic_study
 from isocompute.analysis.frontier.bootstrap import bootstrap_fits, n_star_band, replicate_frontiers
 from isocompute.schedule import compute_schedule_steps
+from isocompute.sweep import SweepSettings
 
 EVAL_ROLLOUTS = 300 * 4
 TARGET = {"share": 0.50, "agreement": 0.95, "reward_diff": 0.01}
@@ -96,8 +97,8 @@ def full_grid_n_band(evals: pd.DataFrame, budgets, n_boot: int) -> tuple[np.ndar
     n_star_lo / n_star_hi): the noise method's fits on `n_boot` resamples of the evaluations, each
     replicate's frontier over the runs' observed range (tied n spanning the band), percentiles at
     the analysis's ci."""
-    s = AnalysisSettings()
-    boot = bootstrap_fits(evals, s.metric, n_boot=n_boot, seed=s.seed, method="noise", **s.fit_kw())
+    s = AnalysisSettings(method="noise", bootstrap=n_boot)
+    boot = bootstrap_fits(evals, Fitter(s))
     n_star, n_max, _ = replicate_frontiers(boot, np.asarray(budgets, dtype=float), extrapolate=False, ties=True)
     return n_star_band(n_star, n_max, 50 * (1 - s.ci), 50 * (1 + s.ci))
 
@@ -173,7 +174,7 @@ def main(argv=None) -> int:
             print(f"table -> {args.out}")
         print(f"{time.perf_counter() - start:.0f} s")
         return 0
-    p = rule_params({"bands": args.bands, "revive": not args.no_revive})
+    p = SweepSettings.of({"bands": args.bands, "revive": not args.no_revive}).rule()
     print(f"B_p = {B_P}, n = {', '.join(map(str, NS))}, C_max = 2^22, truth {args.truth}, compute-matched schedule "
           f"({args.points_per_doubling} per doubling), Gaussian noise sd {args.sigma}; seeds {seeds.start}-{seeds.stop - 1}; "
           f"{args.eval_rollouts:g} generations per evaluation")

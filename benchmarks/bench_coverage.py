@@ -61,7 +61,7 @@ from scipy.stats import beta
 
 from bench_frontier_bias import B_P, C_MAX, NS, peaked_params, saturating_params, schedules  # one setting, two benchmarks
 
-from isocompute.analysis.fits.methods import fit_study
+from isocompute.analysis.fits.fitter import fit_study
 from isocompute.analysis.fits.settings import AnalysisSettings
 from isocompute.analysis.fits.sigmoid import sigmoid_reward
 from isocompute.analysis.fits.synthetic import crossover_params, synthetic_study

@@ -40,7 +40,8 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from isocompute.analysis.fits.methods import fit_study, get_method
+from isocompute.analysis.fits.fitter import fit_study
+from isocompute.analysis.fits.methods import get_method
 from isocompute.analysis.fits.noise import NOISE_FIT_GRID, add_standard_errors
 from isocompute.analysis.fits.settings import AnalysisSettings
 from isocompute.analysis.fits.sigmoid import sigmoid_reward

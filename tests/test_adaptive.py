@@ -13,33 +13,40 @@ import pytest
 
 from isocompute.analysis.adaptive.pooled import pooled_chances
 from isocompute.analysis.adaptive.replay import replay
-from isocompute.analysis.adaptive.rule import apply_pooled, apply_revival, decide, prune, rule_params
+from isocompute.analysis.adaptive.rule import apply_pooled, apply_revival, decide, prune
 from isocompute.analysis.fits.synthetic import crossover_params, synthetic_study
 from isocompute.cli import main
-from isocompute.schedule import compute_schedule_steps, rung_budgets
+from isocompute.schedule import compute_schedule_steps
+from isocompute.sweep import SweepSettings
 
 C_MAX = 2.0 ** 22
 
 
 def test_rung_budgets_end_at_c_max():
-    assert rung_budgets(1024.0, 2, 4) == [128.0, 256.0, 512.0, 1024.0]
-    assert rung_budgets(1024.0, 4, 1) == [1024.0]
+    assert SweepSettings(eta=2, rungs=4).budgets(1024.0) == [128.0, 256.0, 512.0, 1024.0]
+    assert SweepSettings(eta=4, rungs=1).budgets(1024.0) == [1024.0]
     with pytest.raises(ValueError, match="eta"):
-        rung_budgets(1024.0, 1.0, 3)
+        SweepSettings(eta=1.0, rungs=3)
     with pytest.raises(ValueError, match="rungs"):
-        rung_budgets(1024.0, 2, 0)
+        SweepSettings(eta=2, rungs=0)
+    with pytest.raises(ValueError, match="below one rollout"):
+        SweepSettings(eta=2, rungs=12).budgets(1024.0)
 
 
-def test_rule_params_take_the_schema_defaults():
-    p = rule_params({"z": 3.0})
-    assert p["z"] == 3.0 and p["eta"] == pytest.approx(2 ** 0.5) and p["frontier"] == "fixed_B_p"
-    with pytest.raises(ValueError, match="unknown adaptive rule key"):
-        rule_params({"zz": 1})
-    assert p["bands"] == "pooled" and p["mature_width"] == pytest.approx(0.06)
-    with pytest.raises(ValueError, match="bands must be 'pooled' or 'runs'"):
-        rule_params({"bands": "trend"})
-    with pytest.raises(ValueError, match="mature_width must be >= 0"):
-        rule_params({"mature_width": -0.1})
+def test_sweep_settings_take_the_schema_defaults():
+    p = SweepSettings.of({"z": 3.0})
+    assert p.z == 3.0 and p.eta == pytest.approx(2 ** 0.5) and p.frontier == "fixed_B_p"
+    assert SweepSettings.of(p) is p and SweepSettings.of(None) == SweepSettings()
+    with pytest.raises(ValueError, match="'sweep.zz': not a sweep key"):
+        SweepSettings.of({"zz": 1})
+    assert p.bands == "pooled" and p.mature_width == pytest.approx(0.06)
+    with pytest.raises(ValueError, match="'sweep.bands': expected one of"):
+        SweepSettings.of({"bands": "trend"})
+    with pytest.raises(ValueError, match="'sweep.mature_width': expected a value >= 0"):
+        SweepSettings.of({"mature_width": -0.1})
+    with pytest.raises(ValueError, match="'sweep.eta': expected number, got float inf"):
+        SweepSettings(eta=float("inf"))
+    assert list(p.rule()) == [k for k in SweepSettings.__dataclass_fields__ if k != "mode"]
 
 
 def _decisions(rows):
@@ -167,7 +174,7 @@ def test_decide_stops_dominated_runs_and_keeps_the_frontier(crossover_study):
 
 
 def test_pooled_chances_follow_the_trend_and_are_deterministic(crossover_study):
-    from isocompute.analysis.fits.methods import fit_study
+    from isocompute.analysis.fits.fitter import fit_study
     from isocompute.analysis.fits.settings import AnalysisSettings
     from isocompute.analysis.inputs.check import check_evals
 
@@ -277,14 +284,16 @@ def test_replay_command_prints_both_parts_of_the_bill(tmp_path, small_study, cap
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--eta", "0"], "--eta: expected a finite number > 1, got 0"),
-    (["--eta", "-2"], "--eta: expected a finite number > 1, got -2"),
-    (["--rungs", "0"], "--rungs: expected an integer in [1, 64], got 0"),
+    (["--eta", "0"], "--eta: expected a value > 1, got 0"),
+    (["--eta", "-2"], "--eta: expected a value > 1, got -2"),
+    (["--rungs", "0"], "--rungs: expected a value >= 1, got 0"),
     (["--c-max", "0"], "--c-max: expected a finite positive compute"),
     (["--eval-rollouts", "-1"], "--eval-rollouts: expected a finite number >= 0"),
-    (["--eta", "inf"], "--eta: expected a finite number > 1, got inf"),
+    (["--eta", "inf"], "--eta: expected number, got float inf (numbers must be finite)"),
     (["--c-max", "inf"], "--c-max: expected a finite positive compute, got inf"),
-    (["--rungs", "5000"], "--rungs: expected an integer in [1, 64], got 5000"),
+    (["--rungs", "5000"], "--rungs: expected a value <= 64, got 5000"),
+    (["--z", "0"], "--z: expected a value > 0, got 0"),
+    (["--neighbours", "-1"], "--neighbours: expected a value >= 0, got -1"),
     (["--rungs", "64", "--eta", "2"], "the first rung, C_max / eta^(rungs - 1)"),
 ])
 def test_replay_command_bad_option_is_one_line(tmp_path, small_study, capsys, args, message):

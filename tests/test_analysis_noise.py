@@ -7,9 +7,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from isocompute.analysis.fits.fitter import Fitter
 from isocompute.analysis.fits.methods import get_method
 from isocompute.analysis.fits.noise import add_standard_errors, fit_weighted, pooled_base, samples_per_problem
 from isocompute.analysis.fits.records import record_points, significant_record_mask
+from isocompute.analysis.fits.settings import AnalysisSettings
 from isocompute.analysis.fits.sigmoid import sigmoid_reward
 from isocompute.analysis.fits.synthetic import crossover_params, synthetic_study
 from isocompute.analysis.frontier.envelope import frontier
@@ -121,7 +123,7 @@ def test_optima_and_sensitivity_from_fitted_curves_ignore_noise_alone():
         evals = synthetic_study((32,), (8, 16, 32, 64), c_max=C_MAX, eval_steps=every_10, params=same,
                                 problems=60, seed=seed)
         for method in ranges:
-            ranges[method].append(sensitivity(evals, method=method)["range"].iloc[0])
+            ranges[method].append(sensitivity(evals, Fitter(AnalysisSettings(method=method)))["range"].iloc[0])
     # what is left is the fitted curves' own error at the end of the shortest run
     assert np.mean(ranges["paper"]) > 0.03
     assert np.mean(ranges["noise"]) < 0.015

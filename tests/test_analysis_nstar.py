@@ -3,7 +3,10 @@
 import numpy as np
 import pytest
 
+from isocompute.analysis.fits.fitter import Fitter
 from isocompute.analysis.fits.methods import get_method
+from isocompute.analysis.fits.noise import NOISE_FIT_GRID
+from isocompute.analysis.fits.settings import AnalysisSettings
 from isocompute.analysis.fits.synthetic import synthetic_evals
 from isocompute.analysis.frontier.bootstrap import bootstrap_fits, bootstrap_law_intervals, bootstrap_laws
 from isocompute.analysis.frontier.envelope import frontier_fixed_bp
@@ -59,7 +62,7 @@ def noisy():
 
 def test_bootstrap_intervals_bracket_the_estimate_and_are_reproducible(noisy):
     evals, fits, laws = noisy
-    boot = bootstrap_fits(evals, n_boot=40, seed=7)
+    boot = bootstrap_fits(evals, Fitter(AnalysisSettings(bootstrap=40, seed=7, fit_grid=NOISE_FIT_GRID)))
     assert len(boot) == 40 * len(fits)
     assert set(boot["replicate"]) == set(range(40))
     out = bootstrap_law_intervals(boot, fits, laws)
@@ -68,15 +71,15 @@ def test_bootstrap_intervals_bracket_the_estimate_and_are_reproducible(noisy):
     for p in ("L", "U", "k", "c0"):
         assert row[f"{p}_lo"] <= row[f"{p}_hi"]
     assert row["U_lo"] - 0.5 <= row["U"] <= row["U_hi"] + 0.5
-    again = bootstrap_law_intervals(bootstrap_fits(evals, n_boot=40, seed=7), fits, laws)
+    again = bootstrap_law_intervals(bootstrap_fits(evals, Fitter(AnalysisSettings(bootstrap=40, seed=7, fit_grid=NOISE_FIT_GRID))), fits, laws)
     assert again.equals(out)
-    other = bootstrap_law_intervals(bootstrap_fits(evals, n_boot=40, seed=8), fits, laws)
+    other = bootstrap_law_intervals(bootstrap_fits(evals, Fitter(AnalysisSettings(bootstrap=40, seed=8, fit_grid=NOISE_FIT_GRID))), fits, laws)
     assert not other.equals(out)
 
 
 def test_bootstrap_laws_keep_the_draws_behind_the_intervals(noisy):
     evals, fits, laws = noisy
-    boot = bootstrap_fits(evals, n_boot=40, seed=7)
+    boot = bootstrap_fits(evals, Fitter(AnalysisSettings(bootstrap=40, seed=7, fit_grid=NOISE_FIT_GRID)))
     out, bands, draws = bootstrap_laws(boot, fits, laws)
     assert bands is None and out.equals(bootstrap_law_intervals(boot, fits, laws))
     assert draws.columns.tolist() == ["B_p", "replicate", "L", "U", "k", "c0", "status"]

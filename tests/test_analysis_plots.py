@@ -8,7 +8,7 @@ import pytest
 from matplotlib.figure import Figure
 
 from isocompute.analysis.plots import plot_interference, plot_mechanism, plot_metric_optima
-from isocompute.analysis.plots.style import _save
+from isocompute.plotting import _save
 
 
 def test_interference_and_optima_figures(tmp_path):
@@ -132,7 +132,7 @@ def test_isocompute_figures_draws_every_analysis_figure_of_the_index(tmp_path):
 def test_one_n_palette_with_distinct_neighbours():
     from matplotlib.colors import to_rgb
 
-    from isocompute.analysis.plots.style import _n_palette, n_color
+    from isocompute.plotting import _n_palette, n_color
 
     ns = [2 ** k for k in range(10)]
     assert len({n_color(n) for n in ns}) == len(ns)

@@ -7,6 +7,7 @@ import warnings
 import numpy as np
 import pytest
 
+from isocompute.analysis.fits.fitter import Fitter
 from isocompute.analysis.fits.methods import get_method
 from isocompute.analysis.fits.noise import add_standard_errors, noise_fit_grid
 from isocompute.analysis.fits.pooled import f_test
@@ -82,12 +83,12 @@ def test_pooling_names_n_star_better_than_runs_alone_under_noise():
 
 def test_bootstrap_replicates_are_pooled_too():
     evals = _study(problems=60)
-    boot = bootstrap_fits(evals, n_boot=8, seed=1, grid=noise_fit_grid("trend"))
+    boot = bootstrap_fits(evals, Fitter(AnalysisSettings(bootstrap=8, seed=1, fit_grid=noise_fit_grid("trend"))))
     per_rep = boot.groupby("replicate")["B"].nunique()
     # each replicate is pooled (one B) unless its own F-test rejects the trend (then each run has its own B)
     assert set(per_rep) <= {1, len(NS)} or (per_rep == 1).any()
     assert (per_rep == 1).sum() >= 2
-    alone = bootstrap_fits(evals, n_boot=8, seed=1, grid=noise_fit_grid("none"))
+    alone = bootstrap_fits(evals, Fitter(AnalysisSettings(bootstrap=8, seed=1, fit_grid=noise_fit_grid("none"))))
     assert (alone.groupby("replicate")["B"].nunique() > 1).all()
 
 

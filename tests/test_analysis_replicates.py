@@ -6,6 +6,7 @@ import warnings
 import numpy as np
 import pytest
 
+from isocompute.analysis.fits.fitter import Fitter
 from isocompute.analysis.fits.settings import AnalysisSettings
 from isocompute.analysis.fits.sigmoid import sigmoid_reward
 from isocompute.analysis.fits.synthetic import crossover_params, synthetic_study
@@ -50,10 +51,11 @@ def test_resampling_unit_follows_the_seeds(seeded):
 
 @pytest.mark.parametrize("method", ["noise", "paper"])
 def test_bootstrap_over_seeds_refits_every_cell(seeded, method):
-    boot = bootstrap_fits(seeded, method=method, n_boot=12, seed=1)
+    fitter = Fitter(AnalysisSettings(method=method, bootstrap=12, seed=1))
+    boot = bootstrap_fits(seeded, fitter)
     assert len(boot) == 12 * len(NS)
     assert boot["status"].isin(["ok", "flat"]).mean() > 0.9
-    again = bootstrap_fits(seeded, method=method, n_boot=12, seed=1)
+    again = bootstrap_fits(seeded, fitter)
     assert again.equals(boot)
 
 

@@ -4,10 +4,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from isocompute.analysis.fits.fitter import Fitter
+from isocompute.analysis.fits.settings import AnalysisSettings
 from isocompute.analysis.fits.synthetic import synthetic_evals, synthetic_params
 from isocompute.analysis.frontier.studies import (common_compute, extrapolation_check, interference_histograms,
                                                   metric_fits, metric_frontiers, metric_optima, sensitivity,
                                                   value_at_compute)
+
+
+PAPER = Fitter(AnalysisSettings(method="paper"))
 
 
 def _evals():
@@ -34,13 +39,13 @@ def test_value_at_compute_and_common_compute():
 
 
 def test_metric_optima_at_largest_common_compute():
-    opt = metric_optima(_evals(), method="paper")
+    opt = metric_optima(_evals(), PAPER)
     b2 = opt[opt["B_p"] == 2].set_index("metric")
     # at C = 8: n=1 best@4 max(0.5, 0.7, 0.8) = 0.8 vs n=2 max(0.5, 0.6, 0.65) = 0.65
     assert b2.loc["best@4", "n_opt"] == 1 and b2.loc["best@4", "value"] == pytest.approx(0.8)
     # worst@4: n=1 max 0.2 vs n=2 max 0.3
     assert b2.loc["worst@4", "n_opt"] == 2 and b2.loc["worst@4", "compute"] == 8
-    assert metric_optima(_evals().drop(columns="worst@4"), method="paper")["metric"].unique().tolist() == ["best@4"]
+    assert metric_optima(_evals().drop(columns="worst@4"), PAPER)["metric"].unique().tolist() == ["best@4"]
 
 
 def test_best_and_worst_frontiers_reuse_the_optima_fits(tmp_path):
@@ -48,7 +53,7 @@ def test_best_and_worst_frontiers_reuse_the_optima_fits(tmp_path):
     from isocompute.analysis.plots import plot_metric_frontiers
 
     evals = synthetic_evals(B_ps=(8,), ns=(4, 16, 64), points=12, noise=0.01, seed=2).assign(problems=300, samples=4)
-    fits = metric_fits(evals)
+    fits = metric_fits(evals, Fitter())
     assert sorted(fits) == ["best@4", "worst@4"]
     assert metric_optima(evals, fits=fits).equals(metric_optima(evals))
     fronts = metric_frontiers(fits, grid_points=20)
@@ -62,14 +67,14 @@ def test_best_and_worst_frontiers_reuse_the_optima_fits(tmp_path):
 
 
 def test_sensitivity_ranges():
-    sens = sensitivity(_evals(), method="paper").set_index(["varied", "fixed_value"])
+    sens = sensitivity(_evals(), PAPER).set_index(["varied", "fixed_value"])
     # across n at B_p = 2, C = 8: n=1 -> 0.45, n=2 -> 0.5
     assert sens.loc[("n", 2), "range"] == pytest.approx(0.05)
     # across B_p at n = 1, C = 8: B_p=2 -> 0.45, B_p=4 -> 0.42
     assert sens.loc[("B_p", 1), "range"] == pytest.approx(0.03)
     assert sens.loc[("B_p", 1), "compute"] == 8
     assert ("n", 4) not in sens.index                    # a single n: no range
-    fixed = sensitivity(_evals(), compute=4, method="paper").set_index(["varied", "fixed_value"])
+    fixed = sensitivity(_evals(), PAPER, compute=4).set_index(["varied", "fixed_value"])
     assert fixed.loc[("n", 2), "range"] == pytest.approx(0.05)   # 0.4 vs 0.35
 
 
@@ -102,7 +107,7 @@ def test_interference_uses_each_problems_latest_rate():
 
 def test_extrapolation_check_on_noise_free_curves():
     evals = synthetic_evals(B_ps=(32,), ns=(8, 16, 32), points=120)
-    out = extrapolation_check(evals, fraction=0.5)
+    out = extrapolation_check(evals, Fitter(AnalysisSettings(extrapolate_fraction=0.5)))
     row = out.iloc[0]
     assert row["compute"] == evals["compute"].max()
     assert row["fit_max_compute"] == pytest.approx(0.5 * row["compute"])
@@ -111,8 +116,8 @@ def test_extrapolation_check_on_noise_free_curves():
     assert row["predicted_n_star"] == row["observed_n_star"] == 32
     best = max(synthetic_params(32, n)["A"] for n in (8, 16, 32))
     assert row["observed_reward"] == pytest.approx(best, abs=0.02)
-    with pytest.raises(ValueError):
-        extrapolation_check(evals, fraction=0)
+    with pytest.raises(ValueError, match="extrapolate_fraction"):      # the schema's check of the setting
+        Fitter(AnalysisSettings(extrapolate_fraction=0))
 
 
 def test_mechanism_table_counts_zero_variance_groups_per_n_and_compute_bin():

@@ -122,7 +122,7 @@ def test_every_metric_the_score_jobs_write_is_accepted():
 
 
 def test_the_rung_bound_has_one_value():
-    # schedule.MAX_RUNGS (rung_budgets, replay-adaptive --rungs) is the schema's bound on sweep.rungs.
+    # schedule.MAX_RUNGS is the schema's bound on sweep.rungs.
     from isocompute.schedule import MAX_RUNGS
 
     assert load_schema()["properties"]["sweep"]["properties"]["rungs"]["maximum"] == MAX_RUNGS

@@ -15,7 +15,7 @@ from isocompute.analysis.fits.synthetic import synthetic_study
 from isocompute.cli import main
 from isocompute.config import check_config
 from isocompute.grid import Cell
-from isocompute.jobs import as_json, decide_params
+from isocompute.jobs import as_json, decide_params, train_options, train_params
 from isocompute.schedule import compute_schedule_steps
 from isocompute.sweep import continuing_runs, rung_computes, rung_stop_steps, stop_step
 
@@ -87,11 +87,16 @@ def test_adaptive_decide_needs_runs_trained_to_the_rung(tmp_path, capsys):
 def test_train_rejects_a_stop_outside_the_run(tmp_path, capsys, stop):
     for name in ("train.parquet", "val.parquet"):
         (tmp_path / name).write_text("")
-    code = main(["train", "--params", "{}", "--split", "easy", "--bp", "2", "--n", "2", "--max-steps", "16",
+    cfg = check_config({})
+    params = as_json(train_params(cfg, Cell("easy", 2, 2, 16, 64)))
+    (tmp_path / "options.json").write_text(as_json(train_options(cfg)))
+    code = main(["train", "--params", params, "--options", str(tmp_path / "options.json"), "--split", "easy",
+                 "--bp", "2", "--n", "2", "--max-steps", "16",
                  "--rung", "0", "--stop-at-step", str(stop), "--train-file", str(tmp_path / "train.parquet"),
                  "--val-file", str(tmp_path / "val.parquet"), "--model", str(tmp_path / "model"),
                  "--run-dir", str(tmp_path / "run")])
-    assert code == 2 and "--stop-at-step" in capsys.readouterr().err
+    assert code == 2 and f"--stop-at-step: expected a step in [1, M_max = 16], got {stop}" in capsys.readouterr().err
+    assert not (tmp_path / "run" / "metrics.jsonl").exists()       # refused before the backend ran
 
 
 def test_a_cells_seed_replicates_share_its_decision(tmp_path):

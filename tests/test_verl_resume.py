@@ -16,6 +16,7 @@ from isocompute.errors import InputError
 from isocompute.grading import TooManyTimeouts
 from isocompute.grid import Cell
 from isocompute.layout import RunPaths
+from isocompute.train.backends import train_run
 from isocompute.train.backends.verl import dumps as verl_dumps, run as verl_run
 from isocompute.train.backends.verl.files import VerlRunFiles
 from isocompute.train.backends.verl.resume import ResumeState, merge_metrics, prepare_run_dir, resume_state
@@ -176,8 +177,8 @@ def test_run_verl_runs_the_command_and_checks_the_run(tmp_path, monkeypatch):
     assert run_verl(cfg, cell, rung_paths, stop_at_step=1)["steps"] == 1
     monkeypatch.setattr(verl_run.subprocess, "Popen", fake_popen(lambda argv, env: 1 / 0))
     assert run_verl(cfg, cell, rung_paths, stop_at_step=1)["resumed_from"] == 1
-    with pytest.raises(InputError, match="--stop-at-step"):
-        run_verl(cfg, cell, rung_paths, stop_at_step=4)
+    with pytest.raises(InputError, match=r"--stop-at-step: expected a step in \[1, M_max = 3\], got 4"):
+        train_run(cfg, cell, rung_paths, stop_at_step=4)     # checked before any backend
     monkeypatch.setattr(verl_run.subprocess, "Popen", fake_popen(lambda argv, env: 1))
     with pytest.raises(RuntimeError, match="verl exited with status 1"):
         run_verl(cfg, cell, paths)
@@ -275,3 +276,12 @@ def test_a_training_step_above_the_timeout_share_stops_verl_and_fails_by_name(tm
                         cluster={"verl": {"train_pass_rates": False}}, grading={"max_timeout_share": 0.05})
     assert run_verl(tolerant, cell, paths)["resumed_from"] == 2
     assert [r["data"].get("grading/timeouts") for r in read_jsonl(run / "metrics.jsonl")] == [None, 2, 3, 0, 0]
+
+
+def test_backends_are_one_registry_and_unknown_is_a_config_error():
+    from isocompute.errors import ConfigError
+    from isocompute.train.backends import BACKENDS, get_backend
+
+    assert get_backend("verl") is run_verl and "verl" in BACKENDS
+    with pytest.raises(ConfigError, match=r"config key 'train.backend': backend must be one of .*verl.*; got 'nope'"):
+        get_backend("nope")

@@ -4,8 +4,8 @@ Validating every K steps gives a run with B = B_p * n rollouts per step
 C_max / (B K) evaluations, so small n is evaluated far more often and its
 running maxima are lifted more by noise (docs/methods.md section 11). Evaluating
 every run of a study at the same log-spaced compute points removes that
-imbalance. `rung_budgets` is the compute of an adaptive sweep's rungs. Pure
-Python (math only): the recipe (`train.recipe`), the sweep (`sweep`) and the
+imbalance. `first_rung_below_one` bounds an adaptive sweep's rungs (their compute
+is `sweep.SweepSettings.budgets`). Pure Python (math only): the recipe (`train.recipe`), the sweep (`sweep`) and the
 analysis all read it from here.
 """
 
@@ -65,18 +65,3 @@ def first_rung_below_one(c_max: float, eta: float, rungs: int) -> bool:
     """Whether an adaptive sweep's first rung, c_max / eta^(rungs - 1), is below one rollout (in logs:
     eta^(rungs - 1) overflows long before the sweep's bound on rungs)."""
     return (int(rungs) - 1) * math.log(eta) > math.log(c_max)
-
-
-def rung_budgets(c_max: float, eta: float, rungs: int) -> list[float]:
-    """Compute of each rung: c_max / eta^(rungs - 1), ..., c_max / eta, c_max (`rungs` values)."""
-    if not (c_max > 0 and math.isfinite(c_max)):
-        raise ValueError(f"c_max must be a finite number > 0, got {c_max!r}")
-    if not (eta > 1 and math.isfinite(eta)):
-        raise ValueError(f"eta must be a finite number > 1, got {eta!r}")
-    if not 1 <= int(rungs) <= MAX_RUNGS:
-        raise ValueError(f"rungs must be an integer in [1, {MAX_RUNGS}], got {rungs!r}")
-    rungs = int(rungs)
-    if first_rung_below_one(c_max, eta, rungs):
-        raise ValueError(f"the first rung, C_max / eta^(rungs - 1) = {c_max:g} / {eta:g}^{rungs - 1}, is below one "
-                         f"rollout: fewer rungs or a smaller eta")
-    return [float(c_max) / float(eta) ** (rungs - 1 - r) for r in range(rungs)]

@@ -4,18 +4,91 @@ file one rung's decision writes and the next rung reads.
 
 Pure, and light to import (rules/common.smk reads it at every parse): the
 pruning rule itself is `analysis.adaptive.decide`, run by `isocompute
-adaptive-decide` (rules/sweep.smk); `rung_budgets` comes from the light
-`schedule` (no pandas or scipy at parse time). A cell's recipe is its full run's at every rung
-(`train.recipe`), so its rungs are prefixes of one run, resumed, never retrained.
+adaptive-decide` (rules/sweep.smk); the rung budgets (`SweepSettings.budgets`) need
+only the light `schedule` and `config` (no pandas or scipy at parse time). A cell's recipe
+is its full run's at every rung (`train.recipe`), so its rungs are prefixes of one run,
+resumed, never retrained.
+
+`SweepSettings` is the sweep section as one frozen object, twin of the analysis'
+`AnalysisSettings`: the schema checks it (`config.check_section`), the rule
+(`analysis.adaptive`), the rung budgets and `replay-adaptive`'s options (`SWEEP_OPTIONS`)
+all take it, so every check of a sweep setting is the schema's.
 """
 
 from __future__ import annotations
 
 import csv
 import math
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from isocompute.schedule import rung_budgets
+from isocompute.config import check_section, schema_defaults
+from isocompute.errors import ConfigError
+from isocompute.schedule import first_rung_below_one
+
+_D = schema_defaults("sweep")
+SWEEP_KEYS = tuple(_D)                       # the schema's `sweep` keys, in its order
+RULE_KEYS = tuple(k for k in SWEEP_KEYS if k != "mode")   # what the pruning rule reads
+# replay-adaptive's options of the sweep settings: schema key (the option's dest) -> (flag, type,
+# help); the default shown is the schema's. The one table of the names.
+SWEEP_OPTIONS = {
+    "eta": ("--eta", float, "compute ratio between rungs"),
+    "rungs": ("--rungs", int, "number of rungs, the last at C_max"),
+    "z": ("--z", float, "band width in standard errors"),
+    "neighbours": ("--neighbours", int, "grid steps in log2 n around n* that always continue"),
+    "frontier": ("--frontier", str, "the frontier a run must reach: its B_p's (fixed_B_p), or all cells' (joint)"),
+}
+
+
+@dataclass(frozen=True)
+class SweepSettings:
+    """Every setting of the sweep: the schema's `sweep` section (same names, defaults, checks)."""
+
+    mode: str = _D["mode"]
+    eta: float = _D["eta"]
+    rungs: int = _D["rungs"]
+    z: float = _D["z"]
+    neighbours: int = _D["neighbours"]
+    min_evals: int = _D["min_evals"]
+    frontier: str = _D["frontier"]
+    grid_points: int = _D["grid_points"]
+    bands: str = _D["bands"]
+    mature_width: float = _D["mature_width"]
+    revive: bool = _D["revive"]
+
+    def __post_init__(self):
+        check_section("sweep", asdict(self))
+
+    @classmethod
+    def from_config(cls, cfg: dict, **overrides) -> "SweepSettings":
+        """From a checked config's `sweep` section, with `overrides` (schema keys) on top."""
+        return cls(**{k: overrides[k] if k in overrides else cfg["sweep"][k] for k in SWEEP_KEYS})
+
+    @classmethod
+    def of(cls, params: "SweepSettings | dict | None" = None) -> "SweepSettings":
+        """`params` as settings: settings as they are; a dict of sweep keys over the schema's
+        defaults (an unknown key: ConfigError naming it); None: the defaults."""
+        if isinstance(params, cls):
+            return params
+        values = dict(params or {})
+        unknown = [k for k in values if k not in SWEEP_KEYS]
+        if unknown:
+            raise ConfigError(f"config key 'sweep.{unknown[0]}': not a sweep key (expected one of: "
+                              f"{', '.join(SWEEP_KEYS)})")
+        return cls(**values)
+
+    def rule(self) -> dict:
+        """The rule's keys and values (the replay's `params`)."""
+        return {k: getattr(self, k) for k in RULE_KEYS}
+
+    def budgets(self, c_max: float) -> list[float]:
+        """Compute of each rung: c_max / eta^(rungs - 1), ..., c_max / eta, c_max (`rungs` values)."""
+        if not (c_max > 0 and math.isfinite(c_max)):
+            raise ValueError(f"c_max must be a finite number > 0, got {c_max!r}")
+        if first_rung_below_one(c_max, self.eta, self.rungs):
+            raise ValueError(f"the first rung, C_max / eta^(rungs - 1) = {c_max:g} / {self.eta:g}^{self.rungs - 1}, "
+                             f"is below one rollout: fewer rungs or a smaller eta")
+        return [float(c_max) / float(self.eta) ** (self.rungs - 1 - r) for r in range(self.rungs)]
 
 # The columns of a rung's decisions file, before the rule's own (analysis.adaptive.DECISION_COLUMNS).
 DECISION_KEYS = ["split", "run", "B_p", "n", "seed", "rung", "rung_compute", "stop_step"]
@@ -27,7 +100,7 @@ def is_adaptive(cfg: dict) -> bool:
 
 def rung_computes(cfg: dict, c_max: float) -> list[float]:
     """The compute of each rung, the last at `c_max` (sweep.eta, sweep.rungs)."""
-    return rung_budgets(float(c_max), cfg["sweep"]["eta"], cfg["sweep"]["rungs"])
+    return SweepSettings.from_config(cfg).budgets(float(c_max))
 
 
 def decision_rungs(cfg: dict) -> range:

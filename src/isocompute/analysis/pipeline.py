@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from isocompute.analysis.fits.methods import fit_study, pooled_records
+from isocompute.analysis.fits.fitter import Fitter, fit_study
 from isocompute.analysis.fits.noise import run_groups
 from isocompute.analysis.fits.records import record_points_by_run
 from isocompute.analysis.fits.settings import AnalysisSettings
@@ -78,22 +78,22 @@ def run_analysis(evals: pd.DataFrame, settings: AnalysisSettings | None = None, 
     train = None if train is None else check_train(train)
     clock.lap("validate")
     out: dict = {"settings": s, "split": split}
-    out["evals"], out["fits"], base = fit_study(evals, s)
-    R0 = None if base is None else float(base["R0"].iloc[0])
+    out["evals"], out["fits"], base = Fitter(s).study(evals)
+    fitter = Fitter(s, None if base is None else float(base["R0"].iloc[0]))
     if base is not None:
         out["base"] = base
     clock.lap("fits")
     out["records"] = records_table(out["evals"], s)
-    out["record_points_pooled"], pooled_fit = pooled_records(out["evals"], s)
+    out["record_points_pooled"], pooled_fit = fitter.pooled_records(out["evals"])
     if len(pooled_fit):
         out["record_fit_pooled"] = pooled_fit
     clock.lap("records")
-    out.update(frontier_tables(out["evals"], out["fits"], R0, s, clock))
+    out.update(frontier_tables(out["evals"], out["fits"], fitter, clock))
     out["recommendations"] = recommendation_table(out, extrapolate=not s.observed_range, ci=s.ci,
                                                   max_extrapolation=s.max_extrapolation)
-    out.update(study_tables(out["evals"], out["fits"], R0, train, s))
+    out.update(study_tables(out["evals"], out["fits"], fitter, train))
     clock.lap("studies")
-    out.update(token_tables(out["evals"], R0, s))
+    out.update(token_tables(out["evals"], fitter))
     clock.lap("tokens")
     out["timings"] = clock.table()
     return out
@@ -108,10 +108,10 @@ def records_table(evals: pd.DataFrame, s: AnalysisSettings) -> pd.DataFrame:
     return records[keep]
 
 
-def frontier_tables(evals: pd.DataFrame, fits: pd.DataFrame, R0: float | None, s: AnalysisSettings,
-                    clock: "_Clock") -> dict:
+def frontier_tables(evals: pd.DataFrame, fits: pd.DataFrame, fitter: Fitter, clock: "_Clock") -> dict:
     """The frontiers and n* laws of Q1 (fixed B_p), Q2 (fixed B, x = M) and Q3 (joint), with
-    bootstrap intervals for `s.bootstrap_studies` when `s.bootstrap` > 0."""
+    bootstrap intervals for `bootstrap_studies` when `bootstrap` > 0."""
+    s = fitter.settings
     front, window = s.frontier_kw(), s.window
     # A B_p with a single n (a fixed-B cell, grid.<split>.cells) has no frontier over n.
     q1 = frontier_fixed_bp(fits, min_runs=2, **front)
@@ -123,8 +123,7 @@ def frontier_tables(evals: pd.DataFrame, fits: pd.DataFrame, R0: float | None, s
     clock.lap("frontiers + laws")
     out = {}
     if s.bootstrap > 0:
-        boot = bootstrap_fits(evals, s.metric, n_boot=s.bootstrap, seed=s.seed, R0=R0, unit=s.bootstrap_unit,
-                              method=s.method, **s.fit_kw())
+        boot = bootstrap_fits(evals, fitter)
         clock.lap("bootstrap fits")
         common = dict(window=window, ci=s.ci, **front)
         # The replicate fits and Q1's replicate laws are kept: `recommend` predicts from them at any C.
@@ -147,30 +146,29 @@ def frontier_tables(evals: pd.DataFrame, fits: pd.DataFrame, R0: float | None, s
     return out
 
 
-def study_tables(evals: pd.DataFrame, fits: pd.DataFrame, R0: float | None, train: pd.DataFrame | None,
-                 s: AnalysisSettings) -> dict:
+def study_tables(evals: pd.DataFrame, fits: pd.DataFrame, fitter: Fitter, train: pd.DataFrame | None) -> dict:
     """The secondary studies: optima and frontiers of the other metrics (Figs. 8, 20),
     sensitivity (Fig. 10), the extrapolation check, interference (Fig. 11, with `train`) and
     the mechanism table (zero-variance groups by n, with `train`)."""
-    by_metric = metric_fits(evals, s.optima_metrics, method=s.method, fit_grid=s.grid, min_compute=s.min_compute,
-                            bin_width=s.bin_width, ema_alpha=s.ema_alpha)
-    out = {"optima": metric_optima(evals, s.optima_metrics, method=s.method, fits=by_metric),
+    s = fitter.settings
+    by_metric = metric_fits(evals, fitter)
+    out = {"optima": metric_optima(evals, fitter, fits=by_metric),
            "frontier_metrics": metric_frontiers(by_metric, **s.frontier_kw()),
-           "sensitivity": sensitivity(evals, s.metric, method=s.method, fits=fits),
-           "extrapolation": extrapolation_check(evals, s.metric, fraction=s.extrapolate_fraction, fits=fits, R0=R0,
-                                                method=s.method, **s.fit_kw())}
+           "sensitivity": sensitivity(evals, fitter, fits=fits),
+           "extrapolation": extrapolation_check(evals, fitter, fits=fits)}
     if train is not None:
         out["interference"] = interference_histograms(interference_rates(train), bins=s.hist_bins)
         out["mechanism"] = mechanism_table(train)
     return out
 
 
-def token_tables(evals: pd.DataFrame, R0: float | None, s: AnalysisSettings) -> dict:
+def token_tables(evals: pd.DataFrame, fitter: Fitter) -> dict:
     """The fits, frontier and n* law with compute in generated tokens (appendix: tokens vs rollouts)."""
     by_tokens = _tokens_axis(evals)
     if by_tokens is None:
         return {}
-    fits_tok = s.strategy.fit_curves(by_tokens, s.metric, R0=R0, **{**s.fit_kw(), "min_compute": None})
+    s = fitter.settings
+    fits_tok = fitter.but(min_compute=None).curves(by_tokens)
     front_tok = frontier_fixed_bp(fits_tok, min_runs=2, **s.frontier_kw()).rename(columns={"compute": "tokens"})
     return {"fits_tokens": fits_tok,
             "n_star_fit_tokens": n_star_laws(front_tok, by="B_p", x="tokens", window=s.window),

@@ -204,12 +204,14 @@ def _setting_adder(parser):
     return add
 
 
-def analysis_settings(args):
-    """The `AnalysisSettings` in force: schema defaults < --params < options; a refused option
-    is an InputError naming it (the schema's check, as for the config)."""
+def analysis_settings(args, cfg: dict | None = None):
+    """The `AnalysisSettings` in force: schema defaults < --params (`cfg`, parsed from
+    args.params when not given) < options; a refused option is an InputError naming it
+    (the schema's check, as for the config)."""
     from isocompute.analysis.fits.settings import AnalysisSettings
 
-    cfg = config_from_params(args.params) if args.params else check_config({})
+    if cfg is None:
+        cfg = config_from_params(args.params) if args.params else check_config({})
     given = {key: getattr(args, key) for key in SETTING_OPTIONS if getattr(args, key) is not None}
     try:
         return AnalysisSettings.from_config(cfg, **given)
@@ -231,13 +233,13 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
     if (args.B_p is None) != (args.n is None):
         raise InputError("--bp and --n go together")
-    settings = analysis_settings(args)
+    cfg = config_from_params(args.params) if args.params else check_config({})   # --params, parsed once
+    settings = analysis_settings(args, cfg)
     atomic.check_replaceable(args.out)  # before the work, not after it
     start = time.perf_counter()
     evals = read_evals(args.evals, B_p=args.B_p, n=args.n, data_source=args.data_source,
                        verl_best_worst=args.verl_best_worst)
     # Evaluations the grader left too undecided are refused, not fitted (grading.max_timeout_share).
-    cfg = config_from_params(args.params) if args.params else check_config({})
     check_timeout_shares(evals, cfg["grading"]["max_timeout_share"], what=str(args.evals))
     train = read_train(args.train_table) if args.train_table is not None else None
     read_s = time.perf_counter() - start

@@ -110,6 +110,7 @@ def cmd_verl_command(args) -> int:
     from isocompute.config import load_config
     from isocompute.grid import find_cell, grid_cells, variant_cells
     from isocompute.layout import run_paths
+    from isocompute.train.backends import stop_step_within
     from isocompute.train.backends.verl import verl_command
 
     cfg = load_config(args.config)
@@ -117,7 +118,8 @@ def cmd_verl_command(args) -> int:
     cell = find_cell(cells, args.split, args.bp, args.n, variant=args.variant)
     # The job's own path: its params and options as JSON, read as the train job reads them.
     job = config_from_params(jobs.as_json(jobs.train_params(cfg, cell)), jobs.as_json(jobs.train_options(cfg)))
-    print(verl_command(job, cell, run_paths(cfg, cell), stop_at_step=args.stop_at_step).shell())
+    stop = None if args.stop_at_step is None else stop_step_within(args.stop_at_step, cell.M_max)
+    print(verl_command(job, cell, run_paths(cfg, cell), stop_at_step=stop).shell())
     return 0
 
 

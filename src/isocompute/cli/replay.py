@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 from pathlib import Path
 
 from isocompute.cli.common import json_text
-from isocompute.config import schema_defaults
-from isocompute.errors import InputError
+from isocompute.config import load_schema, schema_defaults
+from isocompute.errors import ConfigError, InputError
+from isocompute.sweep import SWEEP_OPTIONS
 
 
 REPLAY_DESCRIPTION = """\
@@ -28,19 +30,16 @@ and the frontier reward at C_max (adaptive - full). EVALS as for `analyze`.
 
 
 def register_replay(subparsers) -> argparse.ArgumentParser:
-    d = schema_defaults("sweep")
+    d, d_schema = schema_defaults("sweep"), load_schema()["properties"]["sweep"]["properties"]
     p = subparsers.add_parser("replay-adaptive", help="Replay the adaptive sweep's rule on a finished evaluation table.",
                               description=REPLAY_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("evals", metavar="EVALS", type=Path, help="evaluation table: .csv, .parquet or verl .jsonl")
     p.add_argument("--c-max", type=float, default=None, metavar="C",
                    help="compute budget of every run (default: the table's largest compute)")
-    p.add_argument("--eta", type=float, default=None, help=f"compute ratio between rungs (default: {d['eta']:.4g})")
-    p.add_argument("--rungs", type=int, default=None, help=f"number of rungs, the last at C_max (default: {d['rungs']})")
-    p.add_argument("--z", type=float, default=None, help=f"band width in standard errors (default: {d['z']})")
-    p.add_argument("--neighbours", type=int, default=None,
-                   help=f"grid steps in log2 n around n* that always continue (default: {d['neighbours']})")
-    p.add_argument("--frontier", choices=("fixed_B_p", "joint"), default=None,
-                   help=f"the frontier a run must reach: its B_p's, or all cells' (default: {d['frontier']})")
+    for key, (flag, type_, text) in SWEEP_OPTIONS.items():
+        choices = d_schema[key].get("enum")
+        p.add_argument(flag, dest=key, type=type_, default=None, choices=choices,
+                       help=f"{text} (default: {d[key]:.4g})" if type_ is float else f"{text} (default: {d[key]})")
     p.add_argument("--probes", type=int, default=20, help="probe budgets for the n* agreement (default: 20)")
     p.add_argument("--metric", default="avg@4", help="metric the fits use (default: avg@4)")
     p.add_argument("--split", default=None, help="the split to replay when EVALS has several")
@@ -52,25 +51,27 @@ def register_replay(subparsers) -> argparse.ArgumentParser:
     return p
 
 
-def _replay_params(args) -> dict:
-    """The rule keys given on the command line, checked (one-line InputError naming the option)."""
-    given = {k: getattr(args, k) for k in ("eta", "rungs", "z", "neighbours", "frontier") if getattr(args, k) is not None}
-    from isocompute.schedule import MAX_RUNGS
+def _replay_params(args):
+    """The sweep settings in force: the schema's defaults < the options; a refused option is an
+    InputError naming it (the schema's check, as for the config)."""
+    from isocompute.sweep import SweepSettings
 
+    given = {k: getattr(args, k) for k in SWEEP_OPTIONS if getattr(args, k) is not None}
+    try:
+        settings = SweepSettings(**given)
+    except ConfigError as exc:
+        found = re.match(r"config key 'sweep\.(\w+)': ", str(exc))
+        if not found or found.group(1) not in given:
+            raise
+        raise InputError(f"{SWEEP_OPTIONS[found.group(1)][0]}: {str(exc)[found.end():]}") from exc
     finite = math.isfinite
-    checks = {"eta": (lambda v: v > 1 and finite(v), "a finite number > 1"),
-              "rungs": (lambda v: 1 <= v <= MAX_RUNGS, f"an integer in [1, {MAX_RUNGS}]"),
-              "z": (lambda v: v > 0 and finite(v), "a finite number > 0"), "neighbours": (lambda v: v >= 0, "an integer >= 0")}
-    for key, (ok, what) in checks.items():
-        if key in given and not ok(given[key]):
-            raise InputError(f"--{key}: expected {what}, got {given[key]:g}")
     if args.c_max is not None and not (args.c_max > 0 and finite(args.c_max)):
         raise InputError(f"--c-max: expected a finite positive compute, got {args.c_max:g}")
     if args.probes < 1:
         raise InputError(f"--probes: expected an integer >= 1, got {args.probes}")
     if args.eval_rollouts is not None and not (args.eval_rollouts >= 0 and finite(args.eval_rollouts)):
         raise InputError(f"--eval-rollouts: expected a finite number >= 0, got {args.eval_rollouts:g}")
-    return given
+    return settings
 
 
 def cmd_replay_adaptive(args) -> int:
@@ -85,7 +86,7 @@ def cmd_replay_adaptive(args) -> int:
     try:
         res = replay(evals, c_max=args.c_max, params=params, probes=args.probes,
                      settings=AnalysisSettings(metric=args.metric), split=args.split, eval_rollouts=args.eval_rollouts)
-    except ValueError as exc:      # the rule's own checks of what it was given (rung_budgets, rule_params)
+    except ValueError as exc:      # the rule's own checks of what it was given (the rung budgets)
         raise InputError(f"replay-adaptive: {exc}") from exc
     runs = res["runs"]
     if args.json:

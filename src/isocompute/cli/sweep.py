@@ -19,7 +19,7 @@ def cmd_adaptive_decide(args) -> int:
 
     from isocompute.analysis.adaptive.rule import DECISION_COLUMNS, decide
     from isocompute.analysis.fits.settings import AnalysisSettings
-    from isocompute.sweep import DECISION_KEYS, write_decisions
+    from isocompute.sweep import DECISION_KEYS, SweepSettings, write_decisions
 
     cfg = config_from_params(args.params)
     # The analysis settings the rule fits with (the rule's own keys are the sweep section's).
@@ -32,7 +32,7 @@ def cmd_adaptive_decide(args) -> int:
         raise InputError(f"adaptive-decide: evaluation tables of several splits ({sorted(evals['split'].unique())})")
     # Every run seen so far counts for the frontier, those stopped at earlier rungs too.
     trained_keys = set(zip(trained["B_p"], trained["n"]))
-    rule = decide(evals, rung_compute=args.rung_compute, c_max=args.c_max, params=cfg["sweep"], settings=settings,
+    rule = decide(evals, rung_compute=args.rung_compute, c_max=args.c_max, params=SweepSettings.from_config(cfg), settings=settings,
                   trained=trained_keys)
     # One row per run: those trained to the rung, and those stopped earlier (which go on only
     # where the safety net resumes them).

@@ -32,9 +32,6 @@ def cmd_train(args) -> int:
             raise InputError(f"--{name.replace('_', '-')}: split file not found: {getattr(args, name)}")
     if (args.rung is None) != (args.stop_at_step is None):
         raise InputError("--rung and --stop-at-step go together (a run trained to a rung of an adaptive sweep)")
-    if args.stop_at_step is not None and not 0 < args.stop_at_step <= args.max_steps:
-        raise InputError(f"--stop-at-step: expected a step in [1, --max-steps = {args.max_steps}], "
-                         f"got {args.stop_at_step}")
     options = Path(args.options).read_text() if args.options else None
     cfg = config_from_params(args.params, options)
     if cfg["train"]["backend"] == "local":

@@ -120,8 +120,9 @@ def adaptive_estimate(cfg: dict, seeds: int = PLAN_REPLAY_SEEDS, progress=None) 
     and validation generations), share_training, share_validation, agreement, reward_diff}. `progress(total=...)`, if given, makes a bar that each replay advances (a replay
     of a paper-scale grid takes seconds)."""
     from isocompute.analysis.adaptive.replay import replay
+    from isocompute.sweep import SweepSettings
 
-    params = {k: v for k, v in cfg["sweep"].items() if k != "mode"}
+    params = SweepSettings.from_config(cfg)
     fractions, replays = [], []
     bar = progress(total=len(cfg["grid"]) * seeds) if progress is not None and cfg["grid"] else None
     for split in cfg["grid"]:

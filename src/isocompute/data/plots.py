@@ -1,22 +1,21 @@
-"""Figure 2: avg@16 difficulty histograms of the pool and of each split."""
+"""Figure 2: avg@16 difficulty histograms of the pool and of each split (the house look
+of `isocompute.plotting`, as the analysis figures)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from isocompute.plotting import paper_style, save_figure
+from isocompute.plotting import FORMATS, _save, _styled, _subplots
 
 
-def difficulty_histograms(rates: dict[str, np.ndarray], samples: int, bands: dict, stem) -> list:
+@_styled
+def difficulty_histograms(rates: dict[str, np.ndarray], samples: int, bands: dict, stem, formats=FORMATS) -> list:
     """One panel per set (pool first); bars on the exact c/samples grid; bands shaded on the pool."""
-    import matplotlib.pyplot as plt
-
-    paper_style()
     names = list(rates)
     cols = min(4, len(names))
     rows = int(np.ceil(len(names) / cols))
-    fig, axes = plt.subplots(rows, cols, figsize=(3.4 * cols, 2.8 * rows), squeeze=False)
+    fig, axes = _subplots(rows, cols, (2.65, 2.0), top=0.6, hgap=0.75)
     edges = (np.arange(samples + 2) - 0.5) / samples
     colors = {"easy": "tab:green", "hard": "tab:red", "very_easy": "tab:blue"}
     for ax, name in zip(axes.flat, names):
@@ -32,10 +31,9 @@ def difficulty_histograms(rates: dict[str, np.ndarray], samples: int, bands: dic
         ax.set_ylabel("problems")
         ax.set_xlim(-0.05, 1.05)
     for ax in list(axes.flat)[len(names):]:
-        ax.axis("off")
+        ax.set_visible(False)
     fig.suptitle("Difficulty of problems under the base model (Fig. 2)")
-    fig.tight_layout()
-    return save_figure(fig, stem)
+    return _save(fig, stem, formats)
 
 
 def histogram_counts(rate: np.ndarray, samples: int) -> pd.Series:

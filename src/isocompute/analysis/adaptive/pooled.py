@@ -47,7 +47,7 @@ def pooled_chances(seen: pd.DataFrame, fits: pd.DataFrame, *, metric: str, rung_
                    grid_points: int, degree: int, seed: int = 0) -> pd.DataFrame:
     """Each run's chance of being n* at some compute ahead of it, under its B_p's trend model.
 
-    `seen`: the evaluations up to the rung; `fits`: their noise fits (`methods.fit_study`, with the
+    `seen`: the evaluations up to the rung; `fits`: their noise fits (`fitter.fit_study`, with the
     columns model and R0). Only B_p whose runs are pooled by the trend ('model' trend) get a chance;
     the runs still training at the rung (their last evaluation within one step of it) are the
     competitors, on `grid_points` log-spaced computes from the rung to c_max. Returns

@@ -4,7 +4,7 @@ At each rung the rule (`adaptive.decide`) sees every surviving run's
 evaluations up to the rung's compute only; a stopped run keeps its
 evaluations up to where it stopped. The adaptive study (what the sweep would
 have recorded) and the full grid are then analysed the same way
-(`methods.fit_study` and the frontier, each curve used where its run has
+(`fitter.fit_study` and the frontier, each curve used where its run has
 data), and compared: the bill (training rollouts and validation generations:
 each evaluation row costs its problems x samples), n* at probe budgets,
 frontier reward at C_max. `isocompute replay-adaptive EVALS` is the command line.
@@ -17,13 +17,13 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from isocompute.analysis.adaptive.rule import decide, rule_params
-from isocompute.analysis.fits.methods import fit_study
+from isocompute.analysis.adaptive.rule import decide
+from isocompute.analysis.fits.fitter import fit_study
 from isocompute.analysis.fits.settings import AnalysisSettings
 from isocompute.analysis.fits.sigmoid import USABLE
 from isocompute.analysis.frontier.envelope import frontier
 from isocompute.analysis.inputs.check import check_evals
-from isocompute.schedule import rung_budgets
+from isocompute.sweep import SweepSettings
 
 RUN_COLUMNS = ["B_p", "n", "full_compute", "spent", "stopped_at", "reason", "evaluations_full", "evaluations_spent",
                "validation_full", "validation_spent", "revivals"]
@@ -49,7 +49,7 @@ def validation_cost(evals: pd.DataFrame, eval_rollouts: float | None = None) -> 
     return np.zeros(len(evals))
 
 
-def replay_sweep(evals: pd.DataFrame, *, c_max: float, params: dict | None = None,
+def replay_sweep(evals: pd.DataFrame, *, c_max: float, params: SweepSettings | dict | None = None,
                  settings: AnalysisSettings | None = None,
                  eval_rollouts: float | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Run the rule rung by rung on a checked full-grid table.
@@ -63,8 +63,8 @@ def replay_sweep(evals: pd.DataFrame, *, c_max: float, params: dict | None = Non
     validation_spent (the generations they cost: `validation_cost`), revivals (how often the
     safety net resumed it)).
     """
-    p = rule_params(params)
-    budgets = rung_budgets(c_max, p["eta"], p["rungs"])
+    p = SweepSettings.of(params)
+    budgets = p.budgets(c_max)
     runs = evals.groupby(["B_p", "n"], sort=True)["compute"].max()
     limit = {key: float(budgets[0]) for key in runs.index}
     active = set(runs.index)
@@ -77,7 +77,7 @@ def replay_sweep(evals: pd.DataFrame, *, c_max: float, params: dict | None = Non
                           trained=active)
         for B_p, n, go, why in zip(decision["B_p"], decision["n"], decision["continue"], decision["reason"]):
             key = (B_p, n)
-            if key not in active and not (go and p["revive"]):
+            if key not in active and not (go and p.revive):
                 continue
             if go:                                   # goes on, or (the safety net) resumes
                 revivals[key] += key not in active
@@ -142,7 +142,7 @@ def probe_budgets(fits: pd.DataFrame, c_max: float, probes: int) -> np.ndarray:
     return np.geomspace(min(lo, c_max), c_max, probes)
 
 
-def replay(evals: pd.DataFrame, *, c_max: float | None = None, params: dict | None = None, probes=20,
+def replay(evals: pd.DataFrame, *, c_max: float | None = None, params: SweepSettings | dict | None = None, probes=20,
            settings: AnalysisSettings | None = None, split: str | None = None,
            eval_rollouts: float | None = None) -> dict:
     """Replay the adaptive rule on a finished full-grid evaluation table, and score it.
@@ -168,14 +168,14 @@ def replay(evals: pd.DataFrame, *, c_max: float | None = None, params: dict | No
     c_max = float(evals["compute"].max()) if c_max is None else float(c_max)
     if not c_max > 0:
         raise ValueError(f"c_max must be > 0, got {c_max!r}")
-    p = rule_params(params)
+    p = SweepSettings.of(params)
     evals = evals[evals["compute"] <= c_max * (1 + 1e-9)]
     adaptive, runs = replay_sweep(evals, c_max=c_max, params=p, settings=s, eval_rollouts=eval_rollouts)
     _, fits_full, _ = fit_study(evals, s)
     _, fits_adaptive, _ = fit_study(adaptive, s)
     grid = (probe_budgets(fits_full, c_max, int(probes)) if np.ndim(probes) == 0
             else np.asarray(probes, dtype=float))
-    joint = p["frontier"] == "joint"
+    joint = p.frontier == "joint"
     full, ad = _frontiers(fits_full, grid, joint), _frontiers(fits_adaptive, grid, joint)
     table = pd.DataFrame({"B_p": full["B_p"], "compute": full["compute"], "n_star_full": full["n_star"],
                           "n_star_adaptive": ad["n_star"], "reward_full": full["reward"],
@@ -190,6 +190,6 @@ def replay(evals: pd.DataFrame, *, c_max: float | None = None, params: dict | No
         "validation_counted": bool(cost["grid"]["validation"] > 0),
         "agreement": float(same.mean()) if len(same) else np.nan,
         "reward_diff": float((at_max["reward_adaptive"] - at_max["reward_full"]).mean()),
-        "budgets": rung_budgets(c_max, p["eta"], p["rungs"]),
-        "params": p, "c_max": c_max, "runs": runs, "probes": table,
+        "budgets": p.budgets(c_max),
+        "params": p.rule(), "c_max": c_max, "runs": runs, "probes": table,
     }

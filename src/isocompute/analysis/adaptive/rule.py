@@ -1,7 +1,7 @@
 """The adaptive sweep's pruning rule (`sweep.mode: adaptive`).
 
 Every run trains to the first rung of its budget; at each rung the runs are
-fitted (the noise method, `methods.fit_study`), every run gets a predicted
+fitted (the noise method, `fitter.fit_study`), every run gets a predicted
 reward band up to C_max, and a run goes on to the next rung only if its band
 could still reach the frontier, or it sits next to the predicted n*, at some
 compute it has not reached yet. `prediction_bands` turns fits into bands,
@@ -28,17 +28,15 @@ from scipy.special import expit
 from scipy.stats import norm
 
 from isocompute.analysis.adaptive.pooled import pooled_chances
-from isocompute.analysis.fits.methods import fit_study
+from isocompute.analysis.fits.fitter import fit_study
 from isocompute.analysis.fits.noise import NOISE_FIT_GRID, cell_arrays
 from isocompute.analysis.fits.settings import AnalysisSettings
 from isocompute.analysis.fits.sigmoid import OK, USABLE, sigmoid_reward
 from isocompute.analysis.inputs.check import check_evals
-from isocompute.config import schema_defaults
+from isocompute.sweep import SweepSettings
 
-# The sweep section of the config schema is the one home of the rule's defaults.
-DEFAULTS = schema_defaults("sweep")
-RULE_KEYS = ("eta", "rungs", "z", "neighbours", "min_evals", "frontier", "grid_points", "bands", "mature_width",
-             "revive")
+# The sweep section of the config schema is the one home of the rule's defaults and checks.
+DEFAULTS = SweepSettings()
 BAND_COLUMNS = ["B_p", "n", "compute", "reward", "reward_lo", "reward_hi", "reached", "fitted", "n_evals"]
 DECISION_COLUMNS = ["B_p", "n", "continue", "reason", "reached", "fitted", "n_evals", "reward_hi_at_c_max",
                     "frontier_lo_at_c_max", "gap", "n_star_at_c_max", "band_width_at_c_max", "p_n_star"]
@@ -46,28 +44,6 @@ DECISION_COLUMNS = ["B_p", "n", "continue", "reason", "reached", "fitted", "n_ev
 # below a run's first evaluation to a decade beyond C_max, B over the noise
 # fit's bounds.
 BAND_C_MID_POINTS, BAND_C_MID_MARGIN, BAND_B_POINTS = (48, 40), 1.0, (24, 24)
-
-
-def rule_params(params: dict | None = None) -> dict:
-    """The rule's keys: the schema's sweep defaults, overridden by `params` (unknown keys: ValueError)."""
-    out = {k: DEFAULTS[k] for k in RULE_KEYS}
-    for key, value in (params or {}).items():
-        if key == "mode":
-            continue
-        if key not in out:
-            raise ValueError(f"unknown adaptive rule key {key!r} (expected one of: {', '.join(RULE_KEYS)})")
-        out[key] = value
-    if not out["eta"] > 1:
-        raise ValueError(f"eta must be > 1, got {out['eta']!r}")
-    if int(out["rungs"]) < 1:
-        raise ValueError(f"rungs must be >= 1, got {out['rungs']!r}")
-    if out["frontier"] not in ("fixed_B_p", "joint"):
-        raise ValueError(f"frontier must be 'fixed_B_p' or 'joint', got {out['frontier']!r}")
-    if out["bands"] not in ("pooled", "runs"):
-        raise ValueError(f"bands must be 'pooled' or 'runs', got {out['bands']!r}")
-    if not out["mature_width"] >= 0:
-        raise ValueError(f"mature_width must be >= 0, got {out['mature_width']!r}")
-    return out
 
 
 def _sums(log_c, dy, w, log_cmid, log_b):
@@ -127,8 +103,8 @@ def _cell_band(arr: dict, R0: float, grid, *, z: float, a_max: float, c_hi: floa
 
 
 def prediction_bands(evals: pd.DataFrame, fits: pd.DataFrame, *, c_max: float, c_from: float,
-                     metric: str = "avg@4", z: float = DEFAULTS["z"],
-                     grid_points: int = DEFAULTS["grid_points"]) -> pd.DataFrame:
+                     metric: str = "avg@4", z: float = DEFAULTS.z,
+                     grid_points: int = DEFAULTS.grid_points) -> pd.DataFrame:
     """Each run's predicted reward and band on `grid_points` log-spaced computes in [c_from, c_max].
 
     `evals` carries `<metric>_se` and `fits` is its noise fit (`fit_study`).
@@ -161,8 +137,8 @@ def prediction_bands(evals: pd.DataFrame, fits: pd.DataFrame, *, c_max: float, c
     return pd.concat(parts, ignore_index=True)[BAND_COLUMNS]
 
 
-def prune(bands: pd.DataFrame, *, neighbours: int = DEFAULTS["neighbours"], min_evals: int = DEFAULTS["min_evals"],
-          frontier: str = DEFAULTS["frontier"], c_max: float | None = None) -> pd.DataFrame:
+def prune(bands: pd.DataFrame, *, neighbours: int = DEFAULTS.neighbours, min_evals: int = DEFAULTS.min_evals,
+          frontier: str = DEFAULTS.frontier, c_max: float | None = None) -> pd.DataFrame:
     """Which runs go on, from their bands alone (pure; no fitting).
 
     `bands`: one row per (run, compute) with columns B_p, n, compute, reward,
@@ -234,13 +210,13 @@ def prune(bands: pd.DataFrame, *, neighbours: int = DEFAULTS["neighbours"], min_
     return out.sort_values(["B_p", "n"], kind="stable").reset_index(drop=True)
 
 
-def decide(evals: pd.DataFrame, *, rung_compute: float, c_max: float, params: dict | None = None,
+def decide(evals: pd.DataFrame, *, rung_compute: float, c_max: float, params: SweepSettings | dict | None = None,
            settings: AnalysisSettings | None = None, trained=None) -> pd.DataFrame:
     """The rule at one rung: which runs train on to the next.
 
     `evals`: the study's evaluation table (as `isocompute analyze` reads it);
     only rows with compute <= `rung_compute` are used. Every run is fitted by
-    the noise method (`methods.fit_study` with `settings`, the study's analysis
+    the noise method (`fitter.fit_study` with `settings`, the study's analysis
     settings, default the schema's, by the noise method whatever their method:
     pooled R0, weights 1/se^2), gets
     its band (`prediction_bands`) on the computes from `rung_compute` to
@@ -255,19 +231,19 @@ def decide(evals: pd.DataFrame, *, rung_compute: float, c_max: float, params: di
     """
     s = replace(settings or AnalysisSettings(), method="noise")
     metric = s.metric
-    p = rule_params(params)
+    p = SweepSettings.of(params)
     if not 0 < rung_compute <= c_max:
         raise ValueError(f"need 0 < rung_compute <= c_max, got {rung_compute!r} and {c_max!r}")
     evals = check_evals(evals, metric)
     seen = evals[evals["compute"] <= rung_compute * (1 + 1e-9)]
     seen, fits, _ = fit_study(seen, s)
-    bands = prediction_bands(seen, fits, c_max=c_max, c_from=rung_compute, metric=metric, z=p["z"],
-                             grid_points=p["grid_points"])
-    out = prune(bands, neighbours=p["neighbours"], min_evals=p["min_evals"], frontier=p["frontier"], c_max=c_max)
-    if p["bands"] == "pooled" and p["frontier"] == "fixed_B_p" and "model" in fits.columns:
+    bands = prediction_bands(seen, fits, c_max=c_max, c_from=rung_compute, metric=metric, z=p.z,
+                             grid_points=p.grid_points)
+    out = prune(bands, neighbours=p.neighbours, min_evals=p.min_evals, frontier=p.frontier, c_max=c_max)
+    if p.bands == "pooled" and p.frontier == "fixed_B_p" and "model" in fits.columns:
         chances = pooled_chances(seen, fits, metric=metric, rung_compute=rung_compute, c_max=c_max,
-                                 grid_points=p["grid_points"], degree=s.pool_degree)
-        out = apply_pooled(out, chances, z=p["z"], mature_width=p["mature_width"])
+                                 grid_points=p.grid_points, degree=s.pool_degree)
+        out = apply_pooled(out, chances, z=p.z, mature_width=p.mature_width)
     else:
         chances = pd.DataFrame()
     one_more = out["reached"].to_numpy(dtype=float) + out["B_p"].to_numpy(dtype=float) * out["n"].to_numpy(dtype=float)
@@ -277,7 +253,7 @@ def decide(evals: pd.DataFrame, *, rung_compute: float, c_max: float, params: di
         keys = {(float(b), float(n)) for b, n in trained}
         stopped = np.array([(float(b), float(n)) not in keys for b, n in zip(out["B_p"], out["n"])], dtype=bool)
     stopped &= one_more <= c_max * (1 + 1e-9)              # a run at C_max has nothing left to resume
-    return apply_revival(out, chances if p["revive"] else pd.DataFrame(), stopped=stopped, z=p["z"])
+    return apply_revival(out, chances if p.revive else pd.DataFrame(), stopped=stopped, z=p.z)
 
 
 def apply_revival(decisions: pd.DataFrame, chances: pd.DataFrame, *, stopped: np.ndarray, z: float) -> pd.DataFrame:

@@ -5,7 +5,8 @@ here, in one class each; the pipeline, the bootstrap, the studies and the
 figures call a method's hooks instead of testing its name.
 
 Sits above the curve fits of its room (`sigmoid`, `noise`, `pooled`, `records`) and below
-everything that runs a method (`frontier.bootstrap`, `frontier.studies`, `adaptive`, `pipeline`).
+everything that runs a method, through the `fitter.Fitter` built from the settings
+(`frontier.bootstrap`, `frontier.studies`, `adaptive`, `pipeline`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ import pandas as pd
 from isocompute.analysis.fits.noise import (NOISE_FIT_GRID, add_standard_errors, cell_arrays, fit_curves_noise,
                                             fit_weighted, noise_fit_grid, pooled_base, residual_se)
 from isocompute.analysis.fits.pooled import get_pool
-from isocompute.analysis.fits.records import record_points
 from isocompute.analysis.fits.sigmoid import FitGrid, fit_curves_paper, fit_replicates, fit_sigmoid, run_arrays
 from isocompute.analysis.inputs.check import se_column
 from isocompute.registry import Registry
@@ -28,7 +28,8 @@ register_method, get_method = METHODS.register, METHODS.get
 
 
 class Method:
-    """The hooks where the analysis methods differ. `fit_kw`: bin_width, ema_alpha, min_compute, grid."""
+    """The hooks where the analysis methods differ. `fit_kw`: bin_width, ema_alpha, min_compute, grid
+    (the settings' values, passed by `fitter.Fitter`)."""
 
     name = ""
     observed_range = False      # frontiers: each curve only over its run's data (True), or the whole grid
@@ -188,24 +189,3 @@ def _indices_from_counts(counts: np.ndarray) -> np.ndarray:
     rows = [np.repeat(np.arange(counts.shape[1]), c) for c in counts]
     width = max(len(r) for r in rows)
     return np.stack([np.concatenate([r, np.full(width - len(r), r[-1])]) for r in rows])
-
-
-def fit_study(evals: pd.DataFrame, settings):
-    """The fitting stage of the analysis on a checked evaluation table, by the method of
-    `settings` (an `AnalysisSettings`): (evals, fits, base)."""
-    return settings.strategy.fit_study(evals, settings.metric, se_window=settings.se_window, **settings.fit_kw())
-
-
-def pooled_records(evals: pd.DataFrame, settings) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Fig. 5's tables: each B_p's record points over its runs pooled, and (paper) the curve through them."""
-    parts, fits = [], []
-    for B_p, pool in evals.groupby("B_p", sort=True):
-        rec = record_points(pool, settings.metric, bin_width=settings.bin_width, ema_alpha=settings.ema_alpha,
-                            method=settings.method, z=settings.record_z)
-        parts.append(rec)
-        value = "smoothed" if "smoothed" in rec.columns else settings.metric
-        fit = settings.strategy.pooled_record_fit(pool, rec, value, settings.metric) if len(rec) else None
-        if fit is not None:
-            fits.append({"B_p": B_p, **fit})
-    records = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
-    return records, pd.DataFrame(fits)

@@ -101,10 +101,6 @@ class AnalysisSettings:
             return self.fit_grid
         return self.strategy.fit_grid(self.pool, self.pool_degree, self.pool_alpha, self.n_effect_alpha)
 
-    def fit_kw(self) -> dict:
-        """The keywords of a sigmoid fit by this method (`methods.Method.fit_curves`)."""
-        return dict(bin_width=self.bin_width, ema_alpha=self.ema_alpha, min_compute=self.min_compute, grid=self.grid)
-
     def frontier_kw(self) -> dict:
         """The keywords of a frontier: its grid, and whether curves count beyond their runs' data."""
         return dict(grid_points=self.grid_points, extrapolate=not self.observed_range)

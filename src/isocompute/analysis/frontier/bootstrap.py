@@ -15,10 +15,10 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from isocompute.analysis.fits.methods import get_method
+from isocompute.analysis.fits.fitter import Fitter
 from isocompute.analysis.fits.progress import progress
 from isocompute.analysis.fits.records import running_average
-from isocompute.analysis.fits.sigmoid import USABLE, FitGrid
+from isocompute.analysis.fits.sigmoid import USABLE
 from isocompute.analysis.frontier.envelope import comparable, envelope, run_curves, study_grid
 from isocompute.analysis.frontier.nstar import GOOD_LAW, LAW_PARAMS, LawGrid, fit_n_star_laws
 
@@ -42,34 +42,28 @@ def _seed_draws(rng, seed_of_point, n_boot: int) -> np.ndarray:
     return per_seed[:, which]
 
 
-def bootstrap_fits(evals: pd.DataFrame, metric: str = "avg@4", *, n_boot: int = 200, seed: int = 0,
-                   method: str = "noise", bin_width: float = 0.01, ema_alpha: float | None = None,
-                   min_compute: float | None = None, grid: FitGrid | None = None, R0: float | None = None,
-                   unit: str | None = None) -> pd.DataFrame:
-    """Refit every cell on `n_boot` resamples of its data.
+def bootstrap_fits(evals: pd.DataFrame, fitter: Fitter) -> pd.DataFrame:
+    """Refit every cell on `bootstrap` resamples of its data (the fitter's settings: bootstrap,
+    seed, bootstrap_unit, and how it fits).
 
-    `unit` 'points' (default with one seed per cell) draws a run's points
+    `bootstrap_unit` 'points' (default with one seed per cell) draws a run's points
     with compute > 0 with replacement; 'seeds' (default with several) draws
     the cell's seeds with replacement and pools their points. The paper
     method recomputes the record points of each replicate (R0: the cell's
     own step-0 value); the noise method refits all drawn points by weighted
-    least squares, with the pooled `R0` (default: pooled from the table).
+    least squares, with the fitter's pooled `R0` (default: pooled from the table).
     Returns one row per (replicate, cell): replicate, B_p, n, R0, A, B,
     C_mid, status, compute_min, compute_max.
     """
-    m = get_method(method)
-    unit = resampling_unit(evals) if unit is None else unit
-    if unit not in ("points", "seeds"):
-        raise ValueError(f"unit must be 'points' or 'seeds', got {unit!r}")
-    if grid is None:
-        grid = m.default_grid()
-    if R0 is None:
-        R0 = m.study_base(evals, metric)
+    s, m = fitter.settings, fitter.method
+    n_boot, seed, grid = s.bootstrap, s.seed, s.grid
+    unit = resampling_unit(evals) if s.bootstrap_unit is None else s.bootstrap_unit
+    R0 = m.study_base(evals, s.metric) if fitter.R0 is None else fitter.R0
     rng = np.random.default_rng(seed)
     parts, drawn = [], {}
     cells = evals.groupby(["B_p", "n"], sort=True)
     for (B_p, n), cell in progress(cells, total=cells.ngroups, desc="bootstrap fits (cells)"):
-        arr = m.cell_arrays(cell, metric, min_compute)
+        arr = fitter.cell_arrays(cell)
         cell_R0 = m.cell_base(arr, R0)
         P = arr["compute"].size
         if np.isnan(cell_R0) or arr["compute_range"] is None or n_boot < 1:
@@ -79,8 +73,7 @@ def bootstrap_fits(evals: pd.DataFrame, metric: str = "avg@4", *, n_boot: int = 
             idx = np.sort(rng.integers(0, P, size=(n_boot, P)), axis=1)
         else:
             counts = _seed_draws(rng, arr["seed"], n_boot)
-        res, kept = m.fit_resamples(arr, cell_R0, idx, counts, grid=grid, bin_width=bin_width, ema_alpha=ema_alpha,
-                                    min_compute=min_compute)
+        res, kept = fitter.resamples(arr, cell_R0, idx, counts)
         if kept is not None:
             drawn[(B_p, n)] = kept
         parts.append(pd.DataFrame({

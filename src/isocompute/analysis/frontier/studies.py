@@ -13,9 +13,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from isocompute.analysis.fits.methods import get_method
+from isocompute.analysis.fits.fitter import Fitter
 from isocompute.analysis.fits.records import running_frontier
-from isocompute.analysis.fits.sigmoid import USABLE, FitGrid, predict
+from isocompute.analysis.fits.sigmoid import USABLE, predict
 from isocompute.analysis.frontier.envelope import frontier, frontier_fixed_bp
 
 
@@ -47,12 +47,6 @@ def fitted_values(fits: pd.DataFrame, compute: float) -> pd.Series:
     return pd.Series(value, index=pd.MultiIndex.from_frame(fits[["B_p", "n"]]))
 
 
-def fitted_curves(evals: pd.DataFrame, metric: str, *, grid: FitGrid | None = None,
-                  min_compute: float | None = None) -> pd.DataFrame:
-    """Noise-method fits of `metric` (its standard errors added first)."""
-    return get_method("noise").metric_fits(evals, metric, grid=grid, min_compute=min_compute)
-
-
 def _values_at(group: pd.DataFrame, by: str, metric: str, C: float, how: str, fits: pd.DataFrame | None) -> pd.Series:
     """The metric at compute C of each run of `group`, indexed by `by`: from
     raw points (`how`) without `fits`, else from the fitted curves."""
@@ -64,14 +58,11 @@ def _values_at(group: pd.DataFrame, by: str, metric: str, C: float, how: str, fi
     return pd.Series(values.to_numpy(), index=values.index.get_level_values(by)).sort_index().dropna()
 
 
-def metric_fits(evals: pd.DataFrame, metrics=("best@4", "worst@4"), *, method: str = "noise",
-                fit_grid: FitGrid | None = None, min_compute: float | None = None, **paper_kw) -> dict:
-    """Each metric's fitted curves by the analysis's method (noise: `fitted_curves`;
-    paper: fits to its record points, `paper_kw` bin_width, ema_alpha). Metrics
-    missing from `evals` are skipped."""
-    how_fit = get_method(method)
-    return {m: how_fit.metric_fits(evals, m, grid=fit_grid, min_compute=min_compute, **paper_kw)
-            for m in metrics if m in evals.columns}
+def metric_fits(evals: pd.DataFrame, fitter: Fitter) -> dict:
+    """Each of the fitter's `optima_metrics`' fitted curves by its method (noise: with the
+    metric's own standard errors; paper: fits to its record points). Metrics missing from
+    `evals` are skipped."""
+    return {m: fitter.metric_curves(evals, m) for m in fitter.settings.optima_metrics if m in evals.columns}
 
 
 def metric_frontiers(fits: dict, *, grid_points: int = 100, extrapolate: bool = True) -> pd.DataFrame:
@@ -85,19 +76,18 @@ def metric_frontiers(fits: dict, *, grid_points: int = 100, extrapolate: bool = 
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=cols)
 
 
-def metric_optima(evals: pd.DataFrame, metrics=("best@4", "worst@4"), *, how: str = "running_max",
-                  method: str = "noise", fit_grid: FitGrid | None = None,
-                  min_compute: float | None = None, fits: dict | None = None) -> pd.DataFrame:
-    """For each B_p and metric, the n maximising the metric at the largest
-    compute common to all n of that B_p. Columns B_p, metric, compute, n_opt,
+def metric_optima(evals: pd.DataFrame, fitter: Fitter | None = None, *, how: str = "running_max",
+                  fits: dict | None = None) -> pd.DataFrame:
+    """For each B_p and each of the fitter's `optima_metrics`, the n maximising the metric at
+    the largest compute common to all n of that B_p. Columns B_p, metric, compute, n_opt,
     value, n_runs. Metrics missing from `evals` are skipped.
 
     method 'noise': the value of each run's fitted curve of that metric
     (`fits`, from `metric_fits`, fitted here when None); 'paper': the raw
     points' running maximum (`how`)."""
-    fits = get_method(method).study_curves(
-        lambda: metric_fits(evals, metrics, method=method, fit_grid=fit_grid, min_compute=min_compute)
-        if fits is None else fits) or {}
+    fitter = fitter or Fitter()
+    metrics = fitter.settings.optima_metrics
+    fits = fitter.method.study_curves(lambda: metric_fits(evals, fitter) if fits is None else fits) or {}
     rows = []
     for B_p, group in evals.groupby("B_p", sort=True):
         C = common_compute(group)
@@ -113,22 +103,20 @@ def metric_optima(evals: pd.DataFrame, metrics=("best@4", "worst@4"), *, how: st
     return pd.DataFrame(rows, columns=["B_p", "metric", "compute", "n_opt", "value", "n_runs"])
 
 
-def sensitivity(evals: pd.DataFrame, metric: str = "avg@4", *, compute: float | None = None,
-                how: str = "running_max", min_runs: int = 2, method: str = "noise",
-                fits: pd.DataFrame | None = None, fit_grid: FitGrid | None = None,
-                min_compute: float | None = None) -> pd.DataFrame:
-    """Range of the metric across n at fixed B_p, and across B_p at fixed n.
+def sensitivity(evals: pd.DataFrame, fitter: Fitter | None = None, *, compute: float | None = None,
+                how: str = "running_max", min_runs: int = 2, fits: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Range of the fitter's metric across n at fixed B_p, and across B_p at fixed n.
 
     Each group (one fixed value, >= `min_runs` runs) is compared at `compute`,
     or by default at the largest compute all its runs reached. method
     'noise': values of the fitted curves (`fits`, noise-method fits of
-    `metric`, fitted here when None); 'paper': the raw points' running
+    the metric, fitted here when None); 'paper': the raw points' running
     maximum (`how`). Columns: varied ('n' or 'B_p'), fixed ('B_p' or 'n'),
     fixed_value, compute, range, min, max, n_runs.
     """
-    how_fit = get_method(method)
-    fits = how_fit.study_curves(lambda: how_fit.metric_fits(evals, metric, grid=fit_grid, min_compute=min_compute)
-                                if fits is None else fits)
+    fitter = fitter or Fitter()
+    metric = fitter.metric
+    fits = fitter.method.study_curves(lambda: fitter.metric_curves(evals, metric) if fits is None else fits)
     rows = []
     for varied, fixed in (("n", "B_p"), ("B_p", "n")):
         for value, group in evals.groupby(fixed, sort=True):
@@ -214,31 +202,26 @@ def mechanism_table(train: pd.DataFrame, *, bins_per_octave: int = 2) -> pd.Data
     return pd.DataFrame(rows, columns=MECHANISM_COLUMNS)
 
 
-def extrapolation_check(evals: pd.DataFrame, metric: str = "avg@4", *, fraction: float = 0.25,
-                        fits: pd.DataFrame | None = None, bin_width: float = 0.01,
-                        ema_alpha: float | None = None, min_compute: float | None = None,
-                        grid: FitGrid | None = None, by: str = "B_p", method: str = "noise",
-                        R0: float | None = None) -> pd.DataFrame:
-    """Fit on compute <= `fraction` x the group's maximum, predict at the maximum.
+def extrapolation_check(evals: pd.DataFrame, fitter: Fitter | None = None, *, fits: pd.DataFrame | None = None,
+                        by: str = "B_p") -> pd.DataFrame:
+    """Fit on compute <= `extrapolate_fraction` x the group's maximum, predict at the maximum.
 
-    For each `by` group (Q1: fixed B_p): curves are refitted (by `method`,
-    the noise method with the pooled `R0`) on the truncated points and
+    For each `by` group (Q1: fixed B_p): curves are refitted by the fitter (the
+    noise method with its pooled R0) on the truncated points and
     extrapolated to C_max; the prediction (frontier reward and n*) is
     compared with the full-data fits at C_max (`fits`, refitted if None) and
     with the best raw evaluation at or below C_max.
     """
-    if not 0 < fraction <= 1:
-        raise ValueError(f"fraction must be in (0, 1], got {fraction!r}")
-    how_fit = get_method(method)
-    fit_kw = dict(bin_width=bin_width, ema_alpha=ema_alpha, min_compute=min_compute, grid=grid, R0=R0)
+    fitter = fitter or Fitter()
+    metric, fraction = fitter.metric, fitter.settings.extrapolate_fraction
     if fits is None:
-        fits = how_fit.fit_curves(evals, metric, **fit_kw)
+        fits = fitter.curves(evals)
     rows = []
     for key, group in evals.groupby(by, sort=True):
         c_max = float(group["compute"].max())
         c_fit = fraction * c_max
         small = group[group["compute"] <= c_fit * (1 + 1e-12)]
-        small_fits = how_fit.fit_curves(small, metric, **fit_kw)
+        small_fits = fitter.curves(small)
         pred = frontier(small_fits, [c_max], extrapolate=True).iloc[0]
         full = frontier(fits[fits[by] == key], [c_max], extrapolate=True).iloc[0]
         best = group.loc[group[metric].idxmax()]

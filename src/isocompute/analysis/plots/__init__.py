@@ -22,7 +22,7 @@ from isocompute.analysis.plots.laws import (plot_fixed_batch, plot_joint, plot_n
                                             plot_n_star_laws)
 from isocompute.analysis.plots.studies import (plot_interference, plot_mechanism, plot_metric_frontiers,
                                                plot_metric_optima, plot_sensitivity)
-from isocompute.analysis.plots.style import FORMATS
+from isocompute.plotting import FORMATS
 
 __all__ = ["FORMATS", "plot_all", "plot_fixed_batch", "plot_frontier", "plot_frontiers_fixed_batch",
            "plot_frontiers_grid", "plot_interference", "plot_joint", "plot_mechanism", "plot_metric_frontiers",

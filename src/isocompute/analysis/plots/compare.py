@@ -12,7 +12,7 @@ import numpy as np
 from matplotlib.lines import Line2D
 
 from isocompute.analysis.plots.frontier import _draw_frontier
-from isocompute.analysis.plots.style import BP, FORMATS, _log2_x, _n_palette, _save, _styled, _subplots
+from isocompute.plotting import BP, FORMATS, _log2_x, _n_palette, _save, _styled, _subplots
 
 LINESTYLES = ("-", "--", ":", "-.")
 

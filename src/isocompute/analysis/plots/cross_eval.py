@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from isocompute.analysis.plots.style import BP, _log2_x, _n_palette, _save, _styled, _subplots
+from isocompute.plotting import BP, _log2_x, _n_palette, _save, _styled, _subplots
 
 
 def _draw(ax, curves, palette, metric):

@@ -15,7 +15,7 @@ from matplotlib.lines import Line2D
 
 from isocompute.analysis.fits.sigmoid import OK, sigmoid_reward
 from isocompute.analysis.frontier.envelope import run_curves
-from isocompute.analysis.plots.style import (BP, FORMATS, _band, _log2_x, _n_palette, _panels, _save, _styled,
+from isocompute.plotting import (BP, FORMATS, _band, _log2_x, _n_palette, _panels, _save, _styled,
                                              _subplots)
 
 

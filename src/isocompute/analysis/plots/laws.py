@@ -14,7 +14,7 @@ import pandas as pd
 
 from isocompute.analysis.frontier.claims import law_established
 from isocompute.analysis.frontier.nstar import GOOD_LAW, LAW_CONSTANT, law_points, n_star_sigmoid
-from isocompute.analysis.plots.style import (BP, FORMATS, GROUP_COLORS, PAPER_BATCH_SIZES, _band, _log2_x,
+from isocompute.plotting import (BP, FORMATS, GROUP_COLORS, PAPER_BATCH_SIZES, _band, _log2_x,
                                              _n_palette, _pow2_y, _save, _styled, _subplots)
 
 

@@ -15,7 +15,7 @@ from matplotlib.lines import Line2D
 
 from isocompute.analysis.fits.sigmoid import USABLE
 from isocompute.analysis.frontier.envelope import run_curves, study_grid
-from isocompute.analysis.plots.style import (BP, FORMATS, GROUP_COLORS, _log2_x, _n_palette, _panels, _pow2_label,
+from isocompute.plotting import (BP, FORMATS, GROUP_COLORS, _log2_x, _n_palette, _panels, _pow2_label,
                                              _pow2_y, _save, _styled, _subplots, n_color)
 
 

@@ -16,7 +16,7 @@ import seaborn as sns
 from matplotlib.ticker import MaxNLocator
 
 from isocompute.analysis.inputs.variants import figure_members
-from isocompute.analysis.plots.style import BP, FORMATS, _panels, _save, _styled, _subplots
+from isocompute.plotting import BP, FORMATS, _panels, _save, _styled, _subplots
 
 SPLIT_TITLES = {"easy": "Easy", "hard": "Hard", "very_easy": "Very Easy", "extremely_hard": "Extremely Hard",
                 "dual": "Dual mix", "tri": "Tri mix"}

@@ -10,8 +10,10 @@ sub-package) per name; `train_run` imports only the configured one, so the
 verl backend needs no torch on a login node and the local one no verl engine.
 
 To add a backend: a module `isocompute.train.backends.<name>` whose entry
-point is decorated with `@register_backend("<name>")`, and `<name>` in the
-schema's `train.backend` enum.
+point is decorated with `@register_backend("<name>")` (the one `Registry` of
+strategies, as the analysis' methods and pools), and `<name>` in the schema's
+`train.backend` enum. `train_run` checks what every backend is given (a rung's stop
+step) before calling it.
 """
 
 from __future__ import annotations
@@ -20,34 +22,17 @@ import importlib
 import time
 from typing import Callable
 
-from isocompute.errors import ConfigError
+from isocompute.errors import ConfigError, InputError
+from isocompute.registry import Registry
 
-_BACKENDS: dict[str, Callable] = {}
+# The backends by config value; a backend's module is imported when it is first asked for.
+BACKENDS = Registry("backend", key="train.backend", error=ConfigError, package=__name__)
+register_backend, get_backend = BACKENDS.register, BACKENDS.get
 
 # What each backend checks of a study before any job (what it cannot run), as
 # "module:function(cfg, cells)" of a light module (no torch, no engine), imported
 # only for the configured backend.
 CONFIG_CHECKS = {"verl": "isocompute.train.backends.verl.limits:check_study_cells"}
-
-
-def register_backend(name: str):
-    def decorate(fn: Callable) -> Callable:
-        _BACKENDS[name] = fn
-        return fn
-    return decorate
-
-
-def get_backend(name: str) -> Callable:
-    """The entry point of backend `name`, importing its module on first use."""
-    if name not in _BACKENDS:
-        try:
-            importlib.import_module(f"{__name__}.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"{__name__}.{name}":
-                raise
-        if name not in _BACKENDS:
-            raise ConfigError(f"config key 'train.backend': unknown backend {name!r}")
-    return _BACKENDS[name]
 
 
 def check_study(cfg: dict) -> list:
@@ -89,17 +74,27 @@ def _backend_check(backend: str) -> Callable | None:
     return getattr(importlib.import_module(module), name)
 
 
+def stop_step_within(stop_at_step: int, M_max: int) -> int:
+    """A rung's stop step (`--stop-at-step`), checked: 0 < stop <= M_max. The one check of it,
+    before any backend (`train_run`) and before a verl command is printed (`verl-command`)."""
+    if not 0 < int(stop_at_step) <= M_max:
+        raise InputError(f"--stop-at-step: expected a step in [1, M_max = {M_max}], got {stop_at_step}")
+    return int(stop_at_step)
+
+
 def train_run(cfg: dict, cell, paths, stop_at_step: int | None = None, **hooks) -> dict:
     """Train one grid cell with the configured backend; returns the run summary (run.json, or a
-    rung marker when `stop_at_step` stops it below M_max at a rung of an adaptive sweep)."""
+    rung marker when `stop_at_step` stops it below M_max at a rung of an adaptive sweep). The
+    backend is given a checked `stop_at_step` (`stop_step_within`) or none."""
     backend = cfg["train"]["backend"]
     entry = get_backend(backend)
+    if stop_at_step is not None:
+        stop_at_step = stop_step_within(stop_at_step, cell.M_max)
+        hooks["stop_at_step"] = stop_at_step
     start = time.perf_counter()
     paths.marker.unlink(missing_ok=True)  # the run directory changes: the full run is not complete
-    if stop_at_step is not None:
-        hooks["stop_at_step"] = stop_at_step
     summary = entry(cfg, cell, paths, **hooks)
     return {"backend": backend, "split": cell.split, "B_p": cell.B_p, "n": cell.n,
             "replicate": getattr(cell, "replicate", 0), "M_max": cell.M_max,
-            **({} if stop_at_step is None else {"stop_at_step": int(stop_at_step)}),
+            **({} if stop_at_step is None else {"stop_at_step": stop_at_step}),
             "session_wall_s": time.perf_counter() - start, **(summary or {})}

@@ -23,7 +23,7 @@ import torch
 
 from isocompute.grading import TIMEOUTS_METRIC, Verdict, check_timeout_share, grade_many, judge_many, timeout_metrics
 from isocompute.sampling import LocalSampler, SamplingParams, pack_prompts
-from isocompute.train import grpo
+from isocompute.train import grpo, run_logs as files
 from isocompute.train.adamw import adamw
 from isocompute.train.backends import register_backend
 from isocompute.train.backends.local.rollouts import (Problems, derived_seed, evaluate, pack_responses,
@@ -223,23 +223,43 @@ def train_local(cfg: dict, cell, paths, stop_at_step: int | None = None, on_step
     pass-rate records, checkpoint (if due). `on_step_end(step)` runs after the records
     and before the checkpoint (tests use it to kill a run at its worst moment).
     """
-    from isocompute.data.eval_sets import read_eval_set
-    from isocompute.data.schema import read_problems
-    from isocompute.errors import InputError
-    from isocompute.model.io import load_policy, pick_device
-    from isocompute.train import checkpoint as ckpt
-    from isocompute.train import run_logs as files
     from isocompute.train.backends.local.tracking import Trackers
     from isocompute.train.identity import config_hash, training_identity
     from isocompute.train.tracking import prepare as prepare_tracking, tracking_of
 
-    M_max = cell.M_max
-    stop = M_max if stop_at_step is None else stop_step_within(stop_at_step, M_max)
+    stop = cell.M_max if stop_at_step is None else stop_at_step       # checked by train_run
     tracking = tracking_of(cfg, cell)
     prepare_tracking(tracking)  # a tracker's missing package stops the run before the model loads
     identity = training_identity(cfg, cell, paths)
-    run_hash = config_hash(identity)
-    checkpoint_file = ckpt.checkpoint_path(paths.run_dir)
+    trainer, device = _local_trainer(cfg, cell, paths)
+    log.info("cell %s bp%d_n%d: B = %d, M_max = %d, stop at %d, %d evaluations, lr = %.3g, regularised = %s, "
+             "device = %s, %d train / %d val", cell.split, cell.B_p, cell.n, cell.B_p * cell.n, cell.M_max, stop,
+             len(trainer.recipe.eval_steps), trainer.lr,
+             trainer.regularized, device, len(trainer.train_set), len(trainer.val_set))
+    Path(paths.run_dir).mkdir(parents=True, exist_ok=True)
+    session = _Session(cfg, cell, paths, trainer, identity, config_hash(identity))
+    state = session.state
+    # The trackers get each metrics.jsonl row as it is written (config tracking; none by default).
+    if state is not None and session.step >= stop:
+        tracking = dataclasses.replace(tracking, backends=())  # nothing left to log
+    with Trackers(tracking, cfg, first_step=0 if state is None else session.step + 1) as trackers:
+        session.train_to(stop, trackers, on_step_end, progress_factory)
+    if state is not None and state["step"] >= stop:
+        log.info("run already at step %d (asked for %d)", state["step"], stop)
+    return {"steps": session.step, "config_hash": session.run_hash, "wall_s": session.wall(),
+            "tokens_cumulative": session.tokens_total, "resumed_from": None if state is None else state["step"],
+            "eval_steps": files.generation_steps(paths.generations), "lr": trainer.lr,
+            "val_problems": len(trainer.val_set), "eval_set_problems": {n: len(p) for n, p in trainer.extra_sets.items()},
+            "regularized": trainer.regularized}
+
+
+def _local_trainer(cfg: dict, cell, paths) -> tuple["LocalGRPO", object]:
+    """The policy and its problems loaded on the configured device: (LocalGRPO, device)."""
+    from isocompute.data.eval_sets import read_eval_set
+    from isocompute.data.schema import read_problems
+    from isocompute.errors import InputError
+    from isocompute.model.io import load_policy, pick_device
+
     device = pick_device(cfg["train"]["device"])
     model, tokenizer = load_policy(paths.model, device=device, lean=True)
     train = Problems.from_frame(read_problems(paths.train_file), tokenizer)
@@ -248,34 +268,44 @@ def train_local(cfg: dict, cell, paths, stop_at_step: int | None = None, on_step
     trainer = LocalGRPO(cfg, cell, model, tokenizer, train, val, extra)
     if cell.B_p > len(train):
         raise InputError(f"{paths.train_file}: {len(train)} training problems, fewer than B_p = {cell.B_p}")
-    log.info("cell %s bp%d_n%d: B = %d, M_max = %d, stop at %d, %d evaluations, lr = %.3g, regularised = %s, "
-             "device = %s, %d train / %d val", cell.split, cell.B_p, cell.n, cell.B_p * cell.n, M_max, stop,
-             len(trainer.recipe.eval_steps), trainer.lr,
-             trainer.regularized, device, len(train), len(val))
+    return trainer, device
 
-    Path(paths.run_dir).mkdir(parents=True, exist_ok=True)
-    state = ckpt.load_resumable(checkpoint_file, run_hash, M_max)
-    if state is None:
-        step, wall_before, tokens_total = 0, 0.0, 0
-        files.reset_logs(paths, None)
-    else:
-        trainer.load_state_dict(state)
-        step, wall_before, tokens_total = state["step"], state["wall_s"], state["tokens_cumulative"]
-        files.reset_logs(paths, step)
-        log.info("resuming from checkpoint at step %d", step)
-    session_start = time.perf_counter()
 
-    def wall() -> float:
-        return wall_before + time.perf_counter() - session_start
+class _Session:
+    """One training session of a run: resumed from its checkpoint when that matches (else
+    fresh, logs reset), its wall clock and token count carried over, and its records."""
 
-    def checkpoint(at: int) -> None:
-        files.sync_logs(paths)  # the rows up to `at` on disk before the checkpoint that keeps them
-        ckpt.save_checkpoint(checkpoint_file, {
-            **trainer.state_dict(), "step": at, "config_hash": run_hash, "identity": identity,
-            "wall_s": wall(), "tokens_cumulative": tokens_total})
+    def __init__(self, cfg: dict, cell, paths, trainer: "LocalGRPO", identity: dict, run_hash: str):
+        from isocompute.train import checkpoint as ckpt
 
-    def run_eval(at: int) -> dict:
-        t = time.perf_counter()
+        self.cfg, self.cell, self.paths, self.trainer = cfg, cell, paths, trainer
+        self.identity, self.run_hash = identity, run_hash
+        self.checkpoint_file = ckpt.checkpoint_path(paths.run_dir)
+        self.state = state = ckpt.load_resumable(self.checkpoint_file, run_hash, cell.M_max)
+        if state is None:
+            self.step, self.wall_before, self.tokens_total = 0, 0.0, 0
+            files.reset_logs(paths, None)
+        else:
+            trainer.load_state_dict(state)
+            self.step, self.wall_before, self.tokens_total = state["step"], state["wall_s"], state["tokens_cumulative"]
+            files.reset_logs(paths, self.step)
+            log.info("resuming from checkpoint at step %d", self.step)
+        self.session_start = time.perf_counter()
+        self.trackers = None
+
+    def wall(self) -> float:
+        return self.wall_before + time.perf_counter() - self.session_start
+
+    def checkpoint(self, at: int) -> None:
+        from isocompute.train import checkpoint as ckpt
+
+        files.sync_logs(self.paths)  # the rows up to `at` on disk before the checkpoint that keeps them
+        ckpt.save_checkpoint(self.checkpoint_file, {
+            **self.trainer.state_dict(), "step": at, "config_hash": self.run_hash, "identity": self.identity,
+            "wall_s": self.wall(), "tokens_cumulative": self.tokens_total})
+
+    def run_eval(self, at: int) -> dict:
+        t, trainer, paths = time.perf_counter(), self.trainer, self.paths
         records = trainer.evaluate(at)
         files.write_generations(paths.generations, at, records)
         out = {"val/score/mean": float(np.mean([r["score"] for r in records]))}
@@ -285,35 +315,32 @@ def train_local(cfg: dict, cell, paths, stop_at_step: int | None = None, on_step
             out[f"val/{name}/score/mean"] = float(np.mean([r["score"] for r in records]))
         return {**out, "timing_s/eval": time.perf_counter() - t}
 
-    # The trackers get each metrics.jsonl row as it is written (config tracking; none by default).
-    if state is not None and step >= stop:
-        tracking = dataclasses.replace(tracking, backends=())  # nothing left to log
-    trackers = Trackers(tracking, cfg, first_step=0 if state is None else step + 1)
+    def record(self, at: int, metrics: dict) -> None:
+        files.append_jsonl(self.paths.metrics, [{"step": at, "data": metrics}], sync=False)
+        self.trackers.log(metrics, at)
 
-    def record(at: int, metrics: dict) -> None:
-        files.append_jsonl(paths.metrics, [{"step": at, "data": metrics}], sync=False)
-        trackers.log(metrics, at)
-
-    with trackers:
-        if state is None:
+    def train_to(self, stop: int, trackers, on_step_end=None, progress_factory=None) -> None:
+        """Step 0's evaluation on a fresh run, then the steps up to `stop` (see `train_local`)."""
+        cell, trainer, paths, cfg = self.cell, self.trainer, self.paths, self.cfg
+        self.trackers = trackers
+        if self.state is None:
             # Step 0: the base model's evaluation point.
-            metrics = {**run_eval(0), "perf/tokens_generated_cumulative": 0, "time/wall_s": wall()}
-            record(0, metrics)
+            metrics = {**self.run_eval(0), "perf/tokens_generated_cumulative": 0, "time/wall_s": self.wall()}
+            self.record(0, metrics)
             log.info("step 0: val score %.3f", metrics["val/score/mean"])
-            checkpoint(0)
-
-        bar = (progress_factory or _null_progress)(total=stop, initial=min(step, stop), unit="step",
+            self.checkpoint(0)
+        bar = (progress_factory or _null_progress)(total=stop, initial=min(self.step, stop), unit="step",
                                                    desc=f"{cell.split} {cell.name}")
         reward_ema = None
-        while step < stop:
-            step += 1
+        while self.step < stop:
+            self.step = step = self.step + 1
             metrics, pass_rates = trainer.step(step)
-            tokens_total += metrics["perf/tokens_generated"]
+            self.tokens_total += metrics["perf/tokens_generated"]
             if trainer.recipe.evaluates_at(step):
-                metrics.update(run_eval(step))
-            metrics.update({"perf/tokens_generated_cumulative": tokens_total, "time/wall_s": wall(),
+                metrics.update(self.run_eval(step))
+            metrics.update({"perf/tokens_generated_cumulative": self.tokens_total, "time/wall_s": self.wall(),
                             "training/compute_rollouts": step * cell.B_p * cell.n})
-            record(step, metrics)
+            self.record(step, metrics)
             check_timeout_share(metrics[TIMEOUTS_METRIC], cell.B_p * cell.n, cfg["grading"]["max_timeout_share"],
                                 f"train {cell.split} {cell.name} step {step}")
             files.append_jsonl(paths.pass_rates, pass_rates, sync=False)
@@ -322,7 +349,7 @@ def train_local(cfg: dict, cell, paths, stop_at_step: int | None = None, on_step
             if on_step_end is not None:
                 on_step_end(step)
             if trainer.recipe.evaluates_at(step) or step == stop:
-                checkpoint(step)
+                self.checkpoint(step)
             r = metrics["critic/score/mean"]
             reward_ema = r if reward_ema is None else 0.9 * reward_ema + 0.1 * r
             bar.update(1)
@@ -332,22 +359,6 @@ def train_local(cfg: dict, cell, paths, stop_at_step: int | None = None, on_step
                 log.info("step %d: val score %.3f, train reward %.3f, %.0f rollouts/s", step,
                          metrics["val/score/mean"], reward_ema, metrics["perf/rollouts_per_s"])
         bar.close()
-    if state is not None and state["step"] >= stop:
-        log.info("run already at step %d (asked for %d)", state["step"], stop)
-    return {"steps": step, "config_hash": run_hash, "wall_s": wall(), "tokens_cumulative": tokens_total,
-            "resumed_from": None if state is None else state["step"],
-            "eval_steps": files.generation_steps(paths.generations), "lr": trainer.lr,
-            "val_problems": len(val), "eval_set_problems": {name: len(p) for name, p in extra.items()},
-            "regularized": trainer.regularized}
-
-
-def stop_step_within(stop_at_step: int, M_max: int) -> int:
-    """A rung's stop step, checked: 0 < stop <= M_max."""
-    from isocompute.errors import InputError
-
-    if not 0 < int(stop_at_step) <= M_max:
-        raise InputError(f"--stop-at-step: expected a step in [1, M_max = {M_max}], got {stop_at_step}")
-    return int(stop_at_step)
 
 
 class _null_progress:

@@ -51,6 +51,44 @@ def check_split_size(train_file: Path, B_p: int, dropped: int = 0) -> int:
     return rows
 
 
+def _check_inputs(cfg: dict, cell, paths, files: VerlRunFiles) -> tuple[int, dict, dict]:
+    """What verl is given, checked before it starts: the prompts it drops as overlong, a
+    split that fills B_p, the evaluation sets' copies and one validation batch that fits.
+    Returns (training problems kept, dropped prompts, the validated problem counts)."""
+    v = cfg["cluster"]["verl"]
+    dropped = dropped_prompts({"train": paths.train_file, "val": paths.val_file}, paths.model,
+                              v["max_prompt_length"], v["max_dropped_prompt_share"])
+    log.info("overlong prompts verl drops (> %d tokens): %s", v["max_prompt_length"],
+             ", ".join(f"{part} {d['dropped']} of {d['prompts']}" for part, d in dropped.items()))
+    train_rows = check_split_size(Path(paths.train_file), cell.B_p, dropped["train"]["dropped"])
+    # verl validates the own split and every extra evaluation set as one batch.
+    set_sizes = write_set_copies(paths, files)
+    recorded = {"val_problems": dropped["val"]["prompts"] - dropped["val"]["dropped"],
+                "eval_set_problems": validated_set_problems(paths, files, v["max_prompt_length"])}
+    check_batch_capacity(cfg, [cell], val_problems=dropped["val"]["prompts"] - dropped["val"]["dropped"]
+                         + sum(set_sizes.values()))
+    return train_rows, dropped, recorded
+
+
+def _finish_session(cfg: dict, cell, paths, files: VerlRunFiles, target: int, keep: int) -> int:
+    """After a session that exited cleanly: the run reached `target` with every validation dump
+    (else RuntimeError), old checkpoints pruned, the dumps split by set and annotated.
+    Returns the number of annotated dumps."""
+    missing = [s for s in cell_recipe(cfg, cell).eval_steps
+               if s <= target and not dump_is_complete(files.generations / f"{s}.jsonl")]
+    last = latest_checkpoint_step(files.checkpoints)
+    if last != target or missing:
+        goal = f"M_max = {cell.M_max}" if target == cell.M_max else f"the rung's step {target}"
+        raise RuntimeError(f"verl finished without reaching {goal} (last checkpoint {last}, "
+                           f"missing validation dumps for steps {missing[:5]}); see {files.session_log}")
+    prune_checkpoints(files.checkpoints, keep)  # a finished run holds only what resuming to a larger C_max needs
+    split_dumps(files.generations, [name for name, _ in paths.eval_sets])
+    annotated = annotate_dumps(files.generations, paths.model)
+    for name, _ in paths.eval_sets:
+        annotated += annotate_dumps(files.set_generations(name), paths.model)
+    return annotated
+
+
 @register_backend("verl")
 def run_verl(cfg: dict, cell, paths, stop_at_step: int | None = None, **hooks) -> dict:
     """Train one cell with verl to M_max steps (or to `stop_at_step`, a rung of an adaptive
@@ -67,22 +105,9 @@ def run_verl(cfg: dict, cell, paths, stop_at_step: int | None = None, **hooks) -
     check_supported(cfg)
     prepare_tracking(tracking_of(cfg, cell))  # here, not in verl's Ray worker once the model is loaded
     files = VerlRunFiles(Path(paths.run_dir).resolve())
-    v = cfg["cluster"]["verl"]
-    dropped = dropped_prompts({"train": paths.train_file, "val": paths.val_file}, paths.model,
-                              v["max_prompt_length"], v["max_dropped_prompt_share"])
-    log.info("overlong prompts verl drops (> %d tokens): %s", v["max_prompt_length"],
-             ", ".join(f"{part} {d['dropped']} of {d['prompts']}" for part, d in dropped.items()))
-    train_rows = check_split_size(Path(paths.train_file), cell.B_p, dropped["train"]["dropped"])
-    # verl validates the own split and every extra evaluation set as one batch.
-    set_sizes = write_set_copies(paths, files)
-    recorded = {"val_problems": dropped["val"]["prompts"] - dropped["val"]["dropped"],
-                "eval_set_problems": validated_set_problems(paths, files, v["max_prompt_length"])}
-    check_batch_capacity(cfg, [cell], val_problems=dropped["val"]["prompts"] - dropped["val"]["dropped"]
-                         + sum(set_sizes.values()))
-    keep = v["max_checkpoints"]
-    target = cell.M_max if stop_at_step is None else int(stop_at_step)
-    if not 0 < target <= cell.M_max:
-        raise InputError(f"--stop-at-step: expected a step in [1, M_max = {cell.M_max}], got {target}")
+    train_rows, dropped, recorded = _check_inputs(cfg, cell, paths, files)
+    keep = cfg["cluster"]["verl"]["max_checkpoints"]
+    target = cell.M_max if stop_at_step is None else stop_at_step       # checked by train_run
     state = prepare_run_dir(files, run_identity(cfg, cell, paths), cell.M_max, keep=keep)
     limit, run = cfg["grading"]["max_timeout_share"], f"{cell.split} {cell.name}"
     refused = first_over(read_jsonl(files.metrics), limit, run)  # kept by the last checkpoint
@@ -118,18 +143,7 @@ def run_verl(cfg: dict, cell, paths, stop_at_step: int | None = None, **hooks) -
     if proc.returncode != 0:
         raise RuntimeError(f"verl exited with status {proc.returncode} (log: {files.session_log}); "
                            "re-running the rule resumes from the last checkpoint")
-    missing = [s for s in cell_recipe(cfg, cell).eval_steps
-               if s <= target and not dump_is_complete(files.generations / f"{s}.jsonl")]
-    last = latest_checkpoint_step(files.checkpoints)
-    if last != target or missing:
-        goal = f"M_max = {cell.M_max}" if target == cell.M_max else f"the rung's step {target}"
-        raise RuntimeError(f"verl finished without reaching {goal} (last checkpoint {last}, "
-                           f"missing validation dumps for steps {missing[:5]}); see {files.session_log}")
-    prune_checkpoints(files.checkpoints, keep)  # a finished run holds only what resuming to a larger C_max needs
-    split_dumps(files.generations, [name for name, _ in paths.eval_sets])
-    annotated = annotate_dumps(files.generations, paths.model)
-    for name, _ in paths.eval_sets:
-        annotated += annotate_dumps(files.set_generations(name), paths.model)
+    annotated = _finish_session(cfg, cell, paths, files, target, keep)
     return {"steps": target, "train_problems": train_rows, "dropped_prompts": dropped, "resumed_from": state.step,
             "verl_command": command.shell(), "dumps_annotated": annotated, **recorded,
             "eval_steps": eval_steps_to(cfg, cell, target)}
