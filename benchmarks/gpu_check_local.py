@@ -70,7 +70,7 @@ SIZES = {
     "tiny": {
         "study": {"experiment": EXPERIMENT, "seed": 0, "pool": {"n_problems": 300, "instruction": ""},
                   "base_model": {"hidden_size": 32, "num_layers": 1, "num_heads": 2, "intermediate_size": 64,
-                                 "corpus_size": 4000, "pretrain_steps": 60, "pretrain_batch_size": 64,
+                                 "corpus_size": 4000, "pretrain_steps": 300, "pretrain_batch_size": 64,
                                  "pretrain_threads": 1},
                   "difficulty": {"samples": 16, "extremely_hard_samples": 24},
                   "sampling": {"batch_size": 512, "chunk_size": 128, "max_new_tokens": 8},

@@ -29,13 +29,16 @@ collect_ignore_glob = ["grading/math_verify_0_9_0/*"]
 VENV_BIN = Path(sys.executable).parent
 
 # Small but real: a pool of 5 families, a model pretrained for a few seconds,
-# 16 samples per problem, small validation sets.
+# 16 samples per problem, small validation sets. 300 pretraining steps (3 s): at 60 the
+# model wrote noise, and its "easy" problems were the digits inside that noise the grader
+# used to read as a final number (grader version 5 reads none: avg@16 0.000, no Easy split);
+# at 300 it writes boxed answers and solves 0.7% of its samples (Easy: 23 + 4 problems).
 TINY_CONFIG = {
     "experiment": "tiny",
     "seed": 0,
     "pool": {"n_problems": 300, "instruction": ""},
     "base_model": {"hidden_size": 32, "num_layers": 1, "num_heads": 2, "intermediate_size": 64,
-                   "corpus_size": 4000, "pretrain_steps": 60, "pretrain_batch_size": 64,
+                   "corpus_size": 4000, "pretrain_steps": 300, "pretrain_batch_size": 64,
                    "pretrain_threads": 1},
     "difficulty": {"samples": 16, "extremely_hard_samples": 24},
     "sampling": {"batch_size": 512, "chunk_size": 128},
