@@ -61,7 +61,7 @@ from scipy.stats import beta
 
 from bench_frontier_bias import B_P, C_MAX, NS, peaked_params, saturating_params, schedules  # one setting, two benchmarks
 
-from isocompute.analysis.fits.fitter import fit_study
+from isocompute.analysis.fits.fitter import Fitter, fit_study
 from isocompute.analysis.fits.settings import AnalysisSettings
 from isocompute.analysis.fits.sigmoid import sigmoid_reward
 from isocompute.analysis.fits.synthetic import crossover_params, synthetic_study
@@ -160,7 +160,7 @@ def analyse(evals: pd.DataFrame, settings: AnalysisSettings, budgets=(C_MAX,)) -
     out = {"settings": settings}
     out["evals"], out["fits"], base = fit_study(evals, settings)
     R0 = None if base is None else float(base["R0"].iloc[0])
-    out.update(frontier_tables(out["evals"], out["fits"], R0, settings, _Clock()))
+    out.update(frontier_tables(out["evals"], out["fits"], Fitter(settings, R0), _Clock()))
     out["recommendations"] = recommendation_table(out, list(budgets), extrapolate=not settings.observed_range,
                                                   ci=settings.ci, max_extrapolation=settings.max_extrapolation)
     return out
