@@ -195,7 +195,9 @@ def kill_points(seed: int) -> list[tuple[str, float]]:
     rng = random.Random(seed)
     return [
         ("logs/base_model.log", rng.uniform(1.0, 5.0)),  # pretraining (a directory output)
-        ("logs/difficulty.log", rng.uniform(2.0, 12.0)),  # avg@16 sampling over the pool
+        # avg@16 sampling over the pool: a difficulty_chunk job (~4 s here, mostly its start-up;
+        # logs/difficulty.log is the short merge after them, over before a later kill)
+        ("logs/difficulty/part*.log", rng.uniform(0.5, 3.0)),
         # Training runs take well under a second once loaded: kill right after one of the
         # first validation dumps, before or after the checkpoint that follows it.
         (f"runs/easy/*/generations/{rng.choice([2, 4])}.jsonl", rng.uniform(0.0, 0.2)),
