@@ -101,7 +101,7 @@ def test_base_model_stage_copies_the_shipped_copy(tmp_path):
     assert base_model(params, pool, out) == 0
     sums = shipped.verify()
     for name in sums.keys() - {shipped.RECIPE_FILE}:
-        assert shipped.sha256(out / name) == sums[name], name
+        assert atomic.sha256_file(out / name) == sums[name], name
     prov = json.loads((out / "isocompute_provenance.json").read_text())
     assert prov["shipped"]["sha256"] == shipped.verify()["model.safetensors"]
     assert prov["config"]["base_model"]["shipped"] == "auto"
@@ -180,7 +180,7 @@ def test_check_refuses_a_copy_pretraining_does_not_reproduce(tmp_path, capsys):
         assert main(["ship-base-model", str(recipe), "--out", str(out)]) == 0
     shutil.copyfile(nine / "model.safetensors", dest / "model.safetensors")
     sums = shipped.read_sums(dest)
-    sums["model.safetensors"] = shipped.sha256(dest / "model.safetensors")
+    sums["model.safetensors"] = atomic.sha256_file(dest / "model.safetensors")
     (dest / shipped.SUMS_FILE).write_text("".join(f"{h}  {n}\n" for n, h in sums.items()))
     shipped.verify(dest)
     capsys.readouterr()

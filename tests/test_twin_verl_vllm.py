@@ -23,13 +23,12 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 
 import pytest
 import yaml
 
-from conftest import REPO, TINY_CONFIG, make_study_dir, write_config
-from twin_env import require_twin, twin_env
+from conftest import TINY_CONFIG, make_study_dir
+from twin_env import require_twin, run_twin_study, twin_env
 
 pytestmark = pytest.mark.slow
 
@@ -55,8 +54,12 @@ RUN = f"results/{EXPERIMENT}/runs/easy/bp2_n2"
 EVALS = f"{RUN}/evals.parquet"
 TIMEOUT_S = 1800
 # vLLM's and the trainer's float32 log-probs of the same tokens under the same weights differ by
-# kernel rounding only; the stale counterfactual must be STALE_FACTOR times vLLM's difference.
-SYNC_TOL, STALE_FACTOR = 1e-3, 10
+# kernel rounding only, and how much varies with the machine and the sampled tokens: 7e-4 to
+# 1.1e-3 on the development machine, 5.5e-4 to 1.7e-3 on CI's (a stale vLLM reads 6e-2 to 9e-2
+# at step 3). SYNC_TOL bounds that rounding with room; the discriminating check is relative: after a real update, the stale
+# counterfactual must be STALE_FACTOR times vLLM's difference, and the update must have moved the
+# actor STALE_FACTOR times the rounding floor measured before it (steps < FIRST_MOVED).
+SYNC_TOL, STALE_FACTOR = 1e-2, 10
 FIRST_MOVED = 3  # the first step whose rollouts follow an update at a positive learning rate
 
 # One run of the twin's Python: every vLLM and verl name the workarounds use, checked before the
@@ -200,19 +203,11 @@ def test_the_linear_patch_keeps_the_weight_a_sync_loads_into():
 
 @pytest.fixture(scope="module")
 def study(tmp_path_factory):
-    python = require_twin()
+    require_twin()
     work = make_study_dir(tmp_path_factory.mktemp("twin_verl_vllm"))
-    cfg = write_config(work, CONFIG)
-    cmd = [str(python.parent / "snakemake"), "--snakefile", str(REPO / "Snakefile"), "--directory", str(work),
-           EVALS, "--cores", "2", "--configfile", str(cfg)]
-    start = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=work, env=twin_env(), capture_output=True, text=True, timeout=TIMEOUT_S,
-                          start_new_session=True)
-    if proc.returncode:
-        logs = [work / RUN / "verl" / "main_ppo.log", *sorted((work / f"results/{EXPERIMENT}/logs").rglob("*.log"))]
-        tails = "\n".join(f"== {p}\n{p.read_text(errors='replace')[-4000:]}" for p in logs if p.is_file())
-        raise AssertionError(f"snakemake failed ({proc.returncode}):\n{proc.stderr[-3000:]}\n{tails}")
-    print(f"twin verl + vLLM study: {time.perf_counter() - start:.0f} s")
+    seconds = run_twin_study(work, CONFIG, EVALS, TIMEOUT_S, lambda w: [
+        w / RUN / "verl" / "main_ppo.log", *sorted((w / f"results/{EXPERIMENT}/logs").rglob("*.log"))])
+    print(f"twin verl + vLLM study: {seconds:.0f} s")
     return work
 
 
@@ -236,19 +231,25 @@ def test_verl_trains_with_its_own_vllm_rollout(study):
 
 
 def test_after_each_weight_sync_vllm_samples_with_the_updated_actor(study):
-    """Every step's vLLM log-probs are the actor's (below SYNC_TOL). From FIRST_MOVED on, the
-    rollouts follow a real update (warmup_steps 1: verl's step-1 update has learning rate 0, so
-    step 2 still samples the initial weights, and both metrics are ~0 there): a vLLM holding the
-    initial weights would read the stale counterfactual, which must fail SYNC_TOL itself and be
-    STALE_FACTOR times vLLM's own difference."""
+    """Every step's vLLM log-probs are the actor's up to kernel rounding (below SYNC_TOL). Before
+    FIRST_MOVED, vLLM and the actor hold the initial weights (warmup_steps 1: verl's step-1 update
+    has learning rate 0, so step 2 still samples them, and the stale metric is 0): vLLM's
+    difference there is the machine's rounding floor. From FIRST_MOVED on, the rollouts follow a
+    real update: a vLLM still holding the initial weights would read the stale counterfactual, so
+    that must be STALE_FACTOR times the floor (the actor moved) and STALE_FACTOR times vLLM's own
+    difference (vLLM moved with it)."""
     steps = step_metrics(study)
+    pairs = {}
     for step in range(1, M_MAX + 1):
         data = steps[step]
-        synced, stale = data["training/rollout_probs_diff_mean"], data["isocompute/ref_probs_diff_mean"]
-        print(f"step {step}: rollout vs actor {synced:.2e}, reference (stale) vs actor {stale:.2e}")
+        pairs[step] = data["training/rollout_probs_diff_mean"], data["isocompute/ref_probs_diff_mean"]
+        print(f"step {step}: rollout vs actor {pairs[step][0]:.2e}, reference (stale) vs actor {pairs[step][1]:.2e}")
+    floor = max(synced for step, (synced, _) in pairs.items() if step < FIRST_MOVED)
+    for step, (synced, stale) in pairs.items():
         assert synced < SYNC_TOL, f"step {step}: vLLM's log-probs are not the actor's ({synced:.2e})"
         if step >= FIRST_MOVED:
-            assert stale > SYNC_TOL and stale > STALE_FACTOR * synced, (step, synced, stale)
+            assert stale > STALE_FACTOR * floor, f"step {step}: the update moved the actor by rounding only"
+            assert stale > STALE_FACTOR * synced, f"step {step}: vLLM reads the initial weights ({synced:.2e}, {stale:.2e})"
 
 
 def test_the_score_rule_scores_vllms_validation(study):

@@ -28,13 +28,12 @@ import json
 import math
 import subprocess
 import sys
-import time
 
 import pandas as pd
 import pytest
 
-from conftest import REPO, TINY_CONFIG, make_study_dir, write_config
-from twin_env import require_twin, twin_env
+from conftest import TINY_CONFIG, make_study_dir
+from twin_env import require_twin, run_twin_study
 
 pytestmark = pytest.mark.slow
 
@@ -70,17 +69,11 @@ TIMEOUT_S = 1800
 
 @pytest.fixture(scope="module")
 def study(tmp_path_factory):
-    python = require_twin()
+    require_twin()
     work = make_study_dir(tmp_path_factory.mktemp("twin_vllm"))
-    cfg = write_config(work, CONFIG)
-    cmd = [str(python.parent / "snakemake"), "--snakefile", str(REPO / "Snakefile"), "--directory", str(work),
-           SPLITS, "--cores", "2", "--configfile", str(cfg)]
-    start = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=work, env=twin_env(), capture_output=True, text=True, timeout=TIMEOUT_S)
-    if proc.returncode:
-        logs = "\n".join(p.read_text(errors="replace")[-3000:] for p in sorted((work / RESULTS / "logs").rglob("*.log")))
-        raise AssertionError(f"snakemake failed ({proc.returncode}):\n{proc.stderr[-3000:]}\n{logs}")
-    print(f"twin vLLM data stages: {time.perf_counter() - start:.0f} s")
+    seconds = run_twin_study(work, CONFIG, SPLITS, TIMEOUT_S,
+                             lambda w: sorted((w / RESULTS / "logs").rglob("*.log")))
+    print(f"twin vLLM data stages: {seconds:.0f} s")
     return work
 
 

@@ -61,3 +61,23 @@ def twin_env(src: Path = REPO / "src", **extra: str) -> dict[str, str]:
     env["VIRTUAL_ENV"] = str(python.parent.parent)
     env.update(extra)
     return env
+
+
+def run_twin_study(work: Path, config: dict, target: str, timeout_s: int, logs) -> float:
+    """Snakemake, in the twin, builds `target` of the study `config` in `work`; returns the
+    seconds it took. On failure, raises with Snakemake's stderr and the tails of `logs(work)`."""
+    import time
+
+    from conftest import write_config
+
+    python = require_twin()
+    cfg = write_config(work, config)
+    cmd = [str(python.parent / "snakemake"), "--snakefile", str(REPO / "Snakefile"), "--directory", str(work),
+           target, "--cores", "2", "--configfile", str(cfg)]
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=work, env=twin_env(), capture_output=True, text=True, timeout=timeout_s,
+                          start_new_session=True)
+    if proc.returncode:
+        tails = "\n".join(f"== {p}\n{p.read_text(errors='replace')[-3000:]}" for p in logs(work) if p.is_file())
+        raise AssertionError(f"snakemake failed ({proc.returncode}):\n{proc.stderr[-3000:]}\n{tails}")
+    return time.perf_counter() - start

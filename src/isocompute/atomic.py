@@ -12,6 +12,7 @@ What was damaged after it was written (a torn copy, an edit) is refused on readi
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -171,3 +172,9 @@ def _swap_in(src: Path, dst: Path) -> None:
         os.replace(old, dst)
         raise
     shutil.rmtree(old, ignore_errors=True)
+
+
+def sha256_file(path: Path | str) -> str:
+    """The sha256 hex digest of a file's bytes (what `sha256sum` prints), read in blocks."""
+    with open(path, "rb") as fh:
+        return hashlib.file_digest(fh, "sha256").hexdigest()

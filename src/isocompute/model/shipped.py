@@ -15,12 +15,12 @@ recipe of a config and rewrites the shipped copy, its recipe and its checksums.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import shutil
 from pathlib import Path
 
+from isocompute.atomic import sha256_file
 from isocompute.errors import InputError
 
 log = logging.getLogger(__name__)
@@ -48,14 +48,6 @@ def recipe(cfg: dict) -> dict:
     corpus excludes the pool) and the base_model section less NOT_RECIPE_KEYS."""
     model = {k: v for k, v in cfg["base_model"].items() if k not in NOT_RECIPE_KEYS}
     return json.loads(json.dumps({"seed": cfg["seed"], "pool": cfg["pool"], "base_model": model}))
-
-
-def sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def read_sums(model_dir: Path) -> dict[str, str]:
@@ -87,7 +79,7 @@ def verify(model_dir: Path | None = None) -> dict[str, str]:
         if not path.is_file():
             raise InputError(f"{path}: missing from the shipped base model (restore it from git, or rebuild it: "
                              f"make shipped-model)")
-        got = sha256(path)
+        got = sha256_file(path)
         if got != sums[name]:
             raise InputError(f"{path}: sha256 {got[:16]}... does not match {sums[name][:16]}... in {SUMS_FILE}; "
                              f"the shipped base model was changed or damaged (restore it from git, or rebuild "
@@ -123,7 +115,7 @@ def copy_shipped(out: Path, model_dir: Path | None = None) -> dict:
         shutil.copyfile(model_dir / name, out / name)
     # Checked after the copy too: the copy is what the jobs read.
     for name in files:
-        if sha256(out / name) != sums[name]:
+        if sha256_file(out / name) != sums[name]:
             raise InputError(f"{out / name}: the copy of the shipped base model differs from {model_dir / name}")
     meta = json.loads((model_dir / "isocompute_meta.json").read_text())
     version = json.loads((model_dir / RECIPE_FILE).read_text())["version"]
@@ -142,7 +134,7 @@ def write_shipped(model_dir: Path, cfg: dict, dest: Path) -> dict[str, str]:
             shutil.copyfile(model_dir / name, tmp / name)
         (tmp / RECIPE_FILE).write_text(json.dumps({"version": VERSION, "recipe": recipe(cfg)}, indent=2,
                                                   sort_keys=True) + "\n")
-        sums = {name: sha256(tmp / name) for name in (*files, RECIPE_FILE)}
+        sums = {name: sha256_file(tmp / name) for name in (*files, RECIPE_FILE)}
         (tmp / SUMS_FILE).write_text("".join(f"{h}  {name}\n" for name, h in sorted(sums.items())))
     return sums
 
@@ -158,7 +150,7 @@ def reproduced(shipped_dir: Path, model_dir: Path) -> list[str]:
             same = ({**json.loads(fresh.read_text()), "seconds": None}
                     == {**json.loads((shipped_dir / name).read_text()), "seconds": None})
         else:
-            same = fresh.is_file() and sha256(fresh) == sums[name]
+            same = fresh.is_file() and sha256_file(fresh) == sums[name]
         if not same:
             differ.append(name)
     fresh_files = {p.name for p in model_dir.iterdir() if p.is_file() and p.name not in NOT_SHIPPED}

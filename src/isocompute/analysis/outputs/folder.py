@@ -12,7 +12,6 @@ checked (`check_table`): present, filled where a value is needed, numbers where 
 from __future__ import annotations
 
 import csv
-import hashlib
 import json
 import logging
 from dataclasses import dataclass
@@ -96,14 +95,6 @@ TABLE_RULES = {
 }
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _csv_rows(path: Path) -> int | None:
     """Data rows of a CSV (records after the header; quoted newlines stay inside a record);
     None when the file is not CSV text (binary bytes)."""
@@ -121,7 +112,7 @@ def write_manifest(folder: Path | str) -> Path:
     files = {}
     for path in sorted(folder.iterdir()):
         if path.is_file() and path.name not in (MANIFEST_FILE, atomic.OUTPUT_MARK):
-            entry = {"sha256": _sha256(path), "bytes": path.stat().st_size}
+            entry = {"sha256": atomic.sha256_file(path), "bytes": path.stat().st_size}
             if path.suffix == ".csv":
                 entry["rows"] = _csv_rows(path)
             files[path.name] = entry
@@ -164,7 +155,7 @@ class TablesFolder:
             return path
         if entry is None:
             raise InputError(f"{path}: not written by analyze (not in {MANIFEST_FILE}); remove it or {RERUN}")
-        if _sha256(path) != entry["sha256"]:
+        if atomic.sha256_file(path) != entry["sha256"]:
             rows = ""
             if "rows" in entry:
                 now = _csv_rows(path)
