@@ -45,7 +45,7 @@ from bench_frontier_bias import B_P, C_MAX, NS, SPAN_DOUBLINGS, TRUTHS
 from isocompute.analysis.adaptive.replay import replay
 from isocompute.analysis.fits.fitter import Fitter
 from isocompute.analysis.fits.settings import AnalysisSettings
-from isocompute.analysis.fits.synthetic import synthetic_study
+from isocompute.analysis.fits.synthetic import EvalNoise, synthetic_study
 from isocompute.analysis.frontier.bootstrap import bootstrap_fits, n_star_band, replicate_frontiers
 from isocompute.schedule import compute_schedule_steps
 from isocompute.sweep import SweepSettings
@@ -61,7 +61,8 @@ def study(seed: int, *, truth: str = "crossover", points_per_doubling: int = 4, 
     points = points_per_doubling * SPAN_DOUBLINGS + 1
     steps = lambda B, M_max: compute_schedule_steps(B, M_max, points,  # noqa: E731
                                                     min_compute=C_MAX / 2 ** SPAN_DOUBLINGS, c_max=C_MAX)
-    return synthetic_study((B_P,), NS, c_max=C_MAX, eval_steps=steps, noise=sigma, seed=seed, params=TRUTHS[truth])
+    return synthetic_study((B_P,), NS, c_max=C_MAX, eval_steps=steps, params=TRUTHS[truth],
+                           noise=EvalNoise(sd=sigma, seed=seed))
 
 
 def run(seeds, probes: int, *, truth="crossover", points_per_doubling=4, sigma=0.013, bands="pooled",

@@ -55,7 +55,7 @@ def study(rows: float, *, seed: int = 0):
     points (a dense schedule; a large batch has fewer distinct steps at small compute)."""
     import numpy as np
 
-    from isocompute.analysis.fits.synthetic import crossover_params, synthetic_study
+    from isocompute.analysis.fits.synthetic import EvalNoise, crossover_params, synthetic_study
     from isocompute.schedule import compute_schedule_steps
 
     shape = study_shape(rows)
@@ -72,8 +72,8 @@ def study(rows: float, *, seed: int = 0):
     def schedule(B, M_max):
         return compute_schedule_steps(B, M_max, shape["points"], min_compute=lo, c_max=c_max)
 
-    evals = synthetic_study(B_PS, NS, c_max=c_max, eval_steps=schedule, params=params, problems=PROBLEMS,
-                            samples=SAMPLES, seeds=shape["seeds"], seed=seed)
+    evals = synthetic_study(B_PS, NS, c_max=c_max, eval_steps=schedule, params=params,
+                            noise=EvalNoise(problems=PROBLEMS, samples=SAMPLES, seeds=shape["seeds"], seed=seed))
     return evals
 
 

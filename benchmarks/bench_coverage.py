@@ -64,7 +64,7 @@ from bench_frontier_bias import B_P, C_MAX, NS, peaked_params, saturating_params
 from isocompute.analysis.fits.fitter import Fitter, fit_study
 from isocompute.analysis.fits.settings import AnalysisSettings
 from isocompute.analysis.fits.sigmoid import sigmoid_reward
-from isocompute.analysis.fits.synthetic import crossover_params, synthetic_study
+from isocompute.analysis.fits.synthetic import CrossoverTruth, EvalNoise, crossover_params, synthetic_study
 from isocompute.analysis.frontier.claims import FALLS, RISES
 from isocompute.analysis.frontier.nstar import fit_n_star_law, law_points
 from isocompute.analysis.frontier.recommend import recommendation_table
@@ -100,7 +100,7 @@ def _step(B_p, n):
 
 
 def _edges(B_p, n):
-    return crossover_params(B_p, n, R0=0.03, A_ref=0.82, A_per_doubling=0.025)
+    return crossover_params(B_p, n, CrossoverTruth(R0=0.03, A_ref=0.82, A_per_doubling=0.025))
 
 
 # name -> (params, n studied, run length as a fraction of C_max per n, noise, null?, held out?)
@@ -174,9 +174,9 @@ def _inside(lo, value, hi) -> float:
 
 def one_replication(name, steps_of, seed, settings, problems) -> dict:
     params, ns, lengths, noise, null, _ = TRUTHS[name]
-    kw = ({"problems": problems, "samples": EVAL_SAMPLES} if noise == "binomial" else {"noise": 0.03})
-    evals = synthetic_study((B_P,), ns, c_max=C_MAX, eval_steps=_truncated(steps_of, lengths), seed=seed,
-                            params=params, **kw)
+    kw = ({"problems": problems, "samples": EVAL_SAMPLES} if noise == "binomial" else {"sd": 0.03})
+    evals = synthetic_study((B_P,), ns, c_max=C_MAX, eval_steps=_truncated(steps_of, lengths), params=params,
+                            noise=EvalNoise(seed=seed, **kw))
     out = analyse(evals, settings)
     front, law = out["frontier"], out["n_star_fit"].iloc[0]
     last = front.iloc[-1]

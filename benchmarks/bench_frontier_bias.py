@@ -45,7 +45,8 @@ from isocompute.analysis.fits.methods import get_method
 from isocompute.analysis.fits.noise import NOISE_FIT_GRID, add_standard_errors
 from isocompute.analysis.fits.settings import AnalysisSettings
 from isocompute.analysis.fits.sigmoid import sigmoid_reward
-from isocompute.analysis.fits.synthetic import crossover_params, synthetic_params, synthetic_study
+from isocompute.analysis.fits.synthetic import (EvalNoise, GrowthTruth, crossover_params, synthetic_params,
+                                               synthetic_study)
 from isocompute.analysis.frontier.envelope import frontier, frontier_fixed_bp
 from isocompute.analysis.frontier.nstar import fit_n_star_law, law_points, n_star_laws
 from isocompute.analysis.inputs.check import check_evals
@@ -72,7 +73,7 @@ def saturating_params(B_p: int, n: int) -> dict:
 
 def peaked_params(B_p: int, n: int) -> dict:
     """Another: `synthetic.synthetic_params` (A peaks at n = 64 and declines beyond)."""
-    return synthetic_params(B_p, n, R0=0.45, decline=0.02)
+    return synthetic_params(B_p, n, GrowthTruth(R0=0.45, decline=0.02))
 
 
 def null_params(B_p: int, n: int) -> dict:
@@ -143,12 +144,13 @@ def run(seeds: int, sigmas, noise: str, K: int, matched_points: int, n_probes: i
         optimal = np.abs(true_curves - true_best) <= 1e-9
         for sigma in sigmas:
             kw = ({"problems": int(round(P_AT * (1 - P_AT) / (EVAL_SAMPLES * sigma ** 2))), "samples": EVAL_SAMPLES}
-                  if noise == "binomial" else {"noise": sigma})
+                  if noise == "binomial" else {"sd": sigma})
             per = {m: [] for m in METHODS}
             seconds = dict.fromkeys(per, 0.0)
             n_evals = 0
             for s in range(seeds):
-                evals = synthetic_study((B_P,), NS, c_max=C_MAX, eval_steps=steps_of, seed=s, params=PARAMS, **kw)
+                evals = synthetic_study((B_P,), NS, c_max=C_MAX, eval_steps=steps_of, params=PARAMS,
+                                        noise=EvalNoise(seed=s, **kw))
                 n_evals = len(evals)
                 for method in per:
                     start = time.perf_counter()

@@ -41,9 +41,9 @@ SYNTHETIC = {
     "noise_problems": (["--bootstrap", "12", "--grid-points", "30"], dict(problems=200, seeds=1)),
     "noise_seeds_pool_none": (["--bootstrap", "10", "--grid-points", "25", "--pool", "none", "--min-compute", "2000"],
                               dict(problems=200, seeds=2)),
-    "noise_unknown_se": (["--bootstrap", "8", "--grid-points", "25", "--no-observed-range"], dict(noise=0.01)),
+    "noise_unknown_se": (["--bootstrap", "8", "--grid-points", "25", "--no-observed-range"], dict(sd=0.01)),
     "paper_ema": (["--method", "paper", "--ema", "0.5", "--bootstrap", "8", "--grid-points", "25"],
-                  dict(noise=0.01)),
+                  dict(sd=0.01)),
     # What the analyze rule passes for a config without an analysis section (the embedded study's):
     # the schema's defaults, filled in by check_config (a job's --params are filled with nothing).
     "rule_params_defaults": (["--params", jobs.as_json(jobs.analysis_params(check_config({})))],
@@ -91,7 +91,7 @@ def _read(path: Path) -> pd.DataFrame:
 def synthetic_inputs(work: Path, names=tuple(SYNTHETIC)) -> dict[str, tuple[Path, Path, list[str]]]:
     import numpy as np
 
-    from isocompute.analysis.fits.synthetic import synthetic_study
+    from isocompute.analysis.fits.synthetic import EvalNoise, synthetic_study
 
     cases = {}
     for name in names:
@@ -99,7 +99,8 @@ def synthetic_inputs(work: Path, names=tuple(SYNTHETIC)) -> dict[str, tuple[Path
         d = work / name
         d.mkdir(parents=True, exist_ok=True)
         evals = synthetic_study((16, 32), (4, 8, 16, 32), c_max=2 ** 15,
-                                eval_steps=lambda B, M: np.unique(np.linspace(0, M, 14).astype(int)), seed=3, **how)
+                                eval_steps=lambda B, M: np.unique(np.linspace(0, M, 14).astype(int)),
+                                noise=EvalNoise(seed=3, **how))
         evals["tokens"] = evals["compute"] * 40.0
         rng = np.random.default_rng(0)
         train = evals[evals["step"] > 0][["B_p", "n", "step", "compute"]].drop_duplicates()

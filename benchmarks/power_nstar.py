@@ -54,7 +54,7 @@ from power_cost import UnitCosts, job_seconds, packed_wall
 
 from isocompute.analysis.fits.settings import AnalysisSettings
 from isocompute.analysis.fits.sigmoid import sigmoid_reward
-from isocompute.analysis.fits.synthetic import crossover_params, synthetic_study
+from isocompute.analysis.fits.synthetic import CrossoverTruth, EvalNoise, crossover_params, synthetic_study
 from isocompute.analysis.frontier.claims import FALLS, NO_EFFECT, RISES
 from isocompute.grid import Cell, grid_cells
 from isocompute.train.recipe import validation_steps
@@ -69,7 +69,8 @@ TARGET = {"power": 0.80, "false_claim": 0.05, "wall_min": 90.0}
 
 
 def _base(split: str, n: int) -> dict:
-    return crossover_params(0, n, A_per_doubling=0.0, n_ref=2, c_mid_exponent=C_MID_EXPONENT, **SHAPE[split])
+    return crossover_params(0, n, CrossoverTruth(A_per_doubling=0.0, n_ref=2, c_mid_exponent=C_MID_EXPONENT,
+                                                 **SHAPE[split]))
 
 
 def rise_asymptotes(split: str) -> dict[int, float]:
@@ -146,7 +147,7 @@ def simulate(d: Design, kind: str, seed: int) -> pd.DataFrame:
     """One replication's evaluation table: the design's cells, its schedule, binomial noise."""
     keep = {(c.B_p, c.n) for c in d.cells()}
     evals = synthetic_study(d.B_p, d.n, c_max=d.c_max, eval_steps=d.steps_of, params=truth(d.split, kind),
-                            problems=d.problems, samples=EVAL_SAMPLES, seeds=d.seeds, seed=seed)
+                            noise=EvalNoise(problems=d.problems, samples=EVAL_SAMPLES, seeds=d.seeds, seed=seed))
     cell = list(zip(evals["B_p"], evals["n"]))
     return evals[[c in keep for c in cell]].reset_index(drop=True)
 

@@ -11,10 +11,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from isocompute.analysis.adaptive.pooled import pooled_chances
+from isocompute.analysis.adaptive.pooled import Horizon, pooled_chances
 from isocompute.analysis.adaptive.replay import replay
 from isocompute.analysis.adaptive.rule import apply_pooled, apply_revival, decide, prune
-from isocompute.analysis.fits.synthetic import crossover_params, synthetic_study
+from isocompute.analysis.fits.synthetic import EvalNoise, crossover_params, synthetic_study
 from isocompute.cli import main
 from isocompute.schedule import compute_schedule_steps
 from isocompute.sweep import SweepSettings
@@ -158,7 +158,7 @@ def test_prune_groups_by_b_p_unless_joint():
 def crossover_study():
     ns = (8, 16, 32, 64, 128, 256, 512)
     steps = lambda B, M: compute_schedule_steps(B, M, 161, min_compute=C_MAX / 2 ** 10, c_max=C_MAX)  # noqa: E731
-    return synthetic_study((32,), ns, c_max=C_MAX, eval_steps=steps, noise=0.013, seed=7)
+    return synthetic_study((32,), ns, c_max=C_MAX, eval_steps=steps, noise=EvalNoise(sd=0.013, seed=7))
 
 
 def test_decide_stops_dominated_runs_and_keeps_the_frontier(crossover_study):
@@ -184,8 +184,9 @@ def test_pooled_chances_follow_the_trend_and_are_deterministic(crossover_study):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         seen, fits, _ = fit_study(seen, AnalysisSettings())
-        kw = dict(metric="avg@4", rung_compute=rung, c_max=C_MAX, grid_points=16, degree=2)
-        first, again = pooled_chances(seen, fits, **kw), pooled_chances(seen, fits, **kw)
+        ahead = Horizon(rung, C_MAX, 16)
+        first, again = (pooled_chances(seen, fits, ahead, metric="avg@4", degree=2),
+                        pooled_chances(seen, fits, ahead, metric="avg@4", degree=2))
     assert (fits["model"] == "trend").all()
     pd.testing.assert_frame_equal(first, again)
     p = first.set_index("n")["p_n_star"]
@@ -212,7 +213,7 @@ SMALL_NS = (8, 32, 128, 512)
 @pytest.fixture(scope="module")
 def small_study():
     steps = lambda B, M: compute_schedule_steps(B, M, 161, min_compute=C_MAX / 2 ** 10, c_max=C_MAX)  # noqa: E731
-    return synthetic_study((32,), SMALL_NS, c_max=C_MAX, eval_steps=steps, noise=0.013, seed=3)
+    return synthetic_study((32,), SMALL_NS, c_max=C_MAX, eval_steps=steps, noise=EvalNoise(sd=0.013, seed=3))
 
 
 def test_replay_spends_less_and_finds_the_same_frontier(small_study):
@@ -317,7 +318,7 @@ def test_replay_command_on_a_single_run(tmp_path, capsys):
     # residuals of too few points, are unknown; it is not judged then (no band), not an IndexError.
     path = tmp_path / "one_run.csv"
     steps = lambda B, M: np.unique(np.linspace(0, M, 14).astype(int))  # noqa: E731
-    one = synthetic_study((16,), (4,), c_max=2 ** 15, eval_steps=steps, seed=3, problems=50)
+    one = synthetic_study((16,), (4,), c_max=2 ** 15, eval_steps=steps, noise=EvalNoise(seed=3, problems=50))
     one.drop(columns=["problems", "samples"]).to_csv(path, index=False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

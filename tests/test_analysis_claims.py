@@ -10,7 +10,7 @@ import pytest
 
 from isocompute.analysis.fits.settings import AnalysisSettings
 from isocompute.analysis.fits.sigmoid import sigmoid_reward
-from isocompute.analysis.fits.synthetic import crossover_params, synthetic_study
+from isocompute.analysis.fits.synthetic import EvalNoise, crossover_params, synthetic_study
 from isocompute.analysis.frontier.bootstrap import frontier_reward_band
 from isocompute.analysis.frontier.claims import (FALLS, NO_EFFECT, NOT_ESTABLISHED, RISES, direction, law_established,
                                                  n_star_claim)
@@ -51,7 +51,8 @@ def test_direction_needs_disjoint_bands_where_every_run_can_enter():
 
 def _study(params, seed=0):
     steps = lambda B, M: compute_schedule_steps(B, M, 41, min_compute=C_MAX / 2 ** 10, c_max=C_MAX)  # noqa: E731
-    return synthetic_study((32,), NS, c_max=C_MAX, eval_steps=steps, params=params, problems=60, seed=seed)
+    return synthetic_study((32,), NS, c_max=C_MAX, eval_steps=steps, params=params,
+                           noise=EvalNoise(problems=60, seed=seed))
 
 
 @pytest.fixture(scope="module")
@@ -97,7 +98,8 @@ def test_a_real_rise_is_established():
     # the benchmark's crossover at its scale (n 8..512, C_max 2^22), 4 evaluations per doubling
     c_max, ns = 2.0 ** 22, (8, 16, 32, 64, 128, 256, 512)
     steps = lambda B, M: compute_schedule_steps(B, M, 41, min_compute=c_max / 2 ** 10, c_max=c_max)  # noqa: E731
-    evals = synthetic_study((32,), ns, c_max=c_max, eval_steps=steps, params=crossover_params, problems=60)
+    evals = synthetic_study((32,), ns, c_max=c_max, eval_steps=steps, params=crossover_params,
+                            noise=EvalNoise(problems=60))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         res = run_analysis(evals, AnalysisSettings(bootstrap=30))

@@ -13,7 +13,7 @@ from isocompute.analysis.fits.noise import add_standard_errors, fit_weighted, po
 from isocompute.analysis.fits.records import record_points, significant_record_mask
 from isocompute.analysis.fits.settings import AnalysisSettings
 from isocompute.analysis.fits.sigmoid import sigmoid_reward
-from isocompute.analysis.fits.synthetic import crossover_params, synthetic_study
+from isocompute.analysis.fits.synthetic import EvalNoise, crossover_params, synthetic_study
 from isocompute.analysis.frontier.envelope import frontier
 from isocompute.analysis.frontier.studies import metric_optima, sensitivity
 from isocompute.schedule import compute_schedule_steps
@@ -26,8 +26,8 @@ def every_10(B, M_max):
     return evaluation_steps(M_max, 10)
 
 
-def _study(seed, ns=(8, 32, 128), **kw):
-    return synthetic_study((32,), ns, c_max=C_MAX, eval_steps=every_10, seed=seed, **kw)
+def _study(seed, ns=(8, 32, 128), **noise):
+    return synthetic_study((32,), ns, c_max=C_MAX, eval_steps=every_10, noise=EvalNoise(seed=seed, **noise))
 
 
 def test_standard_errors_from_problems_and_samples():
@@ -81,7 +81,7 @@ def test_frontier_bias_at_the_budget_is_small_for_noise_and_large_for_paper():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for seed in range(12):
-            evals = _study(seed, noise=0.03)
+            evals = _study(seed, sd=0.03)
             for method, extrapolate in (("noise", False), ("paper", True)):
                 f = frontier(get_method(method).fit_curves(evals, "avg@4"), [C_MAX], extrapolate=extrapolate)
                 bias[method].append(f["reward"].iloc[0] - truth)
@@ -109,7 +109,7 @@ def test_frontier_uses_each_curve_only_where_its_run_has_data():
 
 
 def test_noise_method_warns_and_estimates_the_error_without_problems():
-    evals = _study(2, ns=(8, 32), noise=0.03)
+    evals = _study(2, ns=(8, 32), sd=0.03)
     with pytest.warns(UserWarning, match="same standard error"):
         fits = get_method("noise").fit_curves(evals, "avg@4")
     assert fits["se"].iloc[0] == pytest.approx(0.03, rel=0.15)
@@ -121,7 +121,7 @@ def test_optima_and_sensitivity_from_fitted_curves_ignore_noise_alone():
     ranges = {"paper": [], "noise": []}
     for seed in range(4):
         evals = synthetic_study((32,), (8, 16, 32, 64), c_max=C_MAX, eval_steps=every_10, params=same,
-                                problems=60, seed=seed)
+                                noise=EvalNoise(problems=60, seed=seed))
         for method in ranges:
             ranges[method].append(sensitivity(evals, Fitter(AnalysisSettings(method=method)))["range"].iloc[0])
     # what is left is the fitted curves' own error at the end of the shortest run

@@ -60,14 +60,14 @@ def test_noise_method_figures_with_seed_bands_also_from_tables_on_disk(tmp_path)
     import warnings
 
     from isocompute.analysis.fits.settings import AnalysisSettings
-    from isocompute.analysis.fits.synthetic import synthetic_study
+    from isocompute.analysis.fits.synthetic import EvalNoise, synthetic_study
     from isocompute.analysis.outputs.folder import load_analysis
     from isocompute.analysis.pipeline import run_analysis, write_analysis
     from isocompute.analysis.plots import plot_all
     from isocompute.train.recipe import evaluation_steps
 
     evals = synthetic_study((32,), (8, 32), c_max=2.0 ** 17, eval_steps=lambda B, M: evaluation_steps(M, 10),
-                            noise=0.02, seeds=2)
+                            noise=EvalNoise(sd=0.02, seeds=2))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         res = run_analysis(evals, AnalysisSettings(bootstrap=10, grid_points=20))

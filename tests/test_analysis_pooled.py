@@ -13,7 +13,7 @@ from isocompute.analysis.fits.noise import add_standard_errors, noise_fit_grid
 from isocompute.analysis.fits.pooled import f_test
 from isocompute.analysis.fits.settings import AnalysisSettings
 from isocompute.analysis.fits.sigmoid import sigmoid_reward
-from isocompute.analysis.fits.synthetic import crossover_params, synthetic_study
+from isocompute.analysis.fits.synthetic import EvalNoise, crossover_params, synthetic_study
 from isocompute.analysis.frontier.bootstrap import bootstrap_fits
 from isocompute.analysis.frontier.envelope import frontier
 from isocompute.analysis.pipeline import run_analysis
@@ -25,7 +25,8 @@ C_MAX = 2.0 ** 21
 
 def _study(params=crossover_params, seed=0, problems=300, B_ps=(32,)):
     steps = lambda B, M: compute_schedule_steps(B, M, 81, min_compute=C_MAX / 2 ** 10, c_max=C_MAX)  # noqa: E731
-    evals = synthetic_study(B_ps, NS, c_max=C_MAX, eval_steps=steps, params=params, problems=problems, seed=seed)
+    evals = synthetic_study(B_ps, NS, c_max=C_MAX, eval_steps=steps, params=params,
+                            noise=EvalNoise(problems=problems, seed=seed))
     return add_standard_errors(evals, "avg@4")[0]
 
 

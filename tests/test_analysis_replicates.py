@@ -9,7 +9,7 @@ import pytest
 from isocompute.analysis.fits.fitter import Fitter
 from isocompute.analysis.fits.settings import AnalysisSettings
 from isocompute.analysis.fits.sigmoid import sigmoid_reward
-from isocompute.analysis.fits.synthetic import crossover_params, synthetic_study
+from isocompute.analysis.fits.synthetic import EvalNoise, crossover_params, synthetic_study
 from isocompute.analysis.frontier.bootstrap import bootstrap_fits, resampling_unit
 from isocompute.analysis.inputs.check import check_evals
 from isocompute.analysis.pipeline import run_analysis
@@ -20,9 +20,9 @@ C_MAX = 2.0 ** 19
 NS = (8, 32, 128)
 
 
-def _study(seeds, **kw):
+def _study(seeds, **noise):
     return synthetic_study((32,), NS, c_max=C_MAX, eval_steps=lambda B, M: evaluation_steps(M, 10),
-                           seeds=seeds, **kw)
+                           noise=EvalNoise(seeds=seeds, **noise))
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +76,7 @@ def test_seed_intervals_on_frontier_and_law_cover_the_truth(seeded):
 
 
 def test_a_run_without_tokens_leaves_the_rest_of_the_analysis_intact():
-    evals = _study(1, noise=0.02, seed=3)
+    evals = _study(1, sd=0.02, seed=3)
     evals.loc[(evals["n"] == 32) & (evals["step"] > 0), "tokens"] = np.nan
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

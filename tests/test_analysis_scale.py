@@ -58,13 +58,12 @@ def plain_significant_records(values, se, z):
     return mask
 
 
-def plain_fit_resamples(self, arr, R0, idx, counts, *, grid, bin_width, ema_alpha, min_compute):
+def plain_fit_resamples(self, arr, R0, idx, counts, *, grid, records):
     """NoiseMethod.fit_resamples as it was: the drawn counts kept as drawn (int64)."""
     if counts is None:
         counts = np.stack([np.bincount(row, minlength=arr["compute"].size) for row in idx])
     res = fit_weighted(arr["compute"], arr["values"], R0, arr["weights"][:, None] * counts.T,
-                       compute_range=arr["compute_range"], grid=grid, dtype=np.float32,
-                       refine_c_mid=grid.boot_refine_c_mid)
+                       compute_range=arr["compute_range"], grid=grid, boot=True)
     return res, (arr, counts)
 
 
@@ -110,10 +109,10 @@ def test_refining_b_by_blocks_of_replicates_gives_the_same_fits(monkeypatch):
     grid = fits.FitGrid(a_step=0.001, c_mid_points=120, c_mid_margin=0.5)
     weights = rng.uniform(100, 900, P)[:, None] * np.stack([np.bincount(r, minlength=P) for r in idx]).T
     whole = {"paper": fits.fit_replicates(c, y, 0.3, idx, grid=grid, dtype=np.float32),
-             "noise": fit_weighted(c, y, 0.3, weights, grid=grid, dtype=np.float32, refine_c_mid=4)}
+             "noise": fit_weighted(c, y, 0.3, weights, grid=grid, boot=True)}
     monkeypatch.setattr(fits, "REFINE_BLOCK", 4 * 9 * P * 3)      # blocks of about 3 replicates
     blocks = {"paper": fits.fit_replicates(c, y, 0.3, idx, grid=grid, dtype=np.float32),
-              "noise": fit_weighted(c, y, 0.3, weights, grid=grid, dtype=np.float32, refine_c_mid=4)}
+              "noise": fit_weighted(c, y, 0.3, weights, grid=grid, boot=True)}
     for how in whole:
         for key in ("A", "B", "C_mid", "sse"):
             assert np.array_equal(_bits(whole[how][key]), _bits(blocks[how][key])), (how, key)

@@ -11,7 +11,7 @@ import pytest
 
 from conftest import make_study_dir, run_snakemake, write_config
 from isocompute.analysis.fits.settings import AnalysisSettings
-from isocompute.analysis.fits.synthetic import synthetic_evals
+from isocompute.analysis.fits.synthetic import GrowthTruth, synthetic_evals
 from isocompute.analysis.outputs.compare import check_comparisons, comparison_sources
 from isocompute.analysis.pipeline import run_analysis, write_analysis
 from isocompute.cli import main
@@ -27,7 +27,7 @@ def analyses(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("finished") / "results"
     for exp, scale in (("a", 2000.0), ("b", 6000.0)):
         for split in SPLITS:
-            evals = synthetic_evals(B_ps=(8,), ns=(4, 16, 64), points=10, c_mid_scale=scale)
+            evals = synthetic_evals(B_ps=(8,), ns=(4, 16, 64), points=10, truth=GrowthTruth(c_mid_scale=scale))
             where = root / exp / "analysis" / split
             where.mkdir(parents=True)
             evals.to_parquet(where / "evals.parquet")

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from isocompute.analysis.fits.settings import AnalysisSettings
-from isocompute.analysis.fits.synthetic import crossover_params, synthetic_study
+from isocompute.analysis.fits.synthetic import CrossoverTruth, EvalNoise, crossover_params, synthetic_study
 from isocompute.analysis.frontier.nstar import n_star_sigmoid
 from isocompute.analysis.frontier.recommend import default_budgets, recommend, snap_n
 from isocompute.analysis.pipeline import run_analysis, write_analysis
@@ -26,7 +26,7 @@ B_PS, NS = (8, 16, 32), (4, 8, 16, 32, 64)
 def _study(params=partial(crossover_params, c_mid_ref=2e3), seed=1):
     steps = partial(compute_schedule_steps, points=13, c_max=C_MAX)
     evals = synthetic_study(B_PS, NS, c_max=C_MAX, eval_steps=lambda B, M: steps(B, M), params=params,
-                            problems=300, seed=seed)
+                            noise=EvalNoise(problems=300, seed=seed))
     return evals.assign(split="easy")
 
 
@@ -119,7 +119,7 @@ def _check_advice(a, C, frontier, laws, draws):
 
 def test_smallest_b_p_is_skipped_when_clearly_below_the_best(tmp_path, capsys):
     def params(B_p, n):
-        p = crossover_params(B_p, n, c_mid_ref=2e3)
+        p = crossover_params(B_p, n, CrossoverTruth(c_mid_ref=2e3))
         return {**p, "A": p["A"] - (0.08 if B_p == 8 else 0.0)}     # B_p = 8 plateaus 0.08 lower
 
     _analyse(tmp_path, _study(params))

@@ -11,7 +11,7 @@ import warnings
 import pandas as pd
 import pytest
 
-from isocompute.analysis.fits.synthetic import synthetic_study
+from isocompute.analysis.fits.synthetic import EvalNoise, synthetic_study
 from isocompute.cli import main
 from isocompute.config import check_config
 from isocompute.grid import Cell
@@ -45,7 +45,7 @@ def write_runs(tmp_path, study: pd.DataFrame, rung_compute: float) -> dict:
 def test_adaptive_decide_writes_which_runs_go_on(tmp_path):
     ns = (8, 16, 32, 64, 128, 256, 512)
     steps = lambda B, M: compute_schedule_steps(B, M, 161, min_compute=C_MAX / 2 ** 10, c_max=C_MAX)  # noqa: E731
-    study = synthetic_study((32,), ns, c_max=C_MAX, eval_steps=steps, noise=0.013, seed=7)
+    study = synthetic_study((32,), ns, c_max=C_MAX, eval_steps=steps, noise=EvalNoise(sd=0.013, seed=7))
     rung = C_MAX / 4
     paths = write_runs(tmp_path, study, rung)
     # bp32_n8 was stopped at an earlier rung: its evaluations count, it gets no decision.
@@ -101,7 +101,8 @@ def test_train_rejects_a_stop_outside_the_run(tmp_path, capsys, stop):
 
 def test_a_cells_seed_replicates_share_its_decision(tmp_path):
     steps = lambda B, M: compute_schedule_steps(B, M, 161, min_compute=C_MAX / 2 ** 10, c_max=C_MAX)  # noqa: E731
-    study = synthetic_study((32,), (8, 64, 512), c_max=C_MAX, eval_steps=steps, noise=0.013, seed=7, seeds=2)
+    study = synthetic_study((32,), (8, 64, 512), c_max=C_MAX, eval_steps=steps,
+                            noise=EvalNoise(sd=0.013, seed=7, seeds=2))
     files = []
     for (B_p, n, seed), run in study.groupby(["B_p", "n", "seed"]):
         name = f"bp{B_p}_n{n}" + (f"_s{seed}" if seed else "")

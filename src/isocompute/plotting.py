@@ -10,6 +10,7 @@ state.
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 from pathlib import Path
 
 import matplotlib
@@ -108,11 +109,24 @@ def _pow2_y(ax, label="n*"):
     ax.set_ylabel(label)
 
 
-def _subplots(nrows=1, ncols=1, panel=(4.0, 2.9), *, left=0.75, right=0.2, bottom=0.55, top=0.35,
-              wgap=0.75, hgap=0.65, sharey=False):
-    """Figure with fixed margins and gaps in inches. A layout engine
+@dataclass(frozen=True)
+class Margins:
+    """A figure's margins and the gaps between its panels, in inches."""
+
+    left: float = 0.75
+    right: float = 0.2
+    bottom: float = 0.55
+    top: float = 0.35
+    wgap: float = 0.75
+    hgap: float = 0.65
+
+
+def _subplots(nrows=1, ncols=1, panel=(4.0, 2.9), margins: Margins = Margins(), *, sharey=False):
+    """Figure with fixed margins and gaps in inches (`Margins`). A layout engine
     (tight_layout) measures every text first and doubles the drawing time."""
     w, h = panel
+    left, right, bottom, top, wgap, hgap = (margins.left, margins.right, margins.bottom, margins.top, margins.wgap,
+                                            margins.hgap)
     width = left + right + ncols * w + (ncols - 1) * wgap
     height = bottom + top + nrows * h + (nrows - 1) * hgap
     # A bare Figure (no pyplot): no global figure registry, PNG through Agg, PDF through the pdf backend.
@@ -126,24 +140,27 @@ def _subplots(nrows=1, ncols=1, panel=(4.0, 2.9), *, left=0.75, right=0.2, botto
 def _panels(count, panel=(4.0, 2.9), ncols=3, sharey=False, top=0.35):
     ncols = max(1, min(ncols, count))
     nrows = int(np.ceil(count / ncols))
-    fig, axes = _subplots(nrows, ncols, panel, sharey=sharey, wgap=0.25 if sharey else 0.75, hgap=0.85, top=top)
+    margins = Margins(wgap=0.25 if sharey else 0.75, hgap=0.85, top=top)
+    fig, axes = _subplots(nrows, ncols, panel, margins, sharey=sharey)
     for ax in axes.flat[count:]:
         ax.set_visible(False)
     return fig, list(axes.flat[:count])
 
 
-def _band(ax, table, x, name, color="0.5", label=None, *, smooth: int = 1, alpha: float = 0.2) -> bool:
+def _band(ax, table, x, name, *, smooth: int = 1, **style) -> bool:
     """Shade `<name>_lo`..`<name>_hi` of `table` against column `x` where present
     (the bootstrap interval); returns whether anything was drawn. With `smooth` > 1 the
-    edges are drawn as their envelope over that many grid points (`_envelope`)."""
+    edges are drawn as their envelope over that many grid points (`_envelope`). `style`:
+    the shading's color (default grey 0.5), alpha (0.2) and label."""
+    style = {"color": "0.5", "label": None, "alpha": 0.2, **style}
     lo, hi = f"{name}_lo", f"{name}_hi"
     if lo not in table.columns or not np.isfinite(table[lo].to_numpy(dtype=float)).any():
         return False
     lo_v, hi_v = table[lo].to_numpy(dtype=float), table[hi].to_numpy(dtype=float)
     if smooth > 1:
         lo_v, hi_v = _envelope(lo_v, smooth, np.fmin), _envelope(hi_v, smooth, np.fmax)
-    ax.fill_between(table[x].to_numpy(dtype=float), lo_v, hi_v, color=color, alpha=alpha, linewidth=0, label=label,
-                    zorder=1)
+    ax.fill_between(table[x].to_numpy(dtype=float), lo_v, hi_v, color=style["color"], alpha=style["alpha"],
+                    linewidth=0, label=style["label"], zorder=1)
     return True
 
 

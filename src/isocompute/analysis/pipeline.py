@@ -12,6 +12,7 @@ import json
 import logging
 import time
 import warnings
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +22,8 @@ from isocompute.analysis.fits.fitter import Fitter, fit_study
 from isocompute.analysis.fits.noise import run_groups
 from isocompute.analysis.fits.records import record_points_by_run
 from isocompute.analysis.fits.settings import AnalysisSettings
-from isocompute.analysis.frontier.bootstrap import bootstrap_fits, bootstrap_intervals, bootstrap_laws, resampling_unit
+from isocompute.analysis.frontier.bootstrap import (LawBootstrap, bootstrap_fits, bootstrap_intervals, bootstrap_laws,
+                                                    resampling_unit)
 from isocompute.analysis.frontier.claims import frontier_claims, law_claims, summary_table
 from isocompute.analysis.frontier.envelope import frontier_fixed_batch, frontier_fixed_bp, frontier_joint
 from isocompute.analysis.frontier.nstar import law_points, n_star_laws
@@ -125,15 +127,16 @@ def frontier_tables(evals: pd.DataFrame, fits: pd.DataFrame, fitter: Fitter, clo
     if s.bootstrap > 0:
         boot = bootstrap_fits(evals, fitter)
         clock.lap("bootstrap fits")
-        common = dict(window=window, ci=s.ci, **front)
+        spec = LawBootstrap(window=window, ci=s.ci, **front)
         # The replicate fits and Q1's replicate laws are kept: `recommend` predicts from them at any C.
         out["bootstrap_fits"] = boot.astype({c: np.float64 for c in boot.select_dtypes("float32")})
         if "fixed_B_p" in s.bootstrap_studies:
-            laws, q1, out["n_star_fit_draws"] = bootstrap_laws(boot, fits, laws, q1, by="B_p", **common)
+            laws, q1, out["n_star_fit_draws"] = bootstrap_laws(boot, fits, laws, q1, spec)
         if "fixed_batch" in s.bootstrap_studies:
-            laws_q2, q2 = bootstrap_intervals(boot, fits, laws_q2, q2, by="B", scale_by_batch=True, **common)
+            laws_q2, q2 = bootstrap_intervals(boot, fits, laws_q2, q2,
+                                                replace(spec, by="B", scale_by_batch=True))
         if "joint" in s.bootstrap_studies:
-            laws_q3, q3 = bootstrap_intervals(boot, fits, laws_q3, q3, by=None, **common)
+            laws_q3, q3 = bootstrap_intervals(boot, fits, laws_q3, q3, replace(spec, by=None))
         clock.lap("bootstrap laws")
     # What may be said of n* follows the bands (`claims`): per grid point, and the law's direction.
     out["frontier"] = frontier_claims(_with_law_points(q1, "B_p", "compute", window), fits)

@@ -101,13 +101,13 @@ def synthetic_split_study(cfg: dict, split: str, seed: int) -> pd.DataFrame:
     """An evaluation table shaped like `split`'s grid: its cells, C_max and validation steps,
     binomial noise of its validation set (splits.val_size problems x eval.k samples), and the
     known crossover curves of the adaptive benchmark (`synthetic.crossover_params`)."""
-    from isocompute.analysis.fits.synthetic import crossover_params, synthetic_study
+    from isocompute.analysis.fits.synthetic import EvalNoise, crossover_params, synthetic_study
 
     cells = {(c.B_p, c.n): c for c in grid_cells(cfg) if c.split == split}     # seed replicates share a shape
     draws = cfg["splits"]["val_size"] * cfg["eval"]["k"]
     parts = [synthetic_study((B_p,), (n,), c_max=cfg["grid"][split]["C_max"], params=crossover_params,
                              eval_steps=lambda B, M_max, s=validation_steps(cfg, cell): s,
-                             problems=max(1, round(draws / 4)), samples=4, seed=seed * 100_003 + i)
+                             noise=EvalNoise(problems=max(1, round(draws / 4)), samples=4, seed=seed * 100_003 + i))
              for i, ((B_p, n), cell) in enumerate(sorted(cells.items()))]
     return pd.concat(parts, ignore_index=True)
 

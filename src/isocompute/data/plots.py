@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from isocompute.plotting import FORMATS, _save, _styled, _subplots
+from isocompute.plotting import FORMATS, Margins, _save, _styled, _subplots
 
 
 @_styled
@@ -15,7 +15,7 @@ def difficulty_histograms(rates: dict[str, np.ndarray], samples: int, bands: dic
     names = list(rates)
     cols = min(4, len(names))
     rows = int(np.ceil(len(names) / cols))
-    fig, axes = _subplots(rows, cols, (2.65, 2.0), top=0.6, hgap=0.75)
+    fig, axes = _subplots(rows, cols, (2.65, 2.0), margins=Margins(top=0.6, hgap=0.75))
     edges = (np.arange(samples + 2) - 0.5) / samples
     colors = {"easy": "tab:green", "hard": "tab:red", "very_easy": "tab:blue"}
     for ax, name in zip(axes.flat, names):

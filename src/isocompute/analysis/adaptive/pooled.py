@@ -23,6 +23,8 @@ the per-run rule decides, as before.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 import pandas as pd
 from scipy.special import expit
@@ -43,14 +45,28 @@ def trend_covariance(trend: dict) -> np.ndarray:
     return (cov + cov.T) / 2                  # pinv's rounding leaves it a hair off symmetric
 
 
-def pooled_chances(seen: pd.DataFrame, fits: pd.DataFrame, *, metric: str, rung_compute: float, c_max: float,
-                   grid_points: int, degree: int, seed: int = 0) -> pd.DataFrame:
+class Horizon(NamedTuple):
+    """The computes ahead of a rung: `grid_points` log-spaced from `c_from` (the rung) to `c_max`."""
+
+    c_from: float
+    c_max: float
+    grid_points: int
+
+    @property
+    def grid(self) -> np.ndarray:
+        if self.c_from < self.c_max:
+            return np.geomspace(self.c_from, self.c_max, self.grid_points)
+        return np.array([float(self.c_max)])
+
+
+def pooled_chances(seen: pd.DataFrame, fits: pd.DataFrame, ahead: Horizon, *, metric: str, degree: int,
+                   seed: int = 0) -> pd.DataFrame:
     """Each run's chance of being n* at some compute ahead of it, under its B_p's trend model.
 
     `seen`: the evaluations up to the rung; `fits`: their noise fits (`fitter.fit_study`, with the
     columns model and R0). Only B_p whose runs are pooled by the trend ('model' trend) get a chance;
     the runs still training at the rung (their last evaluation within one step of it) are the
-    competitors, on `grid_points` log-spaced computes from the rung to c_max. Returns
+    competitors, on the computes `ahead` (from the rung to c_max). Returns
     POOLED_COLUMNS, one row per run of such a B_p: p_n_star for a run still training (NaN for a
     run that stopped earlier), p_revive for a run that stopped earlier (NaN for the others): the
     share of draws in which its trend curve, were it trained on, would be the highest at some
@@ -58,7 +74,7 @@ def pooled_chances(seen: pd.DataFrame, fits: pd.DataFrame, *, metric: str, rung_
     Deterministic: the draws are seeded by `seed`.
     """
     rows = []
-    grid = np.geomspace(rung_compute, c_max, grid_points) if rung_compute < c_max else np.array([float(c_max)])
+    grid, rung_compute = ahead.grid, ahead.c_from
     cells = dict(iter(seen.groupby(["B_p", "n"], sort=False)))
     rng = np.random.default_rng(seed)
     for B_p, group in fits.groupby("B_p", sort=True):

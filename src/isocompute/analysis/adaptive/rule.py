@@ -27,7 +27,7 @@ import pandas as pd
 from scipy.special import expit
 from scipy.stats import norm
 
-from isocompute.analysis.adaptive.pooled import pooled_chances
+from isocompute.analysis.adaptive.pooled import Horizon, pooled_chances
 from isocompute.analysis.fits.fitter import fit_study
 from isocompute.analysis.fits.noise import NOISE_FIT_GRID, cell_arrays
 from isocompute.analysis.fits.settings import AnalysisSettings
@@ -114,7 +114,7 @@ def prediction_bands(evals: pd.DataFrame, fits: pd.DataFrame, *, c_max: float, c
     standard errors to weigh its band by),
     n_evals (its evaluations at positive compute).
     """
-    grid = np.geomspace(c_from, c_max, grid_points) if c_from < c_max else np.array([float(c_max)])
+    grid = Horizon(c_from, c_max, grid_points).grid
     parts = []
     cells = dict(iter(evals.groupby(["B_p", "n"], sort=False)))
     for row in fits.itertuples(index=False):
@@ -164,50 +164,65 @@ def prune(bands: pd.DataFrame, *, neighbours: int = DEFAULTS.neighbours, min_eva
     groups = [((None,), bands)] if frontier == "joint" else bands.groupby(["B_p"], sort=True)
     rows = []
     for _, group in groups:
-        run_keys, run_of = np.unique(group[["B_p", "n"]].to_numpy(), axis=0, return_inverse=True)
-        comp, comp_of = np.unique(group["compute"].to_numpy(dtype=float), return_inverse=True)
-        run_of, comp_of = run_of.ravel(), comp_of.ravel()
-        lo, hi, mid = (np.full((len(run_keys), comp.size), np.nan) for _ in range(3))
-        for out, col in ((lo, "reward_lo"), (hi, "reward_hi"), (mid, "reward")):
-            out[run_of, comp_of] = group[col].to_numpy(dtype=float)
-        first = np.unique(run_of, return_index=True)[1]         # one row per run, in run_keys order
-        reached = group["reached"].to_numpy(dtype=float)[first]
-        fitted = group["fitted"].to_numpy(dtype=bool)[first]
-        n_evals = group["n_evals"].to_numpy(dtype=int)[first]
-        with np.errstate(invalid="ignore"):
-            front_lo = np.nanmax(np.where(np.isnan(lo), -np.inf, lo), axis=0)
-            best = np.argmax(np.where(np.isnan(mid), -np.inf, mid), axis=0)
-        any_mid = np.isfinite(mid).any(axis=0)
-        bp_vals, n_vals = run_keys[:, 0], run_keys[:, 1]
-        # Grid steps from the n* run: in n, and (joint frontier) in B_p, whichever is larger.
-        steps = np.maximum(*(np.abs(r[:, None] - r[None, best]) for r in
-                             (np.searchsorted(np.unique(v), v) for v in (n_vals, bp_vals))))
-        ahead = comp[None, :] > reached[:, None] * (1 + 1e-9)
-        gap = np.where(ahead & fitted[:, None], hi - front_lo[None, :], -np.inf)
-        near = ahead & any_mid[None, :] & (steps <= neighbours)
-        last = int(np.argmax(comp))
-        for i, (B_p, n) in enumerate(zip(bp_vals, n_vals)):
-            reach = np.flatnonzero(gap[i] >= 0)
-            close = np.flatnonzero(near[i])
-            if reached[i] + B_p * n > c_max * (1 + 1e-9):     # not one more step fits in the budget
-                go, why = False, "reached C_max"
-            elif not fitted[i] or n_evals[i] < min_evals:
-                go, why = True, "too few evaluations to fit"
-            elif reach.size:
-                go, why = True, f"band reaches the frontier's lower band at C = {comp[reach[0]]:.4g}"
-            elif close.size:
-                go, why = True, f"within {neighbours} grid step(s) of n* = {n_vals[best[close[0]]]} at C = {comp[close[0]]:.4g}"
-            else:
-                top = float(np.max(gap[i])) if ahead[i].any() else np.nan
-                go, why = False, f"band below the frontier's lower band up to C_max (by {-top:.3g} at least)"
-            rows.append({"B_p": B_p, "n": n, "continue": go, "reason": why, "reached": reached[i],
-                         "fitted": bool(fitted[i]), "n_evals": int(n_evals[i]), "reward_hi_at_c_max": hi[i, last],
-                         "frontier_lo_at_c_max": front_lo[last],
-                         "gap": float(np.max(gap[i])) if np.isfinite(gap[i]).any() else np.nan,
-                         "n_star_at_c_max": n_vals[best[last]] if any_mid[last] else np.nan,
-                         "band_width_at_c_max": hi[i, last] - lo[i, last], "p_n_star": np.nan})
+        rows += _prune_group(_group_bands(group), neighbours, min_evals, c_max)
     out = pd.DataFrame(rows, columns=DECISION_COLUMNS)
     return out.sort_values(["B_p", "n"], kind="stable").reset_index(drop=True)
+
+
+def _group_bands(group: pd.DataFrame) -> dict:
+    """One frontier group's bands as arrays: runs (B_p, n) in sorted order x computes `comp`
+    (lo, hi, mid: reward_lo, reward_hi, reward), and each run's reached, fitted, n_evals."""
+    run_keys, run_of = np.unique(group[["B_p", "n"]].to_numpy(), axis=0, return_inverse=True)
+    comp, comp_of = np.unique(group["compute"].to_numpy(dtype=float), return_inverse=True)
+    run_of, comp_of = run_of.ravel(), comp_of.ravel()
+    lo, hi, mid = (np.full((len(run_keys), comp.size), np.nan) for _ in range(3))
+    for out, col in ((lo, "reward_lo"), (hi, "reward_hi"), (mid, "reward")):
+        out[run_of, comp_of] = group[col].to_numpy(dtype=float)
+    first = np.unique(run_of, return_index=True)[1]         # one row per run, in run_keys order
+    return {"bp": run_keys[:, 0], "n": run_keys[:, 1], "comp": comp, "lo": lo, "hi": hi, "mid": mid,
+            "reached": group["reached"].to_numpy(dtype=float)[first],
+            "fitted": group["fitted"].to_numpy(dtype=bool)[first],
+            "n_evals": group["n_evals"].to_numpy(dtype=int)[first]}
+
+
+def _prune_group(g: dict, neighbours: int, min_evals: int, c_max: float) -> list[dict]:
+    """`prune`'s decision rows for one frontier group (`_group_bands`)."""
+    comp, lo, hi, reached, fitted, n_evals = g["comp"], g["lo"], g["hi"], g["reached"], g["fitted"], g["n_evals"]
+    with np.errstate(invalid="ignore"):
+        front_lo = np.nanmax(np.where(np.isnan(lo), -np.inf, lo), axis=0)
+        best = np.argmax(np.where(np.isnan(g["mid"]), -np.inf, g["mid"]), axis=0)
+    any_mid = np.isfinite(g["mid"]).any(axis=0)
+    bp_vals, n_vals = g["bp"], g["n"]
+    # Grid steps from the n* run: in n, and (joint frontier) in B_p, whichever is larger.
+    steps = np.maximum(*(np.abs(r[:, None] - r[None, best]) for r in
+                         (np.searchsorted(np.unique(v), v) for v in (n_vals, bp_vals))))
+    ahead = comp[None, :] > reached[:, None] * (1 + 1e-9)
+    gap = np.where(ahead & fitted[:, None], hi - front_lo[None, :], -np.inf)
+    near = ahead & any_mid[None, :] & (steps <= neighbours)
+    last = int(np.argmax(comp))
+    rows = []
+    for i, (B_p, n) in enumerate(zip(bp_vals, n_vals)):
+        reach = np.flatnonzero(gap[i] >= 0)
+        close = np.flatnonzero(near[i])
+        if reached[i] + B_p * n > c_max * (1 + 1e-9):     # not one more step fits in the budget
+            go, why = False, "reached C_max"
+        elif not fitted[i] or n_evals[i] < min_evals:
+            go, why = True, "too few evaluations to fit"
+        elif reach.size:
+            go, why = True, f"band reaches the frontier's lower band at C = {comp[reach[0]]:.4g}"
+        elif close.size:
+            go, why = True, (f"within {neighbours} grid step(s) of n* = {n_vals[best[close[0]]]}"
+                             f" at C = {comp[close[0]]:.4g}")
+        else:
+            top = float(np.max(gap[i])) if ahead[i].any() else np.nan
+            go, why = False, f"band below the frontier's lower band up to C_max (by {-top:.3g} at least)"
+        rows.append({"B_p": B_p, "n": n, "continue": go, "reason": why, "reached": reached[i],
+                     "fitted": bool(fitted[i]), "n_evals": int(n_evals[i]), "reward_hi_at_c_max": hi[i, last],
+                     "frontier_lo_at_c_max": front_lo[last],
+                     "gap": float(np.max(gap[i])) if np.isfinite(gap[i]).any() else np.nan,
+                     "n_star_at_c_max": n_vals[best[last]] if any_mid[last] else np.nan,
+                     "band_width_at_c_max": hi[i, last] - lo[i, last], "p_n_star": np.nan})
+    return rows
 
 
 def decide(evals: pd.DataFrame, *, rung_compute: float, c_max: float, params: SweepSettings | dict | None = None,
@@ -241,8 +256,8 @@ def decide(evals: pd.DataFrame, *, rung_compute: float, c_max: float, params: Sw
                              grid_points=p.grid_points)
     out = prune(bands, neighbours=p.neighbours, min_evals=p.min_evals, frontier=p.frontier, c_max=c_max)
     if p.bands == "pooled" and p.frontier == "fixed_B_p" and "model" in fits.columns:
-        chances = pooled_chances(seen, fits, metric=metric, rung_compute=rung_compute, c_max=c_max,
-                                 grid_points=p.grid_points, degree=s.pool_degree)
+        chances = pooled_chances(seen, fits, Horizon(rung_compute, c_max, p.grid_points), metric=metric,
+                                 degree=s.pool_degree)
         out = apply_pooled(out, chances, z=p.z, mature_width=p.mature_width)
     else:
         chances = pd.DataFrame()

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 import pandas as pd
 
 from isocompute.analysis.fits.methods import Method
-from isocompute.analysis.fits.records import record_points
+from isocompute.analysis.fits.records import RecordRule, record_points
 from isocompute.analysis.fits.settings import AnalysisSettings
 
 
@@ -65,7 +65,9 @@ class Fitter:
 
     def resamples(self, arr: dict, R0: float, idx, counts):
         """One cell refitted on each resample (`methods.Method.fit_resamples`)."""
-        return self.method.fit_resamples(arr, R0, idx, counts, **self._fit_kw())
+        s = self.settings
+        return self.method.fit_resamples(arr, R0, idx, counts, grid=s.grid,
+                                         records=RecordRule(s.bin_width, s.ema_alpha, s.min_compute))
 
     def pooled_records(self, evals: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
         """Fig. 5's tables: each B_p's record points over its runs pooled, and (paper) the curve through them."""

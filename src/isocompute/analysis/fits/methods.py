@@ -70,9 +70,10 @@ class Method:
     def cell_base(self, arr: dict, R0: float | None) -> float:
         raise NotImplementedError
 
-    def fit_resamples(self, arr, R0, idx, counts, *, grid, bin_width, ema_alpha, min_compute):
+    def fit_resamples(self, arr, R0, idx, counts, *, grid, records):
         """(fit arrays of the replicates, what pooling needs of the cell or None). `idx` (R, K)
-        drawn point indices, or `counts` (R, P) how often each point is drawn: one of them is None."""
+        drawn point indices, or `counts` (R, P) how often each point is drawn: one of them is None;
+        `records` the settings' `records.RecordRule` (the paper's method)."""
         raise NotImplementedError
 
     def pool_replicates(self, boot, drawn, R0, grid) -> pd.DataFrame:
@@ -132,12 +133,11 @@ class NoiseMethod(Method):
     def cell_base(self, arr, R0):
         return R0
 
-    def fit_resamples(self, arr, R0, idx, counts, *, grid, bin_width, ema_alpha, min_compute):
+    def fit_resamples(self, arr, R0, idx, counts, *, grid, records):
         if counts is None:
             counts = np.stack([np.bincount(row, minlength=arr["compute"].size) for row in idx])
         res = fit_weighted(arr["compute"], arr["values"], R0, arr["weights"][:, None] * counts.T,
-                           compute_range=arr["compute_range"], grid=grid, dtype=np.float32,
-                           refine_c_mid=grid.boot_refine_c_mid)
+                           compute_range=arr["compute_range"], grid=grid, boot=True)
         # Kept for pooling until every cell is fitted: as the smallest unsigned type that holds
         # them (the same counts; int64 for every point of every replicate fills gigabytes).
         return res, (arr, counts.astype(np.min_scalar_type(int(counts.max(initial=0)))))
@@ -166,12 +166,10 @@ class PaperMethod(Method):
     def cell_base(self, arr, R0):
         return arr["R0"]
 
-    def fit_resamples(self, arr, R0, idx, counts, *, grid, bin_width, ema_alpha, min_compute):
+    def fit_resamples(self, arr, R0, idx, counts, *, grid, records):
         if idx is None:
             idx = _indices_from_counts(counts)
-        res = fit_replicates(arr["compute"], arr["values"], R0, idx, bin_width=bin_width, ema_alpha=ema_alpha,
-                             min_compute=min_compute, compute_range=arr["compute_range"], grid=grid,
-                             dtype=np.float32)
+        res = fit_replicates(arr["compute"], arr["values"], R0, idx, records=records, grid=grid, dtype=np.float32)
         return res, None
 
     def figure_points(self, records, evals):

@@ -22,7 +22,7 @@ from isocompute.analysis.fits.pooled import get_pool
 from isocompute.analysis.fits.progress import progress
 from isocompute.analysis.fits.records import running_average
 from isocompute.analysis.fits.sigmoid import (FIT_COLUMNS, FLAT, NO_BASE, NO_POSITIVE, OK, TOO_FEW, USABLE, FitGrid,
-                                              _a_max, _cmid_grid, _grid_fit)
+                                              Search, Sums, _a_max, _cmid_grid, _grid_fit, _store)
 from isocompute.analysis.inputs.check import se_column
 from isocompute.config import schema_defaults
 
@@ -129,7 +129,7 @@ def pooled_base(evals: pd.DataFrame, metric: str) -> dict:
 
 
 def fit_weighted(compute, values, R0: float, weights, *, compute_range=None, grid: FitGrid = NOISE_FIT_GRID,
-                 dtype=np.float64, refine_c_mid=None) -> dict:
+                 boot: bool = False) -> dict:
     """Weighted least-squares sigmoid fit of one run, for each column of `weights`.
 
     `compute`, `values` (P,): the run's evaluations with compute > 0;
@@ -137,7 +137,8 @@ def fit_weighted(compute, values, R0: float, weights, *, compute_range=None, gri
     each of R replicates (0 leaves a point out). Returns arrays A, B, C_mid,
     sse (the weighted sum of squared residuals), n_points, status ('ok';
     'flat' when the best A is R0; 'too_few_points' below `grid.min_points`
-    distinct points).
+    distinct points). `boot`: the bootstrap's shortcuts, float32 sums and B refined at the
+    `grid.boot_refine_c_mid` best C_mid values only.
     """
     c = np.asarray(compute, dtype=float)
     W = np.asarray(weights, dtype=float).reshape(c.size, -1)
@@ -156,15 +157,11 @@ def fit_weighted(compute, values, R0: float, weights, *, compute_range=None, gri
     used = (W[:, enough] > 0).any(axis=1)
     Wu = W[used][:, enough]
     y2 = (Wu * dy[used, None] ** 2).sum(axis=0)
-    refine = grid.refine_c_mid if refine_c_mid is None else refine_c_mid
-    a, b, c_mid, sse = _grid_fit(np.log(c[used]), Wu * dy[used, None], Wu, y2, _cmid_grid(compute_range, grid),
-                                 grid, _a_max(R0, grid), dtype, refine, dense=True)
-    flat = a <= 0
-    out["A"][enough] = R0 + a
-    out["B"][enough] = np.where(flat, np.nan, b)
-    out["C_mid"][enough] = np.where(flat, np.nan, c_mid)
-    out["sse"][enough] = np.where(flat, y2, sse)
-    out["status"][np.flatnonzero(enough)[flat]] = FLAT
+    search = (Search(grid, _a_max(R0, grid), np.float32, grid.boot_refine_c_mid, dense=True) if boot
+              else Search(grid, _a_max(R0, grid), np.float64, grid.refine_c_mid, dense=True))
+    fit = _grid_fit(Sums(np.log(c[used]), Wu * dy[used, None], Wu, y2), _cmid_grid(compute_range, grid), search)
+    flat = _store(out, enough, R0, fit)
+    out["sse"][enough] = np.where(flat, y2, fit[3])
     return out
 
 

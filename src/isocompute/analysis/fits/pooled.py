@@ -160,63 +160,78 @@ def pool_fits(fits: pd.DataFrame, arrays: dict, R0: float, *, degree: int = 2,
     runs, the common curve two.
     """
     out = fits.copy()
-    pooled = np.zeros(len(out), dtype=bool)
-    pool_p, n_effect_p = np.full(len(out), np.nan), np.full(len(out), np.nan)
-    model = np.full(len(out), "runs", dtype=object)
-    A, B, C_mid = (out[c].to_numpy(dtype=float).copy() for c in ("A", "B", "C_mid"))
-    status = out["status"].to_numpy(dtype=object).copy()
+    t = {c: out[c].to_numpy(dtype=float).copy() for c in ("A", "B", "C_mid")}
+    t["status"] = out["status"].to_numpy(dtype=object).copy()
+    t.update(pooled=np.zeros(len(out), dtype=bool), pool_p=np.full(len(out), np.nan),
+             n_effect_p=np.full(len(out), np.nan), model=np.full(len(out), "runs", dtype=object))
     if "B_p" in out.columns and np.isfinite(R0):
-        bp, n_col, sse = out["B_p"].to_numpy(), out["n"].to_numpy(), out["sse"].to_numpy(dtype=float)
+        bp, t["n"], t["sse"] = out["B_p"].to_numpy(), out["n"].to_numpy(), out["sse"].to_numpy(dtype=float)
         for B_p in np.unique(bp):
-            rows = np.flatnonzero((bp == B_p) & np.isin(status, (OK, FLAT))
-                                  & np.array([(B_p, n) in arrays for n in n_col]))
-            fitted = rows[status[rows] == OK]
-            if np.unique(n_col[rows]).size < 2 or fitted.size == 0:
+            rows = np.flatnonzero((bp == B_p) & np.isin(t["status"], (OK, FLAT))
+                                  & np.array([(B_p, n) in arrays for n in t["n"]]))
+            fitted = rows[t["status"][rows] == OK]
+            if np.unique(t["n"][rows]).size < 2 or fitted.size == 0:
                 continue
-            points = [{"n": float(n_col[i]), **arrays[(B_p, n_col[i])]} for i in rows]
-            init = pd.DataFrame({"n": n_col[fitted], "A": A[fitted], "B": B[fitted], "C_mid": C_mid[fitted]})
-            # run-by-run: A, B, C_mid per fitted run (a flat run: A alone)
-            held = {"sse": float(sse[rows].sum()), "params": 3 * fitted.size + (rows.size - fitted.size),
-                    "trend": None, "degree": None}
-            if np.unique(n_col[rows]).size >= degree + 2 and np.unique(n_col[fitted]).size >= degree + 1:
-                trend = fit_trend(points, R0, init, degree=degree)
-                if trend is not None:
-                    p = f_test(trend["sse"], held["sse"], trend["n_points"], 1 + 2 * (degree + 1), held["params"])
-                    pool_p[rows] = p
-                    if np.isfinite(p) and p >= alpha:     # an untestable trend (p NaN) is not kept
-                        held = {"sse": trend["sse"], "params": 1 + 2 * (degree + 1), "trend": trend,
-                                "degree": degree}
-            if null_alpha is not None:
-                common = fit_trend(points, R0, init, degree=0)
-                if common is not None:
-                    p = f_test(common["sse"], held["sse"], common["n_points"], 3, held["params"])
-                    n_effect_p[rows] = p
-                    if np.isfinite(p) and p >= null_alpha:
-                        held = {**held, "trend": common, "degree": 0}
-            if held["trend"] is None:
-                if null_alpha is None or np.unique(n_col[rows]).size <= 2:     # two runs: the common test was it
-                    continue
-                # each run alone holds, and n matters: fuse neighbours in n that the data cannot tell apart
-                order = rows[np.argsort(n_col[rows], kind="stable")]
-                blocks = fuse_neighbours(order, dict(zip(rows, points)),
-                                         {i: (float(sse[i]), 3 if status[i] == OK else 1) for i in rows},
-                                         pd.DataFrame({"n": n_col, "A": A, "B": B, "C_mid": C_mid}), R0, null_alpha)
-                for block in blocks:
-                    if block["fit"] is None:
-                        continue
-                    b_rows = np.asarray(block["rows"])
-                    values = trend_params(block["fit"], n_col[b_rows], 0)
-                    A[b_rows], B[b_rows], C_mid[b_rows] = values["A"], values["B"], values["C_mid"]
-                    status[b_rows], pooled[b_rows], model[b_rows] = OK, True, "blocks"
-                continue
-            values = trend_params(held["trend"], n_col[rows], held["degree"])
-            A[rows], B[rows], C_mid[rows] = values["A"], values["B"], values["C_mid"]
-            status[rows] = OK
-            pooled[rows] = True
-            model[rows] = "common" if held["degree"] == 0 else "trend"
-    out["A"], out["B"], out["C_mid"], out["status"] = A, B, C_mid, status
-    out[POOLED_COLUMN], out["pool_p"], out["model"], out["n_effect_p"] = pooled, pool_p, model, n_effect_p
+            points = [{"n": float(t["n"][i]), **arrays[(B_p, t["n"][i])]} for i in rows]
+            held = _held_model(t, rows, points, R0, (degree, alpha, null_alpha))
+            if held["trend"] is not None:
+                values = trend_params(held["trend"], t["n"][rows], held["degree"])
+                _pool_rows(t, rows, values, "common" if held["degree"] == 0 else "trend")
+            elif null_alpha is not None and np.unique(t["n"][rows]).size > 2:  # two runs: the common test was it
+                _fuse(t, rows, points, R0, null_alpha)
+    out["A"], out["B"], out["C_mid"], out["status"] = t["A"], t["B"], t["C_mid"], t["status"]
+    out[POOLED_COLUMN], out["pool_p"], out["model"], out["n_effect_p"] = (t["pooled"], t["pool_p"], t["model"],
+                                                                         t["n_effect_p"])
     return out
+
+
+def _held_model(t: dict, rows, points: list, R0: float, tests) -> dict:
+    """The model one B_p's runs (`rows` of the columns `t`) hold to: run by run, the trend
+    in log2 n of `degree` unless an F-test rejects it at `alpha`, or one common curve unless
+    rejected at `null_alpha` (None: not tried). Writes the p-values into t's pool_p, n_effect_p."""
+    degree, alpha, null_alpha = tests
+    fitted = rows[t["status"][rows] == OK]
+    n_col = t["n"]
+    init = pd.DataFrame({"n": n_col[fitted], "A": t["A"][fitted], "B": t["B"][fitted], "C_mid": t["C_mid"][fitted]})
+    # run-by-run: A, B, C_mid per fitted run (a flat run: A alone)
+    held = {"sse": float(t["sse"][rows].sum()), "params": 3 * fitted.size + (rows.size - fitted.size),
+            "trend": None, "degree": None}
+    if np.unique(n_col[rows]).size >= degree + 2 and np.unique(n_col[fitted]).size >= degree + 1:
+        trend = fit_trend(points, R0, init, degree=degree)
+        if trend is not None:
+            p = f_test(trend["sse"], held["sse"], trend["n_points"], 1 + 2 * (degree + 1), held["params"])
+            t["pool_p"][rows] = p
+            if np.isfinite(p) and p >= alpha:     # an untestable trend (p NaN) is not kept
+                held = {"sse": trend["sse"], "params": 1 + 2 * (degree + 1), "trend": trend, "degree": degree}
+    if null_alpha is not None:
+        common = fit_trend(points, R0, init, degree=0)
+        if common is not None:
+            p = f_test(common["sse"], held["sse"], common["n_points"], 3, held["params"])
+            t["n_effect_p"][rows] = p
+            if np.isfinite(p) and p >= null_alpha:
+                held = {**held, "trend": common, "degree": 0}
+    return held
+
+
+def _fuse(t: dict, rows, points: list, R0: float, alpha: float) -> None:
+    """Each run alone holds, and n matters: fuse neighbours in n that the data cannot tell
+    apart (`fuse_neighbours`), and pool each fused block's rows of `t`."""
+    n_col, status = t["n"], t["status"]
+    order = rows[np.argsort(n_col[rows], kind="stable")]
+    blocks = fuse_neighbours(order, dict(zip(rows, points)),
+                             {i: (float(t["sse"][i]), 3 if status[i] == OK else 1) for i in rows},
+                             pd.DataFrame({"n": n_col, "A": t["A"], "B": t["B"], "C_mid": t["C_mid"]}), R0, alpha)
+    for block in blocks:
+        if block["fit"] is None:
+            continue
+        b_rows = np.asarray(block["rows"])
+        _pool_rows(t, b_rows, trend_params(block["fit"], n_col[b_rows], 0), "blocks")
+
+
+def _pool_rows(t: dict, rows, values: dict, model: str) -> None:
+    """Rows of `t` take a pooled model's curves."""
+    t["A"][rows], t["B"][rows], t["C_mid"][rows] = values["A"], values["B"], values["C_mid"]
+    t["status"][rows], t["pooled"][rows], t["model"][rows] = OK, True, model
 
 
 def fuse_neighbours(order, points: dict, own: dict, runs: pd.DataFrame, R0: float, alpha: float) -> list[dict]:

@@ -11,6 +11,8 @@ record when it beats the standing record by more than z standard errors.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 from scipy.signal import lfilter
@@ -25,6 +27,16 @@ RECORD_Z = schema_defaults("analysis")["record_z"]
 # Rounding applied to metric / bin_width before the floor, so that values such
 # as 0.12 / 0.01 = 11.999999999999998 land in bin 12 and not 11.
 BIN_DECIMALS = 9
+
+
+@dataclass(frozen=True)
+class RecordRule:
+    """Which evaluations of a run are its record-breaking points (the paper's method): new
+    bins of width `bin_width` of the `ema_alpha`-smoothed curve, at compute >= `min_compute`."""
+
+    bin_width: float = 0.01
+    ema_alpha: float | None = None
+    min_compute: float | None = None
 
 
 def metric_bins(values, bin_width: float = 0.01, decimals: int = BIN_DECIMALS) -> np.ndarray:

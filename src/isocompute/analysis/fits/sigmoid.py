@@ -15,6 +15,7 @@ curves (bootstrap replicates of one run) are fitted in one pass.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -22,7 +23,7 @@ from scipy.sparse import csr_array
 from scipy.special import expit
 
 from isocompute.analysis.fits.progress import progress
-from isocompute.analysis.fits.records import ema, record_mask
+from isocompute.analysis.fits.records import RecordRule, ema, record_mask
 
 
 FIT_COLUMNS = ["R0", "A", "B", "C_mid", "sse", "n_points", "status", "compute_min", "compute_max"]
@@ -82,78 +83,112 @@ def sigmoid_reward(compute, R0, A, B, C_mid) -> np.ndarray:
     return np.where(A == R0, base, out)
 
 
-def _grid_fit(log_c, ysum, count, y2, log_cmid, grid: FitGrid, a_max, dtype=np.float64, refine_c_mid=None,
-              dense: bool = False):
+class Sums(NamedTuple):
+    """What a grid search needs of R replicates of one curve: log_c (P,) log compute of the
+    candidate points; ysum (P, R) the sum of (value - R0) over the records at each point in
+    each replicate; count (P, R) how many records sit there; y2 (R,) the sum of squared
+    (value - R0). Weighted fits put weights in place of counts."""
+
+    log_c: np.ndarray
+    ysum: np.ndarray
+    count: np.ndarray
+    y2: np.ndarray
+
+
+class Search(NamedTuple):
+    """How one grid search runs: its grid; `a_max` the largest A - R0 (`_a_max`); the float
+    type; how many C_mid values (best first) get B refined (None: all); `dense`: the sums have
+    few zeros (weighted fits of all points), so the sums over points are dense products."""
+
+    grid: FitGrid
+    a_max: float
+    dtype: type = np.float64
+    refine_c_mid: int | None = None
+    dense: bool = False
+
+
+class _Candidates(NamedTuple):
+    """The coarse search's best cells per replicate (R, K): C_mid index, log B, a, sse."""
+
+    ic: np.ndarray
+    log_b: np.ndarray
+    a: np.ndarray
+    sse: np.ndarray
+
+    def rows(self, rows: slice) -> "_Candidates":
+        return _Candidates(*(x[rows] for x in self))
+
+
+def _grid_fit(sums: Sums, log_cmid, search: Search):
     """Best (a = A - R0, B, C_mid, sse) for R replicates of one curve.
 
-    log_c (P,): log compute of the candidate points; ysum (P, R): sum of
-    (value - R0) over the records at each point in each replicate; count (P, R):
-    how many records sit there; y2 (R,): sum of squared (value - R0).
-
     A coarse grid of B is searched for every C_mid; then, for the
-    `refine_c_mid` best C_mid values, B alone is refined around its best
+    `search.refine_c_mid` best C_mid values, B alone is refined around its best
     coarse value (the A grid is re-solved at every B). The bootstrap runs this
-    in float32, which is accurate enough to rank grid cells. `dense`: ysum
-    and count have few zeros (weighted fits of all points), so the sums over
-    points are dense products.
+    in float32, which is accurate enough to rank grid cells.
     """
-    P, R = ysum.shape
-    nC, nB = log_cmid.size, grid.b_points
-    log_b = np.linspace(np.log(grid.b_bounds[0]), np.log(grid.b_bounds[1]), nB)
-    d = log_c[None, :] - log_cmid[:, None]                       # (nC, P)
-    # s[p, cell] for every (C_mid, B) cell. Each replicate has few records, so
-    # the sums over points are sparse products (and need no BLAS threads,
-    # which only contend on a small shared machine).
-    s = d.T.astype(dtype)[:, :, None] * np.exp(log_b).astype(dtype)[None, None, :]
-    s = expit(s, out=s).reshape(P, -1)                           # (P, nC*nB)
-    as_matrix = (lambda m: m.T.astype(dtype)) if dense else (lambda m: csr_array(m.T.astype(dtype)))
-    ysum_sp, count_sp = as_matrix(ysum), as_matrix(count)
-    ssy = (ysum_sp @ s).T                                        # (nC*nB, R)
-    np.multiply(s, s, out=s)
-    ss2 = (count_sp @ s).T
-    del s
-    a, sse = _best_a(ssy, ss2, y2.astype(dtype)[None, :], grid.a_step, a_max)
-    sse = sse.reshape(nC, nB, R)
-    ib_c = np.argmin(sse, axis=1)                                # best coarse B per C_mid: (nC, R)
-    sse_c = np.take_along_axis(sse, ib_c[:, None, :], axis=1)[:, 0, :]
-    a_c = np.take_along_axis(a.reshape(nC, nB, R), ib_c[:, None, :], axis=1)[:, 0, :]
-    K = nC if refine_c_mid is None else max(1, min(int(refine_c_mid), nC))
-    ic = np.argsort(sse_c, axis=0, kind="stable")[:K].T          # (R, K) candidate C_mid indices
-    cols = np.arange(R)[:, None]
-    ib = ib_c[ic, cols]                                          # (R, K)
-    log_b_best = log_b[ib]
-    sse_best = sse_c[ic, cols].astype(float)
-    a_best = a_c[ic, cols].astype(float)
+    R = sums.ysum.shape[1]
+    log_b = np.linspace(np.log(search.grid.b_bounds[0]), np.log(search.grid.b_bounds[1]), search.grid.b_points)
+    d = sums.log_c[None, :] - log_cmid[:, None]                  # (nC, P)
+    best = _coarse(sums, d, log_b, search)
 
     # Refine B at each candidate C_mid (B alone, as in ScaleRL), level by level, on each
     # replicate's own record points only (padded with zero weights to the widest, L). The
     # replicates are independent, so a block of them at a time gives the same numbers and
     # keeps the (block, K, F, L) sigmoids near REFINE_BLOCK however many points a cell has.
-    has = count.T > 0                                            # (R, P)
-    L = max(int(has.sum(axis=1).max()), 1)
-    block = max(1, REFINE_BLOCK // (ic.shape[1] * max(grid.b_refine_points, 1) * L))
+    L = max(int((sums.count.T > 0).sum(axis=1).max()), 1)
+    block = max(1, REFINE_BLOCK // (best.ic.shape[1] * max(search.grid.b_refine_points, 1) * L))
     for r0 in range(0, R, block):
         rows = slice(r0, r0 + block)
-        log_b_best[rows], a_best[rows], sse_best[rows] = _refine_b(
-            has[rows], ysum.T[rows], count.T[rows], y2[rows], d, ic[rows], log_b, log_b_best[rows], a_best[rows],
-            sse_best[rows], L, grid, a_max, dtype)
-    k = np.argmin(sse_best, axis=1)
+        part = Sums(sums.log_c, sums.ysum[:, rows], sums.count[:, rows], sums.y2[rows])
+        best.log_b[rows], best.a[rows], best.sse[rows] = _refine_b(part, d, log_b, best.rows(rows), L, search)
+    k = np.argmin(best.sse, axis=1)
     r = np.arange(R)
-    return (a_best[r, k], np.exp(log_b_best[r, k]), np.exp(log_cmid[ic[r, k]]),
-            np.maximum(sse_best[r, k], 0.0))
+    return (best.a[r, k], np.exp(best.log_b[r, k]), np.exp(log_cmid[best.ic[r, k]]),
+            np.maximum(best.sse[r, k], 0.0))
 
 
-def _refine_b(has, ysum_t, count_t, y2, d, ic, log_b, log_b_best, a_best, sse_best, L, grid, a_max, dtype):
-    """`_grid_fit`'s refinement of B for a block of replicates: has, ysum_t, count_t (R, P), y2 (R,),
-    ic and the best so far (R, K); returns the refined (log_b_best, a_best, sse_best)."""
+def _coarse(sums: Sums, d, log_b, search: Search) -> _Candidates:
+    """The coarse grid: every (C_mid, B) cell, the best B per C_mid, and the
+    `search.refine_c_mid` best C_mid values per replicate as candidates."""
+    P, R = sums.ysum.shape
+    nC, nB, dtype = d.shape[0], log_b.size, search.dtype
+    # s[p, cell] for every (C_mid, B) cell. Each replicate has few records, so
+    # the sums over points are sparse products (and need no BLAS threads,
+    # which only contend on a small shared machine).
+    s = d.T.astype(dtype)[:, :, None] * np.exp(log_b).astype(dtype)[None, None, :]
+    s = expit(s, out=s).reshape(P, -1)                           # (P, nC*nB)
+    as_matrix = (lambda m: m.T.astype(dtype)) if search.dense else (lambda m: csr_array(m.T.astype(dtype)))
+    ysum_sp, count_sp = as_matrix(sums.ysum), as_matrix(sums.count)
+    ssy = (ysum_sp @ s).T                                        # (nC*nB, R)
+    np.multiply(s, s, out=s)
+    ss2 = (count_sp @ s).T
+    del s
+    a, sse = _best_a(ssy, ss2, sums.y2.astype(dtype)[None, :], search.grid.a_step, search.a_max)
+    sse = sse.reshape(nC, nB, R)
+    ib_c = np.argmin(sse, axis=1)                                # best coarse B per C_mid: (nC, R)
+    sse_c = np.take_along_axis(sse, ib_c[:, None, :], axis=1)[:, 0, :]
+    a_c = np.take_along_axis(a.reshape(nC, nB, R), ib_c[:, None, :], axis=1)[:, 0, :]
+    K = nC if search.refine_c_mid is None else max(1, min(int(search.refine_c_mid), nC))
+    ic = np.argsort(sse_c, axis=0, kind="stable")[:K].T          # (R, K) candidate C_mid indices
+    cols = np.arange(R)[:, None]
+    return _Candidates(ic, log_b[ib_c[ic, cols]], a_c[ic, cols].astype(float), sse_c[ic, cols].astype(float))
+
+
+def _refine_b(sums: Sums, d, log_b, best: _Candidates, L: int, search: Search):
+    """`_grid_fit`'s refinement of B for a block of replicates (`sums` and `best` of those
+    replicates; d (nC, P) log C - log C_mid); returns the refined (log_b, a, sse)."""
+    grid, dtype = search.grid, search.dtype
+    has = sums.count.T > 0                                       # (R, P)
     step = log_b[1] - log_b[0] if log_b.size > 1 else 0.0
     m = grid.b_refine_points
     u = np.linspace(-1.0, 1.0, m) if m > 1 else np.zeros(1)
     pidx = np.argsort(~has, axis=1, kind="stable")[:, :L]        # (R, L), records first
     keep = np.take_along_axis(has, pidx, axis=1)
-    ysum_t = np.where(keep, np.take_along_axis(ysum_t, pidx, axis=1), 0).astype(dtype)[:, None, :, None]
-    count_t = np.where(keep, np.take_along_axis(count_t, pidx, axis=1), 0).astype(dtype)[:, None, :, None]
-    d_cand = d[ic[:, :, None], pidx[:, None, :]].astype(dtype)  # (R, K, L)
+    ysum_t = np.where(keep, np.take_along_axis(sums.ysum.T, pidx, axis=1), 0).astype(dtype)[:, None, :, None]
+    count_t = np.where(keep, np.take_along_axis(sums.count.T, pidx, axis=1), 0).astype(dtype)[:, None, :, None]
+    d_cand = d[best.ic[:, :, None], pidx[:, None, :]].astype(dtype)  # (R, K, L)
+    log_b_best, a_best, sse_best = best.log_b, best.a, best.sse
     for _ in range(grid.b_refine_levels if m > 1 else 0):
         lb = np.clip(log_b_best[:, :, None] + step * u, log_b[0], log_b[-1])   # (R, K, F)
         sf = np.exp(lb).astype(dtype)[:, :, :, None] * d_cand[:, :, None, :]   # (R, K, F, L)
@@ -161,7 +196,7 @@ def _refine_b(has, ysum_t, count_t, y2, d, ic, log_b, log_b_best, a_best, sse_be
         ssy_f = np.matmul(sf, ysum_t)[..., 0]
         np.multiply(sf, sf, out=sf)
         ss2_f = np.matmul(sf, count_t)[..., 0]
-        a_f, sse_f = _best_a(ssy_f, ss2_f, y2.astype(dtype)[:, None, None], grid.a_step, a_max)
+        a_f, sse_f = _best_a(ssy_f, ss2_f, sums.y2.astype(dtype)[:, None, None], grid.a_step, search.a_max)
         jf = np.argmin(sse_f, axis=2)[..., None]                 # (R, K, 1)
         sse_j = np.take_along_axis(sse_f, jf, axis=2)[..., 0]
         better = sse_j < sse_best
@@ -197,69 +232,84 @@ def _cmid_grid(compute_range, grid: FitGrid) -> np.ndarray:
     return np.linspace(np.log(lo) - margin, np.log(hi) + margin, grid.c_mid_points)
 
 
-def fit_replicates(compute, values, R0: float, resample=None, *, bin_width: float = 0.01,
-                   ema_alpha: float | None = None, min_compute: float | None = None,
-                   compute_range=None, grid: FitGrid = FitGrid(), dtype=np.float64) -> dict:
+def fit_replicates(compute, values, R0: float, resample=None, *, records: RecordRule = RecordRule(),
+                   grid: FitGrid = FitGrid(), dtype=np.float64) -> dict:
     """Records + sigmoid fit for one run, for each row of `resample`.
 
     `compute`, `values`: the run's evaluation points with compute > 0, sorted by
     compute; the step-0 value `R0` is prepended to every replicate. `resample`
     (R, K) holds indices into these points (sorted within each row); None means
-    the curve itself. Returns arrays A, B, C_mid, sse, n_points, status:
+    the curve itself. The C_mid grid spans the points at compute >= `records.min_compute`.
+    Returns arrays A, B, C_mid, sse, n_points, status:
     'ok'; 'flat' when the fit puts A at R0, or when no point ever enters a bin
     above R0's (A = R0, B and C_mid NaN); 'too_few_points' when fewer than
     `grid.min_points` record points (compute > 0, >= `min_compute`) remain.
     """
     c = np.asarray(compute, dtype=float)
-    y = np.asarray(values, dtype=float)
-    P = c.size
-    idx = np.arange(P)[None, :] if resample is None else np.asarray(resample)
-    R = idx.shape[0]
-    out = {"A": np.full(R, np.nan), "B": np.full(R, np.nan), "C_mid": np.full(R, np.nan),
-           "sse": np.full(R, np.nan), "n_points": np.zeros(R, dtype=int),
-           "status": np.full(R, NO_POSITIVE, dtype=object)}
-    if P == 0:
+    idx = np.arange(c.size)[None, :] if resample is None else np.asarray(resample)
+    out = _unfitted(idx.shape[0])
+    if c.size == 0:
         return out
-    seq = np.concatenate([np.full((R, 1), R0), y[idx]], axis=1)
-    smoothed = ema(seq, ema_alpha, axis=1)
-    rec = record_mask(smoothed, bin_width)[:, 1:]                # step 0 is not a fit point
+    eligible = np.ones(c.size, dtype=bool) if records.min_compute is None else c >= records.min_compute
+    seq = np.concatenate([np.full((idx.shape[0], 1), R0), np.asarray(values, dtype=float)[idx]], axis=1)
+    smoothed = ema(seq, records.ema_alpha, axis=1)
+    rec = record_mask(smoothed, records.bin_width)[:, 1:]        # step 0 is not a fit point
     rec_any = rec.any(axis=1)
-    eligible = np.ones(P, dtype=bool) if min_compute is None else c >= min_compute
     rec &= eligible[idx]
-    rr, jj = np.nonzero(rec)
-    pp = idx[rr, jj]
-    dy = smoothed[:, 1:][rr, jj] - R0
-    ysum = np.zeros((P, R))
-    count = np.zeros((P, R))
-    np.add.at(ysum, (pp, rr), dy)
-    np.add.at(count, (pp, rr), 1.0)
-    y2 = np.bincount(rr, weights=dy * dy, minlength=R)
-    n_points = np.bincount(rr, minlength=R)
-    out["n_points"] = n_points
-    enough = n_points >= grid.min_points
+    dev = smoothed[:, 1:] - R0
+    sums, out["n_points"] = _record_sums(c.size, idx, rec, dev)
+    enough = out["n_points"] >= grid.min_points
     # Never above R0's bin (no record after step 0) over enough points: flat, not too few.
     never_rose = ~rec_any & (eligible[idx].sum(axis=1) >= grid.min_points)
     out["status"] = np.where(enough, OK, np.where(never_rose, FLAT, TOO_FEW)).astype(object)
     if never_rose.any():
         out["A"][never_rose] = R0
-        dev = np.where(eligible[idx], smoothed[:, 1:] - R0, 0.0)
-        out["sse"][never_rose] = (dev * dev).sum(axis=1)[never_rose]
+        flat_dev = np.where(eligible[idx], dev, 0.0)
+        out["sse"][never_rose] = (flat_dev * flat_dev).sum(axis=1)[never_rose]
     if not enough.any():
         return out
-    if compute_range is None:
-        compute_range = (c[eligible].min(), c[eligible].max())
     # Only points that are a record in some replicate enter the sums.
-    used = count[:, enough].any(axis=1)
+    used = sums.count[:, enough].any(axis=1)
     refine = grid.refine_c_mid if resample is None else grid.boot_refine_c_mid
-    a, b, c_mid, sse = _grid_fit(np.log(c[used]), ysum[used][:, enough], count[used][:, enough], y2[enough],
-                                 _cmid_grid(compute_range, grid), grid, _a_max(R0, grid), dtype, refine)
+    part = Sums(np.log(c[used]), sums.ysum[used][:, enough], sums.count[used][:, enough], sums.y2[enough])
+    log_cmid = _cmid_grid((c[eligible].min(), c[eligible].max()), grid)
+    _store(out, enough, R0, _grid_fit(part, log_cmid, Search(grid, _a_max(R0, grid), dtype, refine)))
+    return out
+
+
+def _record_sums(P: int, idx, rec, dev) -> tuple[Sums, np.ndarray]:
+    """The sums over each replicate's record points (mask `rec` (R, K) over the points `idx`,
+    `dev` their smoothed value - R0), log_c not yet chosen; and each replicate's count of them."""
+    R = idx.shape[0]
+    rr, jj = np.nonzero(rec)
+    pp = idx[rr, jj]
+    dy = dev[rr, jj]
+    ysum = np.zeros((P, R))
+    count = np.zeros((P, R))
+    np.add.at(ysum, (pp, rr), dy)
+    np.add.at(count, (pp, rr), 1.0)
+    y2 = np.bincount(rr, weights=dy * dy, minlength=R)
+    return Sums(None, ysum, count, y2), np.bincount(rr, minlength=R)
+
+
+def _unfitted(R: int) -> dict:
+    """Fit arrays of R replicates before fitting: NaN, no points, status 'no_positive_compute'."""
+    return {"A": np.full(R, np.nan), "B": np.full(R, np.nan), "C_mid": np.full(R, np.nan),
+            "sse": np.full(R, np.nan), "n_points": np.zeros(R, dtype=int),
+            "status": np.full(R, NO_POSITIVE, dtype=object)}
+
+
+def _store(out: dict, enough, R0: float, fit) -> np.ndarray:
+    """Put a grid search's (a, B, C_mid, sse) into the rows `enough` of `out`; a fit with A at
+    R0 is 'flat' (B, C_mid NaN). Returns the flat mask (over the fitted rows)."""
+    a, b, c_mid, sse = fit
     flat = a <= 0
     out["A"][enough] = R0 + a
     out["B"][enough] = np.where(flat, np.nan, b)
     out["C_mid"][enough] = np.where(flat, np.nan, c_mid)
     out["sse"][enough] = sse
     out["status"][np.flatnonzero(enough)[flat]] = FLAT
-    return out
+    return flat
 
 
 def fit_sigmoid(compute, reward, R0: float, *, compute_range=None, min_compute: float | None = None,
@@ -288,9 +338,9 @@ def fit_sigmoid(compute, reward, R0: float, *, compute_range=None, min_compute: 
         return SigmoidFit(R0, np.nan, np.nan, np.nan, np.nan, P, TOO_FEW)
     if compute_range is None:
         compute_range = (c.min(), c.max())
-    a, b, c_mid, sse = _grid_fit(np.log(c), dy, np.ones((P, 1)), np.array([float((dy ** 2).sum())]),
-                                 _cmid_grid(compute_range, grid), grid, _a_max(R0, grid),
-                                 refine_c_mid=grid.refine_c_mid)
+    sums = Sums(np.log(c), dy, np.ones((P, 1)), np.array([float((dy ** 2).sum())]))
+    search = Search(grid, _a_max(R0, grid), refine_c_mid=grid.refine_c_mid)
+    a, b, c_mid, sse = _grid_fit(sums, _cmid_grid(compute_range, grid), search)
     if a[0] <= 0:
         sse_flat = float((dy ** 2).sum())
         return SigmoidFit(R0, R0, np.nan, np.nan, sse_flat, P, FLAT)
@@ -344,9 +394,8 @@ def fit_curves_paper(evals: pd.DataFrame, metric: str = "avg@4", *, bin_width: f
         elif arr["compute_range"] is None:
             row.update(A=np.nan, B=np.nan, C_mid=np.nan, sse=np.nan, n_points=0, status=NO_POSITIVE)
         else:
-            res = fit_replicates(arr["compute"], arr["values"], arr["R0"], bin_width=bin_width,
-                                 ema_alpha=ema_alpha, min_compute=min_compute,
-                                 compute_range=arr["compute_range"], grid=grid)
+            res = fit_replicates(arr["compute"], arr["values"], arr["R0"],
+                                 records=RecordRule(bin_width, ema_alpha, min_compute), grid=grid)
             row.update({k: (v[0].item() if hasattr(v[0], "item") else v[0]) for k, v in res.items()})
         rows.append(row)
     cols = keys + FIT_COLUMNS

@@ -11,31 +11,49 @@ validation set gives it (Gaussian, or binomial from problems x samples).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 
 from isocompute.analysis.fits.sigmoid import sigmoid_reward
 
+SPAN = 20.0      # synthetic_evals: each run's evaluations span about this many times its C_mid
 
-def synthetic_params(B_p: int, n: int, *, R0: float = 0.3, A_lo: float = 0.5, A_hi: float = 0.8,
-                     n_sat: float = 64.0, decline: float = 0.01, B: float = 1.2,
-                     c_mid_scale: float = 2000.0, bp_exponent: float = 0.5, n_exponent: float = 0.9) -> dict:
+
+@dataclass(frozen=True)
+class GrowthTruth:
+    """`synthetic_params`' truth: A rises with log n from `A_lo` towards `A_hi` up to `n_sat`
+    and falls by `decline` per doubling beyond; C_mid = c_mid_scale * B_p^bp_exponent *
+    n^n_exponent; R0 and B shared."""
+
+    R0: float = 0.3
+    A_lo: float = 0.5
+    A_hi: float = 0.8
+    n_sat: float = 64.0
+    decline: float = 0.01
+    B: float = 1.2
+    c_mid_scale: float = 2000.0
+    bp_exponent: float = 0.5
+    n_exponent: float = 0.9
+
+
+def synthetic_params(B_p: int, n: int, truth: GrowthTruth = GrowthTruth()) -> dict:
     """Known (R0, A, B, C_mid) of run (B_p, n): A rises with log n up to `n_sat`
     and falls by `decline` per doubling beyond; C_mid = c_mid_scale * B_p^0.5 * n^0.9,
     so that at a fixed batch B_p * n a larger n is slower to start but goes
     higher (n*(M) grows with M, as in the paper's Fig. 9)."""
-    x = min(np.log2(n) / np.log2(n_sat), 1.0)
-    A = A_lo + (A_hi - A_lo) * (1 - np.exp(-2.5 * x)) - decline * max(np.log2(n / n_sat), 0.0)
-    C_mid = c_mid_scale * B_p ** bp_exponent * n ** n_exponent
-    return {"R0": R0, "A": float(A), "B": B, "C_mid": float(C_mid)}
+    t = truth
+    x = min(np.log2(n) / np.log2(t.n_sat), 1.0)
+    A = t.A_lo + (t.A_hi - t.A_lo) * (1 - np.exp(-2.5 * x)) - t.decline * max(np.log2(n / t.n_sat), 0.0)
+    C_mid = t.c_mid_scale * B_p ** t.bp_exponent * n ** t.n_exponent
+    return {"R0": t.R0, "A": float(A), "B": t.B, "C_mid": float(C_mid)}
 
 
-def synthetic_evals(B_ps=(32,), ns=(8, 16, 32, 64, 128), *, points: int = 200, span: float = 20.0,
-                    budget: float | None = None,
-                    noise: float = 0.0, seed: int = 0,
-                    **param_kw) -> pd.DataFrame:
+def synthetic_evals(B_ps=(32,), ns=(8, 16, 32, 64, 128), *, points: int = 200, budget: float | None = None,
+                    noise: float = 0.0, seed: int = 0, truth: GrowthTruth = GrowthTruth()) -> pd.DataFrame:
     """An evaluation table: `points` evaluations per run (step 0 included),
-    evenly spaced in steps up to about `span` x the run's own C_mid (runs
+    evenly spaced in steps up to about SPAN x the run's own C_mid (runs
     beyond `n_sat` stop where the n_sat run stops), or a common `budget`. Columns B_p, n, step, compute, avg@4, best@4, worst@4, tokens.
     best@4 / worst@4 are smooth transforms of avg@4 (coverage above, sharpening
     below), enough for their optima to be defined."""
@@ -43,9 +61,8 @@ def synthetic_evals(B_ps=(32,), ns=(8, 16, 32, 64, 128), *, points: int = 200, s
     rows = []
     for B_p in B_ps:
         for n in ns:
-            p = synthetic_params(B_p, n, **param_kw)
-            n_sat = param_kw.get("n_sat", 64.0)
-            run_budget = (span * synthetic_params(B_p, min(n, n_sat), **param_kw)["C_mid"]
+            p = synthetic_params(B_p, n, truth)
+            run_budget = (SPAN * synthetic_params(B_p, min(n, truth.n_sat), truth)["C_mid"]
                           if budget is None else budget)
             every = max(1, int(np.ceil(run_budget / (B_p * n * (points - 1)))))
             steps = np.arange(points) * every
@@ -70,8 +87,21 @@ def _run_frame(B_p: int, n: int, steps, avg) -> pd.DataFrame:
     return frame
 
 
-def crossover_params(B_p: int, n: int, *, R0: float = 0.45, A_ref: float = 0.60, A_per_doubling: float = 0.02,
-                     n_ref: int = 8, c_mid_ref: float = 3e4, c_mid_exponent: float = 0.75, B: float = 1.5) -> dict:
+@dataclass(frozen=True)
+class CrossoverTruth:
+    """`crossover_params`' truth: A = A_ref + A_per_doubling per doubling of n over n_ref,
+    C_mid = c_mid_ref * (n / n_ref)^c_mid_exponent; R0 and B shared."""
+
+    R0: float = 0.45
+    A_ref: float = 0.60
+    A_per_doubling: float = 0.02
+    n_ref: int = 8
+    c_mid_ref: float = 3e4
+    c_mid_exponent: float = 0.75
+    B: float = 1.5
+
+
+def crossover_params(B_p: int, n: int, truth: CrossoverTruth = CrossoverTruth()) -> dict:
     """Known curves with a crossover, on the paper's Easy scale at B_p = 32.
 
     A larger n has a higher asymptote (`A_per_doubling` per doubling of n) and
@@ -83,24 +113,39 @@ def crossover_params(B_p: int, n: int, *, R0: float = 0.45, A_ref: float = 0.60,
     between (Fig. 6/7); n = 8 is half way after ~120 of its steps. B_p does not
     enter (one B_p per study in the benchmark).
     """
-    doublings = np.log2(n / n_ref)
-    return {"R0": R0, "A": A_ref + A_per_doubling * doublings, "B": B,
-            "C_mid": c_mid_ref * (n / n_ref) ** c_mid_exponent}
+    t = truth
+    doublings = np.log2(n / t.n_ref)
+    return {"R0": t.R0, "A": t.A_ref + t.A_per_doubling * doublings, "B": t.B,
+            "C_mid": t.c_mid_ref * (n / t.n_ref) ** t.c_mid_exponent}
 
 
-def synthetic_study(B_ps, ns, *, c_max: float, eval_steps, params=crossover_params, noise: float = 0.0,
-                    problems: int | None = None, samples: int = 4, seeds: int = 1, seed: int = 0) -> pd.DataFrame:
+@dataclass(frozen=True)
+class EvalNoise:
+    """How a synthetic study's evaluations are drawn around the truth: Gaussian with sd `sd`,
+    or, with `problems`, binomial from problems x `samples` draws; every cell trained `seeds`
+    times; the generator seeded by `seed`."""
+
+    sd: float = 0.0
+    problems: int | None = None
+    samples: int = 4
+    seeds: int = 1
+    seed: int = 0
+
+
+def synthetic_study(B_ps, ns, *, c_max: float, eval_steps, params=crossover_params,
+                    noise: EvalNoise = EvalNoise()) -> pd.DataFrame:
     """An evaluation table of a study trained to one compute budget.
 
     Each run (B_p, n) takes M_max = c_max // (B_p n) steps and is validated at
     `eval_steps(B, M_max)` (B = B_p n; e.g. every K steps, or a compute-matched
-    schedule). Its true avg@4 is `params(B_p, n)`'s sigmoid. Noise: Gaussian
-    with sd `noise` on every evaluation (step 0 included: each run evaluates
-    the base model itself), or, with `problems`, binomial from problems x
+    schedule). Its true avg@4 is `params(B_p, n)`'s sigmoid. Noise (`EvalNoise`): Gaussian
+    with sd `noise.sd` on every evaluation (step 0 included: each run evaluates
+    the base model itself), or, with `noise.problems`, binomial from problems x
     `samples` draws (then the table carries columns problems and samples).
-    With `seeds` > 1 every cell is trained that many times (column seed).
+    With `noise.seeds` > 1 every cell is trained that many times (column seed).
     """
-    rng = np.random.default_rng(seed)
+    problems, samples, seeds = noise.problems, noise.samples, noise.seeds
+    rng = np.random.default_rng(noise.seed)
     rows = []
     for B_p in B_ps:
         for n in ns:
@@ -113,7 +158,7 @@ def synthetic_study(B_ps, ns, *, c_max: float, eval_steps, params=crossover_para
                     draws = problems * samples
                     avg = rng.binomial(draws, np.clip(truth, 0, 1)) / draws
                 else:
-                    avg = np.clip(truth + noise * rng.standard_normal(truth.shape), 0, 1)
+                    avg = np.clip(truth + noise.sd * rng.standard_normal(truth.shape), 0, 1)
                 frame = _run_frame(B_p, n, steps, avg)
                 if problems is not None:
                     frame["problems"], frame["samples"] = problems, samples

@@ -11,6 +11,7 @@ replicate of a cell is the fit to its drawn data, by the analysis method.
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -19,7 +20,7 @@ from isocompute.analysis.fits.fitter import Fitter
 from isocompute.analysis.fits.progress import progress
 from isocompute.analysis.fits.records import running_average
 from isocompute.analysis.fits.sigmoid import USABLE
-from isocompute.analysis.frontier.envelope import comparable, envelope, run_curves, study_grid
+from isocompute.analysis.frontier.envelope import Curves, comparable, envelope, run_curves, study_grid
 from isocompute.analysis.frontier.nstar import GOOD_LAW, LAW_PARAMS, LawGrid, fit_n_star_laws
 
 BOOT_COLUMNS = ["replicate", "B_p", "n", "R0", "A", "B", "C_mid", "status", "compute_min", "compute_max"]
@@ -93,12 +94,8 @@ def replicate_frontiers(boot: pd.DataFrame, grid, *, extrapolate: bool = True, t
     reps = boot["replicate"].nunique()
     K = len(boot) // max(reps, 1)
     shape = (reps, K)
-    arr = lambda name: boot[name].to_numpy(dtype=float).reshape(shape)  # noqa: E731
-    best, best_last, reward = envelope(arr("R0"), arr("A"), arr("B"), arr("C_mid"),
-                                       boot["status"].isin(USABLE).to_numpy().reshape(shape),
-                                       arr("compute_max"), grid, extrapolate=extrapolate,
-                                       compute_min=arr("compute_min"), last=True)
-    n = arr("n")
+    best, best_last, reward = envelope(Curves.of(boot, shape), grid, extrapolate=extrapolate, last=True)
+    n = boot["n"].to_numpy(dtype=float).reshape(shape)
     pick = lambda i: np.where(i >= 0, np.take_along_axis(n, np.maximum(i, 0), axis=1), np.nan)  # noqa: E731
     if ties:
         return pick(best), pick(best_last), reward
@@ -158,26 +155,44 @@ def _groups(boot, fits, table, by):
                (table[by] == key).to_numpy())
 
 
+@dataclass(frozen=True)
+class LawBootstrap:
+    """How replicate fits become the law's intervals and the frontier's bands: the groups
+    (`by` 'B_p' (Q1), 'B' (Q2, x = steps M with `scale_by_batch`), or None (Q3)), the
+    frontier's grid (`grid_points`, `extrapolate`: as the point estimate's), the running
+    average's `window`, the interval level `ci`, and the law fit's `law_grid`."""
+
+    by: str | None = "B_p"
+    scale_by_batch: bool = False
+    grid_points: int = 100
+    window: int = 5
+    ci: float = 0.95
+    extrapolate: bool = True
+    law_grid: LawGrid = LawGrid()
+
+    @property
+    def quantiles(self) -> tuple[float, float]:
+        """The interval's percentiles (lo, hi)."""
+        return 50 * (1 - self.ci), 50 * (1 + self.ci)
+
+
 def bootstrap_intervals(boot: pd.DataFrame, fits: pd.DataFrame, laws: pd.DataFrame,
-                        frontier: pd.DataFrame | None = None, **kw):
+                        frontier: pd.DataFrame | None = None, spec: LawBootstrap = LawBootstrap()):
     """Percentile intervals of the law (and of the frontier) from replicate fits.
 
     `fits`/`laws`/`frontier` are the point estimates (`fits` fixes each
-    group's grid, the grid `frontier` was computed on). Keywords as
-    `bootstrap_laws`: `by` 'B_p' (Q1), 'B' (Q2, x = steps M with
-    `scale_by_batch`), or None (Q3). Returns (laws plus <param>_lo,
+    group's grid, the grid `frontier` was computed on); `spec` the groups and
+    the grid (`LawBootstrap`). Returns (laws plus <param>_lo,
     <param>_hi and n_boot, the replicates whose law fit succeeded; frontier
     plus reward_lo/hi, n_star_lo/hi and log2_n_star_avg_lo/hi per grid
     point, or None without `frontier`).
     """
-    laws, bands, _ = bootstrap_laws(boot, fits, laws, frontier, **kw)
+    laws, bands, _ = bootstrap_laws(boot, fits, laws, frontier, spec)
     return laws, bands
 
 
 def bootstrap_laws(boot: pd.DataFrame, fits: pd.DataFrame, laws: pd.DataFrame,
-                   frontier: pd.DataFrame | None = None, *, by: str | None = "B_p",
-                   scale_by_batch: bool = False, grid_points: int = 100, window: int = 5, ci: float = 0.95,
-                   extrapolate: bool = True, law_grid: LawGrid = LawGrid()):
+                   frontier: pd.DataFrame | None = None, spec: LawBootstrap = LawBootstrap()):
     """`bootstrap_intervals`, plus the law fitted to every replicate: (laws,
     bands, draws), draws one row per (group, replicate) with columns `by`
     (absent when None), replicate, L, U, k, c0, status. The intervals are
@@ -185,7 +200,7 @@ def bootstrap_laws(boot: pd.DataFrame, fits: pd.DataFrame, laws: pd.DataFrame,
     draws lets a prediction of the law at any compute (`recommend`) carry
     their correlation, which the per-parameter intervals lose.
     """
-    lo_q, hi_q = 50 * (1 - ci), 50 * (1 + ci)
+    lo_q, hi_q = spec.quantiles
     draws = []
     out = laws.copy()
     for name in LAW_PARAMS:
@@ -197,29 +212,14 @@ def bootstrap_laws(boot: pd.DataFrame, fits: pd.DataFrame, laws: pd.DataFrame,
         bands = frontier.copy()
         for col in BAND_COLUMNS:
             bands[col] = np.nan
-    for key, g_fits, g_boot, rows in _groups(boot, fits, out, by):
-        if g_boot.empty:
+    for key, g_fits, g_boot, rows in _groups(boot, fits, out, spec.by):
+        res = None if g_boot.empty else _replicate_laws(key, g_fits, g_boot, spec, bands)
+        if res is None:
             continue
-        scale = float(key) if scale_by_batch else 1.0
-        grid = study_grid(g_fits, grid_points, scale=scale, extrapolate=extrapolate)
-        if grid is None:
-            continue
-        n_star, n_star_max, reward = replicate_frontiers(g_boot, grid * scale, extrapolate=extrapolate, ties=True)
-        # the law is fitted where every run can enter (`envelope.comparable`; Q1 only)
-        where = comparable(g_fits, grid, extrapolate=extrapolate) if by == "B_p" else np.ones(grid.size, bool)
-        log2_avg = running_average(np.where(where, np.log2(n_star), np.nan), window)
-        res = fit_n_star_laws(np.log10(grid), log2_avg, grid=law_grid)
-        good = np.isin(res["status"], GOOD_LAW)
-        draws.append(pd.DataFrame({**({} if by is None else {by: key}),
+        draws.append(pd.DataFrame({**({} if spec.by is None else {spec.by: key}),
                                    "replicate": np.sort(g_boot["replicate"].unique()),
                                    **{name: res[name] for name in LAW_PARAMS}, "status": res["status"]}))
-        if bands is not None:
-            in_group = np.ones(len(bands), dtype=bool) if by is None else (bands[by] == key).to_numpy()
-            if in_group.sum() == grid.size:
-                _fill_bands(bands, in_group, reward, (n_star, n_star_max), log2_avg, lo_q, hi_q)
-                if by == "B_p":     # Q1's reward band: selection-aware (`frontier_reward_band`)
-                    lo, hi = frontier_reward_band(g_boot, g_fits, grid, extrapolate=extrapolate, ci=ci)
-                    bands.loc[in_group, "reward_lo"], bands.loc[in_group, "reward_hi"] = lo, hi
+        good = np.isin(res["status"], GOOD_LAW)
         if not good.any():
             continue
         i = np.flatnonzero(rows)[0]
@@ -227,9 +227,32 @@ def bootstrap_laws(boot: pd.DataFrame, fits: pd.DataFrame, laws: pd.DataFrame,
             out.loc[out.index[i], f"{name}_lo"] = np.percentile(res[name][good], lo_q)
             out.loc[out.index[i], f"{name}_hi"] = np.percentile(res[name][good], hi_q)
         out.loc[out.index[i], "n_boot"] = int(good.sum())
-    columns = ([] if by is None else [by]) + DRAW_COLUMNS
+    columns = ([] if spec.by is None else [spec.by]) + DRAW_COLUMNS
     draws = pd.concat(draws, ignore_index=True)[columns] if draws else pd.DataFrame(columns=columns)
     return out, bands, draws
+
+
+def _replicate_laws(key, g_fits: pd.DataFrame, g_boot: pd.DataFrame, spec: LawBootstrap, bands) -> dict | None:
+    """One group's replicate frontiers and the law fitted to each (`fit_n_star_laws`'s arrays);
+    fills the group's rows of `bands` (when given). None when the group has no grid."""
+    by, extrapolate = spec.by, spec.extrapolate
+    scale = float(key) if spec.scale_by_batch else 1.0
+    grid = study_grid(g_fits, spec.grid_points, scale=scale, extrapolate=extrapolate)
+    if grid is None:
+        return None
+    n_star, n_star_max, reward = replicate_frontiers(g_boot, grid * scale, extrapolate=extrapolate, ties=True)
+    # the law is fitted where every run can enter (`envelope.comparable`; Q1 only)
+    where = comparable(g_fits, grid, extrapolate=extrapolate) if by == "B_p" else np.ones(grid.size, bool)
+    log2_avg = running_average(np.where(where, np.log2(n_star), np.nan), spec.window)
+    res = fit_n_star_laws(np.log10(grid), log2_avg, grid=spec.law_grid)
+    if bands is not None:
+        in_group = np.ones(len(bands), dtype=bool) if by is None else (bands[by] == key).to_numpy()
+        if in_group.sum() == grid.size:
+            _fill_bands(bands, in_group, reward, (n_star, n_star_max), log2_avg, *spec.quantiles)
+            if by == "B_p":     # Q1's reward band: selection-aware (`frontier_reward_band`)
+                lo, hi = frontier_reward_band(g_boot, g_fits, grid, extrapolate=extrapolate, ci=spec.ci)
+                bands.loc[in_group, "reward_lo"], bands.loc[in_group, "reward_hi"] = lo, hi
+    return res
 
 
 def n_star_band(n_star, n_star_max, lo_q: float, hi_q: float) -> tuple[np.ndarray, np.ndarray]:
@@ -253,6 +276,7 @@ def _fill_bands(bands, rows, reward, n_star, log2_avg, lo_q, hi_q) -> None:
             bands.loc[rows, f"{name}_hi"] = np.nanpercentile(values, hi_q, axis=0)
 
 
-def bootstrap_law_intervals(boot: pd.DataFrame, fits: pd.DataFrame, laws: pd.DataFrame, **kw) -> pd.DataFrame:
+def bootstrap_law_intervals(boot: pd.DataFrame, fits: pd.DataFrame, laws: pd.DataFrame,
+                            spec: LawBootstrap = LawBootstrap()) -> pd.DataFrame:
     """The law's percentile intervals alone (`bootstrap_intervals` without a frontier)."""
-    return bootstrap_intervals(boot, fits, laws, None, **kw)[0]
+    return bootstrap_intervals(boot, fits, laws, None, spec)[0]

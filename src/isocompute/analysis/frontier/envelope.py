@@ -13,6 +13,8 @@ positive compute to its last.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 import pandas as pd
 
@@ -30,42 +32,58 @@ def compute_grid(compute, points: int = 100, lo: float | None = None, hi: float 
     return np.geomspace(lo, hi, points)
 
 
-def curve_values(R0, A, B, C_mid, usable, compute_max, grid, *, extrapolate: bool = True,
-                 compute_min=None) -> np.ndarray:
+class Curves(NamedTuple):
+    """K fitted curves, each field an array (..., K) (a leading axis holds bootstrap
+    replicates): the sigmoid's parameters, whether the fit is usable, and the compute range of
+    its run's data (`compute_min` None: no lower end)."""
+
+    R0: np.ndarray
+    A: np.ndarray
+    B: np.ndarray
+    C_mid: np.ndarray
+    usable: np.ndarray
+    compute_max: np.ndarray
+    compute_min: np.ndarray | None = None
+
+    @classmethod
+    def of(cls, table: pd.DataFrame, shape=None) -> "Curves":
+        """The curves of a fits (or bootstrap) table, in its row order, as arrays of `shape`."""
+        shape = (len(table),) if shape is None else shape
+        col = lambda name: table[name].to_numpy(dtype=float).reshape(shape)  # noqa: E731
+        return cls(col("R0"), col("A"), col("B"), col("C_mid"), table["status"].isin(USABLE).to_numpy().reshape(shape),
+                   col("compute_max"), col("compute_min"))
+
+
+def curve_values(curves: Curves, grid, *, extrapolate: bool = True) -> np.ndarray:
     """(..., K, G) each curve's reward on `grid`, NaN where the curve is not usable or (without
     `extrapolate`) outside [compute_min, compute_max]: what the frontier takes the maximum of."""
     g = np.asarray(grid, dtype=float)
     expand = lambda x: np.asarray(x, dtype=float)[..., None]  # noqa: E731
-    values = sigmoid_reward(g, expand(R0), expand(A), expand(B), expand(C_mid))   # (..., K, G)
-    ok = np.asarray(usable, dtype=bool)[..., None] & np.isfinite(values)
+    values = sigmoid_reward(g, expand(curves.R0), expand(curves.A), expand(curves.B), expand(curves.C_mid))
+    ok = np.asarray(curves.usable, dtype=bool)[..., None] & np.isfinite(values)   # (..., K, G)
     if not extrapolate:
-        ok &= g <= expand(compute_max) * (1 + 1e-12)
-        if compute_min is not None:
-            ok &= g >= expand(compute_min) * (1 - 1e-12)
+        ok &= g <= expand(curves.compute_max) * (1 + 1e-12)
+        if curves.compute_min is not None:
+            ok &= g >= expand(curves.compute_min) * (1 - 1e-12)
     return np.where(ok, values, np.nan)
 
 
 def run_curves(fits: pd.DataFrame, grid, *, extrapolate: bool = True) -> np.ndarray:
     """(K, G) `curve_values` of the runs of a fits table, in its row order."""
-    col = lambda name: fits[name].to_numpy(dtype=float)  # noqa: E731
-    return curve_values(col("R0"), col("A"), col("B"), col("C_mid"), fits["status"].isin(USABLE).to_numpy(),
-                        col("compute_max"), grid, extrapolate=extrapolate, compute_min=col("compute_min"))
+    return curve_values(Curves.of(fits), grid, extrapolate=extrapolate)
 
 
-def envelope(R0, A, B, C_mid, usable, compute_max, grid, *, extrapolate: bool = True, compute_min=None,
-             last: bool = False):
+def envelope(curves: Curves, grid, *, extrapolate: bool = True, last: bool = False):
     """Index of the best curve and its reward at each grid point.
 
-    Parameters are arrays (..., K) over K curves (a leading axis holds
+    `curves` holds arrays (..., K) over K curves (a leading axis holds
     bootstrap replicates); returns (best (..., G) int, reward (..., G)), with
     best = -1 where no curve is defined. Ties go to the earlier curve. Without
-    `extrapolate`, a curve is defined on [compute_min, compute_max] (no lower
-    end when `compute_min` is None). With `last`, (best, best_last, reward):
+    `extrapolate`, a curve is defined on [compute_min, compute_max]. With `last`, (best, best_last, reward):
     best_last the last curve tied at the maximum (curves with identical
     values, e.g. one common curve for every n, are all optimal).
     """
-    values = curve_values(R0, A, B, C_mid, usable, compute_max, grid, extrapolate=extrapolate,
-                          compute_min=compute_min)
+    values = curve_values(curves, grid, extrapolate=extrapolate)
     values = np.where(np.isnan(values), -np.inf, values)
     best = np.argmax(values, axis=-2)
     reward = np.take_along_axis(values, best[..., None, :], axis=-2)[..., 0, :]
@@ -85,9 +103,7 @@ def frontier(fits: pd.DataFrame, grid, *, extrapolate: bool = True) -> pd.DataFr
     """
     fits = fits.sort_values(["n", "B_p"], kind="stable").reset_index(drop=True)
     col = lambda name: fits[name].to_numpy(dtype=float)  # noqa: E731
-    best, reward = envelope(col("R0"), col("A"), col("B"), col("C_mid"),
-                            fits["status"].isin(USABLE).to_numpy(), col("compute_max"), grid,
-                            extrapolate=extrapolate, compute_min=col("compute_min"))
+    best, reward = envelope(Curves.of(fits), grid, extrapolate=extrapolate)
     pick = lambda name: np.where(best >= 0, col(name)[np.maximum(best, 0)], np.nan)  # noqa: E731
     return pd.DataFrame({"compute": np.asarray(grid, dtype=float), "n_star": pick("n"),
                          "B_p_star": pick("B_p"), "reward": reward})

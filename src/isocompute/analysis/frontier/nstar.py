@@ -9,6 +9,7 @@ Its intervals come from resampling (module `bootstrap`).
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -63,19 +64,36 @@ class LawGrid:
     refine_levels: int = 2        # ... this many times, each 4x finer
 
 
-def _solve_lu(sw, sy, ws, ws2, ys, yy, lo, hi):
+class _Curves(NamedTuple):
+    """The curves a law search fits, (R', G), centred, and what every (k, c0) cell's solve
+    shares: Wf (1 for a point used, 0 otherwise), Y0 (centred y, 0 where unused), xw (x, 0
+    where not finite), the sums over points sw, sy, yy of w, y, y^2 (R', 1), and the bounds
+    [lo, hi] (R', 1) L and U are clipped to."""
+
+    Wf: np.ndarray
+    Y0: np.ndarray
+    xw: np.ndarray
+    sw: np.ndarray
+    sy: np.ndarray
+    yy: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+
+
+def _solve_lu(curves: _Curves, ws, ws2, ys):
     """Least-squares L, U for fixed (k, c0), clipped to [lo, hi]; SSE (inf if singular).
 
     With t = 1 - s, the normal equations need only sums over points of w, y,
     w*s, w*s^2 and y*s (w: 1 for a point used, 0 otherwise).
     """
+    sw, sy, yy = curves.sw, curves.sy, curves.yy
     a00, a01, a11 = sw - 2 * ws + ws2, ws - ws2, ws2
     b0, b1 = sy - ys, ys
     det = a00 * a11 - a01 * a01
     ok = det > 1e-10 * np.maximum(a00 * a11, 1e-300)
     with np.errstate(divide="ignore", invalid="ignore"):
-        L = np.clip((a11 * b0 - a01 * b1) / det, lo, hi)
-        U = np.clip((a00 * b1 - a01 * b0) / det, lo, hi)
+        L = np.clip((a11 * b0 - a01 * b1) / det, curves.lo, curves.hi)
+        U = np.clip((a00 * b1 - a01 * b0) / det, curves.lo, curves.hi)
     sse = yy - 2 * (L * b0 + U * b1) + L * L * a00 + 2 * L * U * a01 + U * U * a11
     return L, U, np.where(ok, sse, np.inf)
 
@@ -89,16 +107,13 @@ def fit_n_star_laws(x, Y, *, grid: LawGrid = LawGrid(), min_points: int = 4) -> 
     x = np.asarray(x, dtype=float)
     Y = np.atleast_2d(np.asarray(Y, dtype=float))
     R, G = Y.shape
-    if G == 0:  # an empty frontier (e.g. every curve degenerate): nothing to fit
-        out = {name: np.full(R, np.nan) for name in ("L", "U", "k", "c0", "rmse")}
-        return {**out, "n_points": np.zeros(R, dtype=int), "status": np.full(R, LAW_TOO_FEW, dtype=object)}
-    W = np.isfinite(Y) & np.isfinite(x)[None, :]
-    Y0 = np.where(W, Y, 0.0)
-    Wf = W.astype(float)
-    n_points = W.sum(axis=1)
     out = {name: np.full(R, np.nan) for name in ("L", "U", "k", "c0", "rmse")}
-    out["n_points"] = n_points
+    out["n_points"] = np.zeros(R, dtype=int)
     out["status"] = np.full(R, LAW_TOO_FEW, dtype=object)
+    if G == 0:  # an empty frontier (e.g. every curve degenerate): nothing to fit
+        return out
+    W = np.isfinite(Y) & np.isfinite(x)[None, :]
+    out["n_points"] = n_points = W.sum(axis=1)
     with np.errstate(invalid="ignore"):
         y_lo = np.where(W, Y, np.inf).min(axis=1)
         y_hi = np.where(W, Y, -np.inf).max(axis=1)
@@ -108,7 +123,6 @@ def fit_n_star_laws(x, Y, *, grid: LawGrid = LawGrid(), min_points: int = 4) -> 
     if xs.size == 0:
         return out
     x_lo, x_hi = float(xs.min()), float(xs.max())
-    x_span = max(x_hi - x_lo, 1e-9)
     out["status"][constant] = LAW_CONSTANT
     out["L"][constant] = out["U"][constant] = y_lo[constant]
     out["k"][constant] = 0.0
@@ -117,32 +131,55 @@ def fit_n_star_laws(x, Y, *, grid: LawGrid = LawGrid(), min_points: int = 4) -> 
     todo = np.flatnonzero(enough & ~constant)
     if todo.size == 0:
         return out
-    Y0, Wf = Y0[todo], Wf[todo]
-    # Centre each curve (L and U shift with it): smaller sums, less cancellation.
+    curves, centre = _centred(x, np.where(W, Y, 0.0)[todo], W.astype(float)[todo], y_lo[todo], y_hi[todo])
+    k_best, c0_best, L_best, U_best, sse_best = _refine_law(curves, _coarse_law(curves, x_lo, x_hi, grid), grid)
+    finite = np.isfinite(sse_best)
+    out["L"][todo] = np.where(finite, L_best + centre[:, 0], np.nan)
+    out["U"][todo] = np.where(finite, U_best + centre[:, 0], np.nan)
+    out["k"][todo] = np.where(finite, k_best, np.nan)
+    out["c0"][todo] = np.where(finite, c0_best, np.nan)
+    out["rmse"][todo] = np.sqrt(np.maximum(sse_best, 0) / n_points[todo])
+    out["status"][todo] = np.where(finite, LAW_OK, LAW_FAILED)
+    return out
+
+
+def _centred(x, Y0, Wf, y_lo, y_hi) -> tuple[_Curves, np.ndarray]:
+    """The curves to fit, each centred (L and U shift with it: smaller sums, less
+    cancellation), and their centres (R', 1)."""
     centre = (Y0.sum(axis=1) / Wf.sum(axis=1))[:, None]
     Y0 = np.where(Wf > 0, Y0 - centre, 0.0)
-    pad = np.maximum(y_hi[todo] - y_lo[todo], 1.0)
-    lo, hi = (y_lo[todo] - pad)[:, None] - centre, (y_hi[todo] + pad)[:, None] - centre
+    pad = np.maximum(y_hi - y_lo, 1.0)
+    lo, hi = (y_lo - pad)[:, None] - centre, (y_hi + pad)[:, None] - centre
     xw = np.where(np.isfinite(x), x, 0.0)
     yy = (Y0 * Y0).sum(axis=1)[:, None]
     sw, sy = Wf.sum(axis=1)[:, None], Y0.sum(axis=1)[:, None]
+    return _Curves(Wf, Y0, xw, sw, sy, yy, lo, hi), centre
 
-    # Coarse grid, shared by all curves: sums by matrix products.
+
+def _coarse_law(curves: _Curves, x_lo: float, x_hi: float, grid: LawGrid):
+    """The coarse (k, c0) grid, shared by all curves (sums by matrix products): each curve's
+    best cell (k, c0, L, U, sse) and the grid's steps (log k, c0)."""
+    x_span = max(x_hi - x_lo, 1e-9)
     k_grid = np.geomspace(0.1 / x_span, grid.k_max, grid.k_points)
     c0_grid = np.linspace(x_lo - x_span, x_hi + x_span, grid.c0_points)
     kk, cc = np.meshgrid(k_grid, c0_grid, indexing="ij")
-    s = expit(kk.reshape(-1, 1) * (xw[None, :] - cc.reshape(-1, 1)))            # (F, G)
+    s = expit(kk.reshape(-1, 1) * (curves.xw[None, :] - cc.reshape(-1, 1)))     # (F, G)
+    Wf, Y0 = curves.Wf, curves.Y0
     ws, ws2, ys = (s @ Wf.T).T, ((s * s) @ Wf.T).T, (s @ Y0.T).T                 # (R', F)
-    L, U, sse = _solve_lu(sw, sy, ws, ws2, ys, yy, lo, hi)
+    L, U, sse = _solve_lu(curves, ws, ws2, ys)
     j = np.argmin(sse, axis=1)
     ik, ic = np.divmod(j, grid.c0_points)
-    r = np.arange(todo.size)
-    k_best, c0_best = k_grid[ik], c0_grid[ic]
-    L_best, U_best, sse_best = L[r, j], U[r, j], sse[r, j]
+    r = np.arange(Y0.shape[0])
     log_k_step = np.log(k_grid[1] / k_grid[0]) if grid.k_points > 1 else 0.0
     c0_step = c0_grid[1] - c0_grid[0] if grid.c0_points > 1 else 0.0
+    return (k_grid[ik], c0_grid[ic], L[r, j], U[r, j], sse[r, j]), (log_k_step, c0_step)
 
-    # Local refinement around each curve's best cell.
+
+def _refine_law(curves: _Curves, coarse, grid: LawGrid):
+    """Local refinement around each curve's best coarse cell: (k, c0, L, U, sse)."""
+    (k_best, c0_best, L_best, U_best, sse_best), (log_k_step, c0_step) = coarse
+    Wf, Y0, xw = curves.Wf, curves.Y0, curves.xw
+    r = np.arange(Y0.shape[0])
     m = grid.refine_points
     u = np.linspace(-1.0, 1.0, m)
     for _ in range(grid.refine_levels if m > 1 else 0):
@@ -153,21 +190,14 @@ def fit_n_star_laws(x, Y, *, grid: LawGrid = LawGrid(), min_points: int = 4) -> 
         ws, ys = np.matmul(s, Wf[:, :, None])[..., 0], np.matmul(s, Y0[:, :, None])[..., 0]
         np.multiply(s, s, out=s)
         ws2 = np.matmul(s, Wf[:, :, None])[..., 0]
-        L, U, sse = _solve_lu(sw, sy, ws, ws2, ys, yy, lo, hi)
+        L, U, sse = _solve_lu(curves, ws, ws2, ys)
         j = np.argmin(sse, axis=1)
         better = sse[r, j] <= sse_best
         k_best, c0_best = np.where(better, kf[r, j], k_best), np.where(better, cf[r, j], c0_best)
         L_best, U_best = np.where(better, L[r, j], L_best), np.where(better, U[r, j], U_best)
         sse_best = np.where(better, sse[r, j], sse_best)
         log_k_step, c0_step = log_k_step * 2 / (m - 1), c0_step * 2 / (m - 1)
-    finite = np.isfinite(sse_best)
-    out["L"][todo] = np.where(finite, L_best + centre[:, 0], np.nan)
-    out["U"][todo] = np.where(finite, U_best + centre[:, 0], np.nan)
-    out["k"][todo] = np.where(finite, k_best, np.nan)
-    out["c0"][todo] = np.where(finite, c0_best, np.nan)
-    out["rmse"][todo] = np.sqrt(np.maximum(sse_best, 0) / n_points[todo])
-    out["status"][todo] = np.where(finite, LAW_OK, LAW_FAILED)
-    return out
+    return k_best, c0_best, L_best, U_best, sse_best
 
 
 def fit_n_star_law(x, y, *, grid: LawGrid = LawGrid(), min_points: int = 4, polish: bool = False) -> NStarLaw:

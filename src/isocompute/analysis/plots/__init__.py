@@ -13,10 +13,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pandas as pd
 
 from isocompute.analysis.fits.settings import AnalysisSettings
-from isocompute.analysis.plots.frontier import (plot_frontier, plot_frontiers_fixed_batch, plot_frontiers_grid,
+from isocompute.analysis.plots.frontier import (View, plot_frontier, plot_frontiers_fixed_batch, plot_frontiers_grid,
                                                 plot_record_points)
 from isocompute.analysis.plots.laws import (plot_fixed_batch, plot_joint, plot_n_star_law, plot_n_star_law_grid,
                                             plot_n_star_laws)
@@ -38,17 +37,15 @@ def plot_all(results: dict, fig_dir, *, formats=FORMATS) -> list[Path]:
     s = results.get("settings") or AnalysisSettings.from_json({})
     metric = s.metric
     curves = dict(metric=metric, extrapolate=not s.observed_range, formats=formats)
+    view = View(metric, extrapolate=not s.observed_range)
     # The noise method fits every evaluation; the paper's records are lighter to draw behind its curves.
     points = s.strategy.figure_points(results.get("records"), evals)
     paths: list[Path] = []
     if not front.empty:
         # The paper's main panels use its smallest B_p (32).
         B_p = int(front["B_p"].min())
-        paths += plot_record_points(evals, results.get("record_points_pooled", pd.DataFrame()), B_p,
-                                    fig_dir / "fig5_record_points", metric=metric,
-                                    label=s.strategy.record_label.format(z=s.record_z),
-                                    record_fit=results.get("record_fit_pooled"), frontier=front, formats=formats)
-        paths += plot_frontier(evals, fits, front, B_p, fig_dir / "fig6_frontier", **curves)
+        paths += plot_record_points(results, B_p, fig_dir / "fig5_record_points", settings=s, formats=formats)
+        paths += plot_frontier(evals, fits, front, B_p, fig_dir / "fig6_frontier", view=view, formats=formats)
         draws = results.get("n_star_fit_draws")   # the law's bootstrap fits: its bands
         paths += plot_n_star_law(front, results["n_star_fit"], fig_dir / "fig7_n_star", key=B_p, draws=draws,
                                  formats=formats)
@@ -56,7 +53,8 @@ def plot_all(results: dict, fig_dir, *, formats=FORMATS) -> list[Path]:
                                   formats=formats)
         paths += plot_n_star_law_grid(front, results["n_star_fit"], fig_dir / "appendix_n_star_fixed_bp",
                                       draws=draws, formats=formats)
-        paths += plot_frontiers_grid(points, fits, front, fig_dir / "appendix_frontiers_fixed_bp", **curves)
+        paths += plot_frontiers_grid(points, fits, front, fig_dir / "appendix_frontiers_fixed_bp", view=view,
+                                     formats=formats)
     if len(results.get("optima", [])):
         paths += plot_metric_optima(results["optima"], fig_dir / "fig8_metric_optima", formats=formats)
     if len(results.get("frontier_metrics", [])):   # Fig. 20 on Extremely Hard
@@ -66,7 +64,7 @@ def plot_all(results: dict, fig_dir, *, formats=FORMATS) -> list[Path]:
         paths += plot_fixed_batch(results["frontier_fixed_batch"], results["n_star_fit_fixed_batch"],
                                   fig_dir / "fig9_fixed_batch", formats=formats)
         paths += plot_frontiers_fixed_batch(points, fits, results["frontier_fixed_batch"],
-                                            fig_dir / "appendix_frontiers_fixed_batch", **curves)
+                                            fig_dir / "appendix_frontiers_fixed_batch", view=view, formats=formats)
     if len(results.get("sensitivity", [])):
         paths += plot_sensitivity(results["sensitivity"], fig_dir / "fig10_sensitivity", fits=fits, **curves)
     if len(results.get("interference", [])):
@@ -79,7 +77,8 @@ def plot_all(results: dict, fig_dir, *, formats=FORMATS) -> list[Path]:
     if len(results.get("frontier_tokens", [])):
         tok_points = points if "tokens" in points else evals
         paths += plot_frontiers_grid(tok_points, results["fits_tokens"], results["frontier_tokens"],
-                                     fig_dir / "appendix_tokens_frontier", x="tokens", **curves)
+                                     fig_dir / "appendix_tokens_frontier", view=view._replace(x="tokens"),
+                                     formats=formats)
     if len(results.get("n_star_fit_tokens", [])) and "log2_n_star_avg" in results["frontier_tokens"]:
         paths += plot_n_star_laws(results["frontier_tokens"], results["n_star_fit_tokens"],
                                   fig_dir / "appendix_n_star_laws_tokens", x="tokens", formats=formats)

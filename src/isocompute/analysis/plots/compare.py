@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 from matplotlib.lines import Line2D
 
-from isocompute.analysis.plots.frontier import _draw_frontier
-from isocompute.plotting import BP, FORMATS, _log2_x, _n_palette, _save, _styled, _subplots
+from isocompute.analysis.plots.frontier import View, _draw_frontier
+from isocompute.plotting import BP, FORMATS, Margins, _log2_x, _n_palette, _save, _styled, _subplots
 
 LINESTYLES = ("-", "--", ":", "-.")
 
@@ -43,7 +43,7 @@ def plot_comparison(loaded, path_stem, *, figure: str = "frontiers", B_p: int | 
     labels = list(dict.fromkeys(src.label for src, _ in loaded))
     palette = _n_palette(np.concatenate([r["fits"]["n"].to_numpy(dtype=float) for _, r in loaded]))
     ncols = len(labels) if figure == "frontiers" else 1
-    fig, axes = _subplots(len(splits), ncols, panel=(3.6, 2.7), sharey=True, wgap=0.25)
+    fig, axes = _subplots(len(splits), ncols, panel=(3.6, 2.7), margins=Margins(wgap=0.25), sharey=True)
     for src, results in loaded:
         row = splits.index(src.split)
         col = labels.index(src.label) if figure == "frontiers" else 0
@@ -51,8 +51,8 @@ def plot_comparison(loaded, path_stem, *, figure: str = "frontiers", B_p: int | 
         bp, front, fits = _at_bp(results, B_p)
         s = results["settings"]        # outputs.folder.load_analysis: read back from params.json
         if figure == "frontiers":
-            _draw_frontier(ax, results["evals"], fits, front, s.metric, palette, legend=False,
-                           extrapolate=not s.observed_range)
+            _draw_frontier(ax, results["evals"], fits, front, View(s.metric, extrapolate=not s.observed_range),
+                           palette, legend=False)
             ax.set_title(f"{src.label}, {src.split}" + (f" ({BP} = {bp})" if bp else ""))
         else:
             style = LINESTYLES[labels.index(src.label) % len(LINESTYLES)]

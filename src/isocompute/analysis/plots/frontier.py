@@ -7,27 +7,38 @@ tables carry one.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 from matplotlib.collections import LineCollection
 from matplotlib.lines import Line2D
 
+from isocompute.analysis.fits.settings import AnalysisSettings
 from isocompute.analysis.fits.sigmoid import OK, sigmoid_reward
 from isocompute.analysis.frontier.envelope import run_curves
 from isocompute.plotting import (BP, FORMATS, _band, _log2_x, _n_palette, _panels, _save, _styled,
                                              _subplots)
 
 
-def _draw_frontier(ax, evals, fits, front, metric, palette, x="compute", legend=True, extrapolate=True,
-                   legend_ns=None):
+class View(NamedTuple):
+    """What a reward-vs-compute panel shows: `metric` against `x` (compute or tokens), each
+    fitted curve over the whole grid (`extrapolate`) or only over its run's evaluations, as
+    the frontier uses it."""
+
+    metric: str = "avg@4"
+    x: str = "compute"
+    extrapolate: bool = True
+
+
+def _draw_frontier(ax, evals, fits, front, view: View, palette, legend=True):
     """Raw points and fitted curve per n, and the frontier coloured by n*.
 
     One collection per kind of mark (not one per run): drawing time is what
-    the benchmark spends most on. Without `extrapolate` each curve is drawn
-    only over its run's evaluations, as the frontier uses it. The legend lists
-    `legend_ns` (default: this panel's n): a figure of panels lists all its n once.
+    the benchmark spends most on. `legend`: False for none, True for this panel's n, or the
+    n to list (a figure of panels lists all its n once).
     """
+    metric, x, extrapolate = view
     grid = front[x].to_numpy(dtype=float)
     if grid.size == 0:
         return
@@ -54,8 +65,8 @@ def _draw_frontier(ax, evals, fits, front, metric, palette, x="compute", legend=
     _log2_x(ax, x)
     ax.autoscale_view()
     ax.set_ylabel(f"Validation reward ({metric})")
-    if legend:
-        ns = fits["n"].to_numpy()[ok] if legend_ns is None else sorted({int(n) for n in legend_ns})
+    if legend is not False:
+        ns = fits["n"].to_numpy()[ok] if legend is True else sorted({int(n) for n in legend})
         handles = [Line2D([], [], color=palette.get(int(n), "grey"), lw=1.2, label=f"n={int(n)}") for n in ns]
         handles.append(Line2D([], [], color="white", marker="o", markeredgecolor="black", markersize=4,
                               label="frontier (colour: n*)"))
@@ -79,14 +90,16 @@ def _label_inner_y(axes):
 # ------------------------------------------------------------------ Fig 5 and 6
 
 @_styled
-def plot_record_points(evals: pd.DataFrame, records: pd.DataFrame, B_p: int, path_stem, *, metric: str = "avg@4",
-                       label: str = "record-breaking points", record_fit: pd.DataFrame | None = None,
-                       frontier: pd.DataFrame | None = None, formats=FORMATS) -> list[Path]:
+def plot_record_points(results: dict, B_p: int, path_stem, *, settings: AnalysisSettings,
+                       formats=FORMATS) -> list[Path]:
     """Fig. 5: all evaluation points of the runs at `B_p` (grey) and their pooled
-    record-breaking points (orange; `records`, the analysis's
-    record_points_pooled). With `record_fit` (the paper's method:
-    record_fit_pooled), the sigmoid through the records; else the frontier of
-    the fitted curves (`frontier`, the Q1 table), which is what the noise method fits."""
+    record-breaking points (orange; the analysis's record_points_pooled, labelled as the
+    `settings`' method draws them). With record_fit_pooled (the paper's method), the sigmoid
+    through the records; else the frontier of the fitted curves (the Q1 table), which is what
+    the noise method fits."""
+    evals, records, metric = results["evals"], results.get("record_points_pooled", pd.DataFrame()), settings.metric
+    record_fit, frontier = results.get("record_fit_pooled"), results.get("frontier")
+    label = settings.strategy.record_label.format(z=settings.record_z)
     pool = evals[evals["B_p"] == B_p]
     rec = records[records["B_p"] == B_p] if "B_p" in records.columns else records
     value = "smoothed" if "smoothed" in rec.columns else metric
@@ -119,21 +132,20 @@ def plot_record_points(evals: pd.DataFrame, records: pd.DataFrame, B_p: int, pat
 
 @_styled
 def plot_frontier(evals: pd.DataFrame, fits: pd.DataFrame, frontier: pd.DataFrame, B_p: int, path_stem, *,
-                  metric: str = "avg@4", extrapolate: bool = True, formats=FORMATS) -> list[Path]:
+                  view: View = View(), formats=FORMATS) -> list[Path]:
     """Fig. 6: reward vs compute per n at fixed B_p, fitted curves, frontier coloured by n*."""
     fig, ax = _subplots(panel=(4.8, 3.4))
     ax = ax[0, 0]
     palette = _n_palette(fits["n"])
-    _draw_frontier(ax, evals, fits[fits["B_p"] == B_p], frontier[frontier["B_p"] == B_p], metric, palette,
-                   extrapolate=extrapolate)
+    _draw_frontier(ax, evals, fits[fits["B_p"] == B_p], frontier[frontier["B_p"] == B_p], view._replace(x="compute"),
+                   palette)
     ax.set_title(f"Reward vs compute, {BP} = {B_p}")
     return _save(fig, path_stem, formats)
 
 
 @_styled
 def plot_frontiers_grid(points: pd.DataFrame, fits: pd.DataFrame, frontier: pd.DataFrame, path_stem, *,
-                        metric: str = "avg@4", x: str = "compute", extrapolate: bool = True,
-                        formats=FORMATS) -> list[Path]:
+                        view: View = View(), formats=FORMATS) -> list[Path]:
     """Appendix: the frontier for every fixed B_p, one panel each (x: compute or
     tokens). `points` are the marks behind the curves: the evaluation table, or
     (lighter to draw, as `plot_all` does) the record-breaking points."""
@@ -141,8 +153,8 @@ def plot_frontiers_grid(points: pd.DataFrame, fits: pd.DataFrame, frontier: pd.D
     fig, axes = _panels(max(len(groups), 1), sharey=True)
     palette = _n_palette(fits["n"])
     for ax, B_p in zip(axes, groups):
-        _draw_frontier(ax, points, fits[fits["B_p"] == B_p], frontier[frontier["B_p"] == B_p], metric,
-                       palette, x=x, legend=B_p == groups[0], extrapolate=extrapolate, legend_ns=palette)
+        _draw_frontier(ax, points, fits[fits["B_p"] == B_p], frontier[frontier["B_p"] == B_p], view, palette,
+                       legend=palette if B_p == groups[0] else False)
         ax.set_title(f"{BP} = {B_p}")
     _label_inner_y(axes)
     return _save(fig, path_stem, formats)
@@ -150,7 +162,7 @@ def plot_frontiers_grid(points: pd.DataFrame, fits: pd.DataFrame, frontier: pd.D
 
 @_styled
 def plot_frontiers_fixed_batch(points: pd.DataFrame, fits: pd.DataFrame, frontier_fb: pd.DataFrame, path_stem, *,
-                               metric: str = "avg@4", extrapolate: bool = True, formats=FORMATS) -> list[Path]:
+                               view: View = View(), formats=FORMATS) -> list[Path]:
     """Appendix: the frontier for every fixed rollout batch B = B_p * n, one panel
     each, against compute (= B * M at that B: the steps M scaled); each cell of
     the batch is one n, its B_p = B / n."""
@@ -159,9 +171,8 @@ def plot_frontiers_fixed_batch(points: pd.DataFrame, fits: pd.DataFrame, frontie
     palette = _n_palette(fits["n"])
     batch = fits["B_p"] * fits["n"]
     for ax, B in zip(axes, groups):
-        _draw_frontier(ax, points, fits[batch == B], frontier_fb[frontier_fb["B"] == B], metric, palette,
-                       legend=B == groups[0], extrapolate=extrapolate,
-                       legend_ns=fits.loc[batch.isin(groups), "n"])
+        _draw_frontier(ax, points, fits[batch == B], frontier_fb[frontier_fb["B"] == B], view._replace(x="compute"),
+                       palette, legend=fits.loc[batch.isin(groups), "n"] if B == groups[0] else False)
         ax.set_title(f"B = {int(B)} (M = C / B)")
     _label_inner_y(axes)
     return _save(fig, path_stem, formats)

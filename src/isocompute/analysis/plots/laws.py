@@ -14,7 +14,7 @@ import pandas as pd
 
 from isocompute.analysis.frontier.claims import law_established
 from isocompute.analysis.frontier.nstar import GOOD_LAW, LAW_CONSTANT, law_points, n_star_sigmoid
-from isocompute.plotting import (BP, FORMATS, GROUP_COLORS, PAPER_BATCH_SIZES, _band, _log2_x,
+from isocompute.plotting import (BP, FORMATS, GROUP_COLORS, PAPER_BATCH_SIZES, Margins, _band, _log2_x,
                                              _n_palette, _pow2_y, _save, _styled, _subplots)
 
 
@@ -90,17 +90,16 @@ def _group_draws(draws, by, key):
 
 @_styled
 def plot_n_star_law(frontier: pd.DataFrame, laws: pd.DataFrame, path_stem, *, by: str | None = "B_p",
-                    key=None, x: str = "compute", draws: pd.DataFrame | None = None,
-                    formats=FORMATS) -> list[Path]:
+                    key=None, draws: pd.DataFrame | None = None, formats=FORMATS) -> list[Path]:
     """Fig. 7: running average of log2 n*(C) (colour: frontier reward) and the
     sigmoid law for one group (`key`; default the smallest, as the paper's B_p = 32), with
     the law's band from the bootstrap `draws` (n_star_fit_draws) where given."""
     if by is not None:
         key = sorted(frontier[by].unique())[0] if key is None else key
         frontier, laws = frontier[frontier[by] == key], laws[laws[by] == key]
-    fig, ax = _subplots(panel=(4.6, 3.2), right=0.1, bottom=1.0)
+    fig, ax = _subplots(panel=(4.6, 3.2), margins=Margins(right=0.1, bottom=1.0))
     ax = ax[0, 0]
-    sc = _draw_law(ax, frontier, laws.iloc[0].to_dict() if len(laws) else None, x,
+    sc = _draw_law(ax, frontier, laws.iloc[0].to_dict() if len(laws) else None, "compute",
                    draws=_group_draws(draws, by, key))
     fig.colorbar(sc, ax=ax, label="frontier reward")
     ax.set_title("Compute-optimal n, all cells" if by is None else
@@ -114,7 +113,8 @@ def plot_n_star_law_grid(frontier: pd.DataFrame, laws: pd.DataFrame, path_stem, 
     """Appendix: Fig. 7 for every group, one panel each (shared n* axis), with
     the bootstrap band of the running average and the law's interval of U."""
     keys = sorted(frontier[by].unique())
-    fig, axes = _subplots(1, max(len(keys), 1), panel=(3.6, 2.9), right=1.0, bottom=1.0, sharey=True)
+    fig, axes = _subplots(1, max(len(keys), 1), panel=(3.6, 2.9),
+                          margins=Margins(right=1.0, bottom=1.0), sharey=True)
     sc = None
     for ax, key in zip(axes[0], keys):
         f, law = frontier[frontier[by] == key], laws[laws[by] == key]
@@ -132,7 +132,7 @@ def plot_n_star_laws(frontier: pd.DataFrame, laws: pd.DataFrame, path_stem, *, b
     """Appendix: the n* laws of every group in one panel (colour: group), each group's
     running average with its bootstrap band where the table has one, and each
     established law with its band from the bootstrap `draws`."""
-    fig, ax = _subplots(panel=(5.0, 3.4), bottom=1.25)
+    fig, ax = _subplots(panel=(5.0, 3.4), margins=Margins(bottom=1.25))
     ax = ax[0, 0]
     keys = sorted(frontier[by].unique())
     colors = dict(zip(keys, GROUP_COLORS))
@@ -171,7 +171,7 @@ def plot_fixed_batch(frontier_fb: pd.DataFrame, laws_fb: pd.DataFrame, path_stem
 
     `batch_sizes` default: the paper's (4096, 8192, 16384) where present, else
     the three middle batch sizes of the table."""
-    fig, axes = _subplots(1, 2, panel=(4.4, 3.2), bottom=0.85)
+    fig, axes = _subplots(1, 2, panel=(4.4, 3.2), margins=Margins(bottom=0.85))
     ax_n, ax_b = axes[0]
     present = sorted(frontier_fb["B"].unique())
     if batch_sizes is None:
@@ -211,7 +211,7 @@ def plot_fixed_batch(frontier_fb: pd.DataFrame, laws_fb: pd.DataFrame, path_stem
 @_styled
 def plot_joint(frontier_joint: pd.DataFrame, laws_joint: pd.DataFrame, path_stem, *, formats=FORMATS) -> list[Path]:
     """All cells jointly: frontier reward coloured by n*, and the n* law."""
-    fig, axes = _subplots(1, 2, panel=(4.4, 3.2), bottom=1.0)
+    fig, axes = _subplots(1, 2, panel=(4.4, 3.2), margins=Margins(bottom=1.0))
     ax_r, ax_n = axes[0]
     f = frontier_joint[np.isfinite(frontier_joint["n_star"].to_numpy(dtype=float))]
     palette = _n_palette(f["n_star"])

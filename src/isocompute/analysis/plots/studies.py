@@ -15,14 +15,14 @@ from matplotlib.lines import Line2D
 
 from isocompute.analysis.fits.sigmoid import USABLE
 from isocompute.analysis.frontier.envelope import run_curves, study_grid
-from isocompute.plotting import (BP, FORMATS, GROUP_COLORS, _log2_x, _n_palette, _panels, _pow2_label,
+from isocompute.plotting import (BP, FORMATS, GROUP_COLORS, Margins, _log2_x, _n_palette, _panels, _pow2_label,
                                              _pow2_y, _save, _styled, _subplots, n_color)
 
 
 @_styled
 def plot_metric_optima(optima: pd.DataFrame, path_stem, *, formats=FORMATS) -> list[Path]:
     """Fig. 8: per B_p, the n maximising best@4 and the n maximising worst@4."""
-    fig, ax = _subplots(panel=(4.6, 3.0), right=1.1)
+    fig, ax = _subplots(panel=(4.6, 3.0), margins=Margins(right=1.1))
     ax = ax[0, 0]
     data = optima.assign(log2_n=np.log2(optima["n_opt"].astype(float)), B_p=optima["B_p"].astype(str))
     sns.barplot(data=data, x="B_p", y="log2_n", hue="metric", ax=ax, palette="Set2")
@@ -45,7 +45,7 @@ def plot_sensitivity(sens: pd.DataFrame, path_stem, *, fits: pd.DataFrame | None
     `sensitivity` compares them); and the range of the metric across n (each fixed B_p)
     and across B_p (each fixed n) against compute, with the table's values (`sens`,
     at the largest common compute) marked."""
-    fig, axes = _subplots(1, 3, panel=(3.6, 2.8), wgap=0.7)
+    fig, axes = _subplots(1, 3, panel=(3.6, 2.8), margins=Margins(wgap=0.7))
     ax_n, ax_b, ax_r = axes[0]
     fits = fits[fits["status"].isin(USABLE)] if fits is not None else None
     grid = study_grid(fits, 200) if fits is not None and len(fits) else None
@@ -143,7 +143,7 @@ def plot_mechanism(mech: pd.DataFrame, path_stem, *, formats=FORMATS) -> list[Pa
     pooled = pooled_mechanism(mech)
     pooled = pooled[pooled["groups"] >= MIN_GROUPS]  # a bin a run barely entered is noise
     palette = _n_palette(pooled["n"])
-    fig, axes = _subplots(1, 3, panel=(3.4, 2.7), wgap=0.7)
+    fig, axes = _subplots(1, 3, panel=(3.4, 2.7), margins=Margins(wgap=0.7))
     ax_zero, ax_split, ax_rate = axes[0]
     for n, g in pooled.groupby("n", sort=True):
         color = palette[int(n)]
@@ -170,7 +170,7 @@ def plot_metric_frontiers(fronts: pd.DataFrame, path_stem, *, formats=FORMATS) -
     """Appendix (Fig. 20 on Extremely Hard): the frontier of best@4 and of worst@4,
     one panel each, a line per B_p with its points coloured by n*."""
     metrics = list(dict.fromkeys(fronts["metric"]))
-    fig, axes = _subplots(1, max(len(metrics), 1), panel=(4.0, 2.9), wgap=0.75)
+    fig, axes = _subplots(1, max(len(metrics), 1), panel=(4.0, 2.9), margins=Margins(wgap=0.75))
     palette = _n_palette(fronts["n_star"].dropna())
     styles = ("-", "--", ":", "-.")
     for ax, metric in zip(axes[0], metrics):

@@ -16,7 +16,7 @@ import seaborn as sns
 from matplotlib.ticker import MaxNLocator
 
 from isocompute.analysis.inputs.variants import figure_members
-from isocompute.plotting import BP, FORMATS, _panels, _save, _styled, _subplots
+from isocompute.plotting import BP, FORMATS, Margins, _panels, _save, _styled, _subplots
 
 SPLIT_TITLES = {"easy": "Easy", "hard": "Hard", "very_easy": "Very Easy", "extremely_hard": "Extremely Hard",
                 "dual": "Dual mix", "tri": "Tri mix"}
@@ -86,7 +86,7 @@ def plot_regularization(curves: pd.DataFrame, members: dict, path_stem, *, metri
     runs = _runs(curves, members)
     splits = list(dict.fromkeys(runs["split"]))
     rows = [metric, "entropy", "kl"]
-    fig, axes = _subplots(len(rows), len(splits), panel=(3.6, 2.2), hgap=0.45)
+    fig, axes = _subplots(len(rows), len(splits), panel=(3.6, 2.2), margins=Margins(hgap=0.45))
     palette = _palette(members)
     for j, split in enumerate(splits):
         in_split = runs[runs["split"] == split]
