@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 from conftest import REPO
-from isocompute.analysis.fits import methods, progress, records
+from isocompute.analysis.fits import grid_search, methods, progress, records
 from isocompute.analysis.fits import pooled as fits_pooled
 from isocompute.analysis.fits import sigmoid as fits
 from isocompute.analysis.fits.noise import fit_weighted
@@ -110,7 +110,7 @@ def test_refining_b_by_blocks_of_replicates_gives_the_same_fits(monkeypatch):
     weights = rng.uniform(100, 900, P)[:, None] * np.stack([np.bincount(r, minlength=P) for r in idx]).T
     whole = {"paper": fits.fit_replicates(c, y, 0.3, idx, grid=grid, dtype=np.float32),
              "noise": fit_weighted(c, y, 0.3, weights, grid=grid, boot=True)}
-    monkeypatch.setattr(fits, "REFINE_BLOCK", 4 * 9 * P * 3)      # blocks of about 3 replicates
+    monkeypatch.setattr(grid_search, "REFINE_BLOCK", 4 * 9 * P * 3)      # blocks of about 3 replicates
     blocks = {"paper": fits.fit_replicates(c, y, 0.3, idx, grid=grid, dtype=np.float32),
               "noise": fit_weighted(c, y, 0.3, weights, grid=grid, boot=True)}
     for how in whole:
@@ -131,10 +131,10 @@ def test_analysis_of_a_seeded_dense_study_equals_the_plain_way(monkeypatch, meth
     assert evals["seed"].nunique() == 2 and len(evals) > 1500
     settings = AnalysisSettings(method=method, bootstrap=6, grid_points=40)
     with monkeypatch.context() as m:
-        m.setattr(fits, "REFINE_BLOCK", 2 ** 12)                  # many blocks, even at this size
+        m.setattr(grid_search, "REFINE_BLOCK", 2 ** 12)                  # many blocks, even at this size
         faster = _tables(evals, settings)
     with monkeypatch.context() as m:
-        m.setattr(fits, "REFINE_BLOCK", 2 ** 62)
+        m.setattr(grid_search, "REFINE_BLOCK", 2 ** 62)
         m.setattr(fits_pooled, "_WeightedResiduals", plain_residuals)
         m.setattr(records, "significant_record_mask", plain_significant_records)
         m.setattr(methods.NoiseMethod, "fit_resamples", plain_fit_resamples)

@@ -4,6 +4,7 @@ boundaries, train/val disjointness and mixture proportions."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -201,12 +202,12 @@ class SeededFakeSampler:
 def test_difficulty_parts_sample_whole_chunks_with_their_own_seeds(tmp_path):
     """Split into parallel parts, the pool's counts are those of one job: each part takes whole
     chunks, each chunk its seed (seed * 100003 + chunk, as before the split); parts resume."""
-    from isocompute.data.difficulty import chunk_range, chunk_seed, difficulty_table, sample_counts
+    from isocompute.data.difficulty import Draws, chunk_range, chunk_seed, difficulty_table, sample_counts
     from isocompute.sampling import SamplingParams
 
     pool = build_pool(small_cfg(pool={"n_problems": 230}))
     pool["reward_model"] = [{"ground_truth": "1", "style": "rule"}] * len(pool)
-    kw = dict(samples=4, extra_samples_k=8, params=SamplingParams(0.6, 1.0, 8), seed=3, chunk_size=50,
+    kw = dict(draws=Draws(samples=4, extra_samples_k=8, params=SamplingParams(0.6, 1.0, 8), seed=3, chunk_size=50),
               render=lambda prompts: [[1]] * len(prompts))
     one = SeededFakeSampler()
     whole = sample_counts(pool, one, chunk_dir=tmp_path / "all", **kw)
@@ -290,15 +291,16 @@ def test_mixture_components_over_k_need_k_samples_and_a_valid_band():
 
 
 def test_difficulty_draws_k_samples_for_every_problem_on_request(tmp_path):
-    from isocompute.data.difficulty import sample_counts
+    from isocompute.data.difficulty import Draws, sample_counts
     from isocompute.sampling import SamplingParams
 
     pool = build_pool(small_cfg(pool={"n_problems": 60}))
     pool["reward_model"] = [{"ground_truth": "1", "style": "rule"}] * len(pool)
-    kw = dict(samples=4, extra_samples_k=12, params=SamplingParams(0.6, 1.0, 8), seed=3, chunk_size=50,
-              render=lambda prompts: [[1]] * len(prompts))
-    some = sample_counts(pool, SeededFakeSampler(), chunk_dir=tmp_path / "a", **kw)
-    every = sample_counts(pool, SeededFakeSampler(), chunk_dir=tmp_path / "b", k_for_all=True, **kw)
+    draws = Draws(samples=4, extra_samples_k=12, params=SamplingParams(0.6, 1.0, 8), seed=3, chunk_size=50)
+    kw = dict(render=lambda prompts: [[1]] * len(prompts))
+    some = sample_counts(pool, SeededFakeSampler(), draws=draws, chunk_dir=tmp_path / "a", **kw)
+    every = sample_counts(pool, SeededFakeSampler(), draws=replace(draws, k_for_all=True), chunk_dir=tmp_path / "b",
+                          **kw)
     assert set(some["samples_k"]) == {4, 12} and set(every["samples_k"]) == {12}
     assert (every["correct_k"] >= every["correct"]).all() and (every["correct_k"] > every["correct"]).any()
     assert list(every["correct"]) == list(some["correct"])   # the first draws are the same

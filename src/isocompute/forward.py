@@ -142,12 +142,12 @@ class LeanCausalLM:
         x = F.embedding(input_ids, self.embed.weight, self.embed.padding_idx)
         B, Q = input_ids.shape
         past = cache.length()
-        cos, sin = self._rope(position_ids)
+        rope = self._rope(position_ids)                 # (cos, sin)
         mask = self._mask(attention_mask, Q, past, x.device)
         for i, layer in enumerate(self.layers):
             fused = self._fused(i, layer)
             x = x + self._attention(layer.self_attn, fused and fused[0],
-                                    _rms(x, layer.input_layernorm.weight, self.eps), cos, sin, mask, cache, i)
+                                    _rms(x, layer.input_layernorm.weight, self.eps), rope, mask, cache, i)
             h = _rms(x, layer.post_attention_layernorm.weight, self.eps)
             mlp = layer.mlp
             if fused is None:
@@ -209,7 +209,8 @@ class LeanCausalLM:
         causal = torch.arange(K, device=device)[None, :] <= q_pos[:, None]
         return causal[None, None, :, :] & pad[:, None, None, :]
 
-    def _attention(self, attn, qkv, x, cos, sin, mask, cache: LeanCache, layer: int) -> torch.Tensor:
+    def _attention(self, attn, qkv, x, rope, mask, cache: LeanCache, layer: int) -> torch.Tensor:
+        cos, sin = rope
         B, Q, _ = x.shape
         if qkv is None:
             q, k, v = (F.linear(x, p.weight, p.bias) for p in (attn.q_proj, attn.k_proj, attn.v_proj))

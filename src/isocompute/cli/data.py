@@ -123,7 +123,7 @@ def make_sampler(cfg: dict, model_path: str, *, engine_seed: int | None = None):
 
 def cmd_difficulty(args) -> int:
     """One part of the pool's avg@16 sampling (a difficulty_chunk job): its whole chunks' counts."""
-    from isocompute.data.difficulty import chunk_range, chunk_seed, sample_counts
+    from isocompute.data.difficulty import Draws, chunk_range, chunk_seed, sample_counts
     from isocompute.data.splits import needs_k_samples
     from isocompute.data.schema import read_problems
     from isocompute.model.io import render_prompts
@@ -141,13 +141,12 @@ def cmd_difficulty(args) -> int:
     counts = None
     if len(chunks):
         sampler = make_sampler(cfg, args.model, engine_seed=chunk_seed(cfg["seed"], chunks.start))
-        counts = sample_counts(
-            pool, sampler, lambda prompts: render_prompts(sampler.tokenizer, prompts),
-            samples=cfg["difficulty"]["samples"], extra_samples_k=cfg["difficulty"]["extremely_hard_samples"],
-            params=SamplingParams.from_config(cfg), seed=cfg["seed"], chunk_size=chunk_size,
-            chunk_dir=out.with_name(f".{out.stem}.chunks"), chunks=chunks, progress_factory=progress,
-            # The rule passes the mixtures exactly when one needs K samples (jobs.difficulty_params).
-            k_for_all="splits" in cfg and needs_k_samples(cfg))
+        draws = Draws(samples=cfg["difficulty"]["samples"], extra_samples_k=cfg["difficulty"]["extremely_hard_samples"],
+                      params=SamplingParams.from_config(cfg), seed=cfg["seed"], chunk_size=chunk_size,
+                      # The rule passes the mixtures exactly when one needs K samples (jobs.difficulty_params).
+                      k_for_all="splits" in cfg and needs_k_samples(cfg))
+        counts = sample_counts(pool, sampler, lambda prompts: render_prompts(sampler.tokenizer, prompts), draws,
+                               chunk_dir=out.with_name(f".{out.stem}.chunks"), chunks=chunks, progress_factory=progress)
     if counts is None:  # more parts than chunks: this one has none
         import pandas as pd
 

@@ -244,9 +244,7 @@ def check_data(cfg: dict) -> Check:
     path = Path(pool["path"])
     try:
         raw = pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_json(path, lines=True)
-        sample = normalise_dataset(raw.head(50), source=str(path), problem_field=pool["problem_field"],
-                                   answer_field=pool["answer_field"], instruction=pool["instruction"],
-                                   data_source_prefix=pool["data_source"], max_problems=None, seed=cfg["seed"])
+        sample = normalise_dataset(raw.head(50), source=str(path), pool=pool, max_problems=None, seed=cfg["seed"])
     except Exception as exc:
         return fail("data", f"{path}: {type(exc).__name__}: {str(exc)[:200]}",
                     "fetch the pool file again (docs/cluster.md, Data and models) or fix pool.problem_field / "

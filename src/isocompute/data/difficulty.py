@@ -12,6 +12,7 @@ number of parts.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -48,12 +49,27 @@ def chunk_seed(seed: int, chunk: int) -> int:
     return seed * 100003 + chunk
 
 
-def sample_counts(pool: pd.DataFrame, sampler, render, *, samples: int, extra_samples_k: int,
-                  params: SamplingParams, seed: int, chunk_size: int, chunk_dir: Path, chunks: range | None = None,
-                  progress_factory=None, k_for_all: bool = False) -> pd.DataFrame:
-    """Per-problem correct counts over `samples` draws for the problems of `chunks` (all by
+@dataclass(frozen=True)
+class Draws:
+    """What fixes the difficulty draws: `samples` per problem, up to `extra_samples_k` in total
+    for problems with none correct (or for every problem, `k_for_all`), the sampling params,
+    and the seed of each chunk of `chunk_size` problems (`chunk_seed`)."""
+
+    samples: int
+    extra_samples_k: int
+    params: SamplingParams
+    seed: int
+    chunk_size: int
+    k_for_all: bool = False
+
+
+def sample_counts(pool: pd.DataFrame, sampler, render, draws: Draws, *, chunk_dir: Path,
+                  chunks: range | None = None, progress_factory=None) -> pd.DataFrame:
+    """Per-problem correct counts over `draws.samples` draws for the problems of `chunks` (all by
     default); problems with none correct get draws up to `extra_samples_k` in total (Extremely Hard),
     or every problem does with `k_for_all` (mixture components defined over K samples)."""
+    samples, extra_samples_k, params, seed = draws.samples, draws.extra_samples_k, draws.params, draws.seed
+    chunk_size, k_for_all = draws.chunk_size, draws.k_for_all
     chunk_dir.mkdir(parents=True, exist_ok=True)
     truths = list(ground_truths(pool))
     ids = list(problem_ids(pool))

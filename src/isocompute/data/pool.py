@@ -141,10 +141,12 @@ def _problem_of(row: pd.Series, problem_field: str, source: str) -> str:
     raise InputError(f"{source}: no problem column {problem_field!r} and no chat 'prompt'")
 
 
-def normalise_dataset(raw: pd.DataFrame, *, source: str, problem_field: str, answer_field: str,
-                      instruction: str, data_source_prefix: str | None, max_problems: int | None,
+def normalise_dataset(raw: pd.DataFrame, *, source: str, pool: dict, max_problems: int | None,
                       seed: int) -> pd.DataFrame:
-    """Map a real dataset to the verl schema with stable problem ids."""
+    """Map a real dataset to the verl schema with stable problem ids, by the config's `pool`
+    section (problem_field, answer_field, instruction, data_source)."""
+    problem_field, answer_field, instruction = pool["problem_field"], pool["answer_field"], pool["instruction"]
+    data_source_prefix = pool["data_source"]
     if data_source_prefix is not None:
         if "data_source" not in raw.columns:
             raise InputError(f"{source}: config key 'pool.data_source' set but the data has no data_source column")
@@ -180,10 +182,7 @@ def build_pool(cfg: dict) -> pd.DataFrame:
         raw, source = _read_local(path), str(path)
     else:
         raw, source = _read_hub(pool["name"], pool["subset"], pool["split"]), pool["name"]
-    return normalise_dataset(raw, source=source, problem_field=pool["problem_field"],
-                             answer_field=pool["answer_field"], instruction=pool["instruction"],
-                             data_source_prefix=pool["data_source"], max_problems=pool["max_problems"],
-                             seed=cfg["seed"])
+    return normalise_dataset(raw, source=source, pool=pool, max_problems=pool["max_problems"], seed=cfg["seed"])
 
 
 def dumps_row(row: dict) -> str:

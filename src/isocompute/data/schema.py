@@ -18,13 +18,16 @@ from isocompute.errors import InputError
 COLUMNS = ["data_source", "prompt", "ability", "reward_model", "extra_info"]
 
 
+ABILITY = "math"      # every problem's verl `ability`
+
+
 def make_row(*, data_source: str, problem: str, instruction: str, answer: str,
-             index: int, problem_id: str, family: str, ability: str = "math") -> dict:
+             index: int, problem_id: str, family: str) -> dict:
     content = f"{problem} {instruction}".strip() if instruction else problem
     return {
         "data_source": data_source,
         "prompt": [{"role": "user", "content": content}],
-        "ability": ability,
+        "ability": ABILITY,
         "reward_model": {"style": "rule", "ground_truth": str(answer)},
         "extra_info": {"index": int(index), "problem_id": problem_id, "family": family},
     }

@@ -162,9 +162,24 @@ def judge_many(
             f"{len(completions)} completions but {len(ground_truths)} ground truths"
         )
     _check_arguments(timeout_s, max_chars)
+    results, pending, fresh = _judge_here(completions, ground_truths, cache, max_chars)
+    decided = _judge_slow(pending, timeout_s, num_workers)
+    for i, answer, truth, _ in pending:
+        results[i] = decided[(answer, truth)]
+    if cache is not None:
+        for i in fresh:
+            if results[i].definite:
+                cache.put(completions[i], ground_truths[i], results[i].correct)
+    return results  # type: ignore[return-value]
+
+
+def _judge_here(completions, ground_truths, cache: GradeCache | None, max_chars: int):
+    """The verdicts this thread reaches alone (cache hits, plain numbers): (results with None
+    where math-verify must compare, those pairs as (index, answer, truth, seconds its extraction
+    took), the indices to write back to the cache)."""
     results: list[Verdict | None] = [None] * len(completions)
-    pending: list[tuple[int, str, str, float]] = []  # (index, answer, truth, seconds its extraction took)
-    fresh: list[int] = []  # indices to write back to the cache
+    pending: list[tuple[int, str, str, float]] = []
+    fresh: list[int] = []
     for i, (completion, truth) in enumerate(zip(completions, ground_truths)):
         if cache is not None:
             hit = cache.get(completion, truth)
@@ -178,6 +193,12 @@ def judge_many(
             pending.append((i, answer, norm_truth, time.monotonic() - started))
         else:
             results[i] = Verdict.of(correct)
+    return results, pending, fresh
+
+
+def _judge_slow(pending, timeout_s: float, num_workers: int) -> dict[tuple[str, str], Verdict]:
+    """math-verify's verdict for each distinct (answer, truth) of `pending`, on up to
+    `num_workers` worker processes."""
 
     def slow(item: tuple[int, str, str, float]) -> tuple[Verdict, str]:
         return _slow(item[1], item[2], item[3], timeout_s)
@@ -193,15 +214,7 @@ def judge_many(
             outcomes = list(executor.map(slow, distinct))
     else:
         outcomes = [slow(item) for item in distinct]
-    decided = {item[0]: verdict for item, (verdict, _) in zip(distinct, outcomes)}
-    for i, answer, truth, _ in pending:
-        results[i] = decided[first[(answer, truth)]]
-
-    if cache is not None:
-        for i in fresh:
-            if results[i].definite:
-                cache.put(completions[i], ground_truths[i], results[i].correct)
-    return results  # type: ignore[return-value]
+    return {(item[1], item[2]): verdict for item, (verdict, _) in zip(distinct, outcomes)}
 
 
 def grade_many(

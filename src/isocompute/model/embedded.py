@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -119,9 +120,24 @@ def pretrain_lr(step: int, steps: int, peak: float, warmup: int, schedule: str =
     return peak * (floor + (1 - floor) * 0.5 * (1 + np.cos(np.pi * progress)))
 
 
-def pretrain(model, ids: torch.Tensor, labels: torch.Tensor, *, steps: int,
-             batch_size: int, lr: float, seed: int, schedule: str = "constant", progress=None) -> dict:
+@dataclass(frozen=True)
+class Pretraining:
+    """The pretraining schedule (the config's model.pretrain_* keys)."""
+
+    steps: int
+    batch_size: int
+    lr: float
+    schedule: str = "constant"
+
+    @classmethod
+    def of(cls, m: dict) -> "Pretraining":
+        """From the config's `model` section."""
+        return cls(m["pretrain_steps"], m["pretrain_batch_size"], m["pretrain_lr"], m["pretrain_lr_schedule"])
+
+
+def pretrain(model, ids: torch.Tensor, labels: torch.Tensor, how: Pretraining, *, seed: int, progress=None) -> dict:
     """Next-token pretraining on the answer tokens for a fixed number of steps."""
+    steps, batch_size, lr, schedule = how.steps, how.batch_size, how.lr, how.schedule
     g = torch.Generator().manual_seed(seed)
     opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.98), weight_decay=0.01)
     model.train()
@@ -180,9 +196,7 @@ def build_embedded_base_model(cfg: dict, pool: pd.DataFrame, out_dir: Path, prog
     n_params = sum(p.numel() for p in model.parameters())
     log.info("embedded model: %d parameters, corpus %d examples, %d tokens wide", n_params, len(ids), ids.shape[1])
     bar = progress_factory(total=m["pretrain_steps"], desc="pretrain") if progress_factory else None
-    stats = pretrain(model, ids, labels, steps=m["pretrain_steps"],
-                     batch_size=m["pretrain_batch_size"], lr=m["pretrain_lr"], seed=cfg["seed"],
-                     schedule=m["pretrain_lr_schedule"], progress=bar)
+    stats = pretrain(model, ids, labels, Pretraining.of(m), seed=cfg["seed"], progress=bar)
     if bar is not None:
         bar.close()
     meta = {"parameters": n_params, "corpus_examples": len(corpus),

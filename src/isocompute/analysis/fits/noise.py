@@ -18,11 +18,12 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
+from isocompute.analysis.fits.grid_search import Search, Sums, _grid_fit
 from isocompute.analysis.fits.pooled import get_pool
 from isocompute.analysis.fits.progress import progress
 from isocompute.analysis.fits.records import running_average
 from isocompute.analysis.fits.sigmoid import (FIT_COLUMNS, FLAT, NO_BASE, NO_POSITIVE, OK, TOO_FEW, USABLE, FitGrid,
-                                              Search, Sums, _a_max, _cmid_grid, _grid_fit, _store)
+                                              _a_max, _cmid_grid, _store)
 from isocompute.analysis.inputs.check import se_column
 from isocompute.config import schema_defaults
 

@@ -106,18 +106,19 @@ def response_logits(model, prompts, row_group: torch.Tensor, responses: torch.Te
     return torch.cat([first, rest], dim=1).float()
 
 
-def evaluate(model, tokenizer, val: Problems, samples: int, params: SamplingParams, seed: int,
-             step: int, batch_size: int) -> list[dict]:
-    """`samples` completions per validation problem as verl dump records (+ problem_id, sample, n_tokens).
+def evaluate(sampler: LocalSampler, val: Problems, samples: int, params: SamplingParams, seed: int,
+             step: int) -> list[dict]:
+    """`samples` completions per validation problem as verl dump records (+ problem_id, sample, n_tokens),
+    from `sampler`'s model.
 
     The sampling generator is seeded from (seed, step) alone, so an
     evaluation does not depend on the training RNG stream or on resumption.
     """
+    model, tokenizer = sampler.model, sampler.tokenizer
     device = next(model.parameters()).device
     generator = torch.Generator(device=device).manual_seed(derived_seed(seed, 1, step))
     was_training = model.training
     set_training(model, False)
-    sampler = LocalSampler(model, tokenizer, batch_size=batch_size)
     completions = sampler.sample(val.prompt_ids, samples, params, generator=generator)
     set_training(model, was_training)
     flat = [c for group in completions for c in group]

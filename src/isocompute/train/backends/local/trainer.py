@@ -161,8 +161,9 @@ class LocalGRPO:
     def evaluate(self, step: int, problems: Problems | None = None) -> list[dict]:
         """Dump records of the validation set (or of `problems`, an extra evaluation set: the
         same samples per problem, the same sampling seed)."""
-        return evaluate(self.model, self.tokenizer, self.val_set if problems is None else problems,
-                        self.cfg["eval"]["samples"], self.params, self.seed, step, self.batch_size)
+        return evaluate(LocalSampler(self.model, self.tokenizer, batch_size=self.batch_size),
+                        self.val_set if problems is None else problems, self.cfg["eval"]["samples"], self.params,
+                        self.seed, step)
 
     def probe(self, step: int) -> list[dict]:
         """The interference probe (Fig. 11): train.probe_samples completions for each of a fixed
