@@ -215,4 +215,5 @@ def test_the_function_limits_can_fail(tmp_path):
                                 "def fine(self, a, b, c, d, e, f, g):\n    pass\n")
     found = oversized_functions(pkg)
     assert len(found) == 2, found
-    assert found[0].startswith("pkg/bad.py:1 long: 61 lines") and found[1].startswith("pkg/bad.py:6 wide: 8 parameters")
+    assert found[0].startswith(f"pkg/bad.py:1 long: {MAX_FUNCTION_LINES + 1} lines")
+    assert found[1].startswith(f"pkg/bad.py:{MAX_FUNCTION_LINES + 5} wide: {MAX_PARAMETERS + 1} parameters")
