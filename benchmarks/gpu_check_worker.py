@@ -9,7 +9,6 @@ import importlib.util
 import json
 import struct
 import sys
-import sysconfig
 import time
 import zipfile
 from pathlib import Path

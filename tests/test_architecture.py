@@ -185,25 +185,9 @@ def oversized_functions(root: Path) -> list[str]:
     return found
 
 
-# Not yet split (issue 35 item 5, left for a later change; the list may only shrink): the verl CPU
-# platform's registration, the analyze sub-command's options, and score_run (its run identity
-# B_p, n, split, replicate wants one object across evaluate's CLI and the tests).
-KNOWN_OVERSIZED = {"isocompute/train/backends/verl/cpu/platform.py register",
-                   "isocompute/cli/analysis.py register_analyze", "isocompute/scoring.py score_run"}
-
-
-def _function_of(finding: str) -> str:
-    where, _ = finding.split(": ", 1)
-    path, name = where.split(" ")
-    return f"{path.rsplit(':', 1)[0]} {name}"
-
-
 def test_no_function_over_the_limits():
     found = oversized_functions(SRC / "isocompute")
-    new = [f for f in found if _function_of(f) not in KNOWN_OVERSIZED]
-    assert not new, "functions a reader cannot hold:\n" + "\n".join(new)
-    stale = KNOWN_OVERSIZED - {_function_of(f) for f in found}
-    assert not stale, f"now within the limits, take them off KNOWN_OVERSIZED: {sorted(stale)}"
+    assert not found, "functions a reader cannot hold:\n" + "\n".join(found)
 
 
 def test_the_function_limits_can_fail(tmp_path):

@@ -17,7 +17,7 @@ from isocompute.analysis.inputs.collect import read_run_tables
 from isocompute.cli import main
 from isocompute.errors import InputError
 from isocompute.grading import GradeCache, Verdict, sandbox, spot_check_cache
-from isocompute.scoring import score_run
+from isocompute.scoring import ScoredRun, ScoreSettings, score_run
 
 PROBLEMS, SAMPLES, STEPS = 3, 4, (0, 2, 4)
 
@@ -42,7 +42,7 @@ def write_run(tmp_path, *, record_problems: bool = True):
 
 
 def score(run, **kw):
-    return score_run(run, 4, B_p=2, n=2, split="easy", samples=SAMPLES, **kw)
+    return score_run(run, ScoredRun("easy", 2, 2), ScoreSettings(4, samples=SAMPLES), **kw)
 
 
 def drop_lines(path, keep):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from isocompute.grading import GradeCache, Verdict, sandbox
-from isocompute.scoring import score_run
+from isocompute.scoring import ScoredRun, ScoreSettings, score_run
 
 
 def _run_dir(tmp_path):
@@ -30,7 +30,7 @@ def test_timeouts_score_as_not_correct_are_counted_and_not_cached(tmp_path, monk
     run = _run_dir(tmp_path)
     # Every symbolic pair times out (the numeric ones never reach math-verify).
     monkeypatch.setattr(sandbox, "slow_verdict", lambda *args: (Verdict.TIMED_OUT, sandbox.TIMEOUT))
-    table = score_run(run, 2, B_p=2, n=2, split="easy")
+    table = score_run(run, ScoredRun("easy", 2, 2), ScoreSettings(2))
     assert table["step"].tolist() == [0, 2]
     assert table["timeouts"].tolist() == [1, 1]
     assert table["avg@2"].tolist() == [0.25, 0.75]  # a timed-out sample is not correct
@@ -39,7 +39,7 @@ def test_timeouts_score_as_not_correct_are_counted_and_not_cached(tmp_path, monk
     # Scoring again with a grader that has time grades them on their merits.
     monkeypatch.undo()
     sandbox.clear_memo()
-    table = score_run(run, 2, B_p=2, n=2, split="easy")
+    table = score_run(run, ScoredRun("easy", 2, 2), ScoreSettings(2))
     assert table["timeouts"].tolist() == [0, 0]
     assert table["avg@2"].tolist() == [0.5, 1.0]
     assert len(GradeCache.load(run / "grades_cache.json")) == 6  # distinct pairs
@@ -54,9 +54,9 @@ def test_a_step_with_too_many_timeouts_fails_the_score_naming_run_step_and_share
     run = _run_dir(tmp_path)
     monkeypatch.setattr(sandbox, "slow_verdict", lambda *args: (Verdict.TIMED_OUT, sandbox.TIMEOUT))
     # One of each step's 4 samples times out: a share of 0.25.
-    table = score_run(run, 2, B_p=2, n=2, split="easy", replicate=1, max_timeout_share=0.25)
+    table = score_run(run, ScoredRun("easy", 2, 2, 1), ScoreSettings(2, max_timeout_share=0.25))
     assert table["timeouts"].tolist() == [1, 1]
     with pytest.raises(TooManyTimeouts, match=r"score easy bp2_n2_s1 step 0: 1 of 4 graded pairs timed out "
                                               r"\(share 0\.25 > grading\.max_timeout_share = 0\.2\)"):
-        score_run(run, 2, B_p=2, n=2, split="easy", replicate=1, max_timeout_share=0.2)
+        score_run(run, ScoredRun("easy", 2, 2, 1), ScoreSettings(2, max_timeout_share=0.2))
     sandbox.clear_memo()

@@ -5,7 +5,6 @@ decisions file the next rung reads."""
 
 from __future__ import annotations
 
-import json
 import warnings
 
 import pandas as pd

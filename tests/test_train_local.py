@@ -192,7 +192,7 @@ def test_regularisation_only_on_regularized_splits_and_filters(tiny_model_and_sp
 def test_extra_evaluation_sets_are_validated_at_the_same_steps_and_scored_apart(tiny_model_and_splits):
     """eval.extra_sets: each set is dumped beside the own split's at every evaluation step, with the
     same samples per problem; a set without extra_info gets problem ids; scoring reads it apart."""
-    from isocompute.scoring import score_run
+    from isocompute.scoring import ScoredRun, ScoreSettings, score_run
 
     root = tiny_model_and_splits
     aime = pd.read_parquet(root / "val.parquet").iloc[:3].drop(columns=["extra_info", "ability"])
@@ -212,10 +212,10 @@ def test_extra_evaluation_sets_are_validated_at_the_same_steps_and_scored_apart(
     assert pd.read_json(paths.set_generations("aime24") / "0.jsonl", lines=True)["problem_id"].iloc[0] == "aime24-0"
     metrics = [json.loads(line)["data"] for line in paths.metrics.read_text().splitlines()]
     assert all("val/aime24/score/mean" in m for m in metrics if "val/score/mean" in m)
-    table = score_run(paths.run_dir, 4, B_p=2, n=2, split="easy", eval_set="aime24")
+    table = score_run(paths.run_dir, ScoredRun("easy", 2, 2), ScoreSettings(4), eval_set="aime24")
     assert table["step"].tolist() == own and (table["eval_set"] == "aime24").all()
     assert table["avg@4"].between(0, 1).all()
-    assert "eval_set" not in score_run(paths.run_dir, 4, B_p=2, n=2, split="easy").columns
+    assert "eval_set" not in score_run(paths.run_dir, ScoredRun("easy", 2, 2), ScoreSettings(4)).columns
 
 
 def wandb_offline_runs(folder: Path) -> list[tuple[dict, list[dict]]]:

@@ -12,6 +12,7 @@ through the same grader.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -147,38 +148,73 @@ def problem_keys(gens: pd.DataFrame, where) -> pd.Series:
     return key.astype(str)
 
 
-def score_run(run_dir: Path | str, k: int, *, B_p: int, n: int, split: str, replicate: int = 0,
-              max_step: int | None = None, eval_set: str | None = None,
-              max_timeout_share: float | None = None, samples: int | None = None) -> pd.DataFrame:
+@dataclass(frozen=True)
+class ScoreSettings:
+    """What scoring takes from the config: `k` (eval.k: avg/best/worst@k), `samples` (eval.samples:
+    each dump's samples per problem, checked; None: not checked) and `max_timeout_share`
+    (grading.max_timeout_share: a step with a larger share of timed-out samples raises
+    TooManyTimeouts naming the run and the step; None: no bound)."""
+    k: int
+    samples: int | None = None
+    max_timeout_share: float | None = None
+
+    @classmethod
+    def from_config(cls, cfg: dict) -> "ScoreSettings":
+        return cls(cfg["eval"]["k"], cfg["eval"].get("samples"), cfg["grading"]["max_timeout_share"])
+
+
+@dataclass(frozen=True)
+class ScoredRun:
+    """Which run a table scores: its split, B_p x n cell and seed `replicate` (column `seed`: the
+    analysis resamples seeds for its intervals when a cell has several)."""
+    split: str
+    B_p: int
+    n: int
+    replicate: int = 0
+
+    @property
+    def name(self) -> str:
+        return run_name(self.B_p, self.n, replicate_suffix(self.replicate))
+
+
+def score_run(run_dir: Path | str, run: ScoredRun, settings: ScoreSettings, *, max_step: int | None = None,
+              eval_set: str | None = None) -> pd.DataFrame:
     """The evaluation table of one run (one row per evaluation step), re-graded from its dumps.
 
-    `replicate` is the run's seed replicate (column `seed`: the analysis
-    resamples seeds for its intervals when a cell has several). `max_step`
-    keeps the evaluations up to a rung of an adaptive sweep, even once the run
+    `max_step` keeps the evaluations up to a rung of an adaptive sweep, even once the run
     has gone past it. `eval_set` scores the dumps of an extra evaluation set instead of the own
     split's (`RunFiles.set_generations`), the same way; the table gets a column `eval_set`.
 
     Grades are cached in run_dir/grades_cache.json, keyed by the grader version;
-    timed-out samples are not, and column `timeouts` counts them per step. With
-    `max_timeout_share` (grading.max_timeout_share), a step with a larger share of
-    timed-out samples raises TooManyTimeouts naming the run and the step.
+    timed-out samples are not, and column `timeouts` counts them per step.
 
     The dumps are checked against what the run recorded first (`check_dumps`: every
-    evaluation step's dump, each with the set's problems and `samples` (eval.samples) samples
+    evaluation step's dump, each with the set's problems and `settings.samples` samples
     each); a cache that fails its checks is ignored and rebuilt (`GradeCache.load`,
     `spot_check_cache`).
     """
-    from isocompute.grading import GradeCache, Verdict, check_timeout_share, judge_many, spot_check_cache
-    from isocompute.metrics import cumulative_tokens, eval_table
-    from isocompute.train.run_logs import read_jsonl
-
-    run_dir = Path(run_dir)
     files = RunFiles(run_dir)
     marker, meta = run_record(files, max_step)
     directory = files.set_generations(eval_set) if eval_set else files.generations
-    dumps = check_dumps(directory, marker, meta, max_step=max_step, eval_set=eval_set, samples=samples)
+    dumps = check_dumps(directory, marker, meta, max_step=max_step, eval_set=eval_set, samples=settings.samples)
     gens = pd.concat(dumps.values(), ignore_index=True)
-    cache_path = run_dir / "grades_cache.json"
+    graded, newly = _grade(gens, Path(run_dir) / "grades_cache.json")
+    table = _eval_table(graded, files, run, settings.k)
+    where = f"{run.split}{f' on {eval_set}' if eval_set else ''} {run.name}"
+    _check_timeouts(graded, where, settings.max_timeout_share)
+    if eval_set:
+        table["eval_set"] = eval_set
+    _compare_dumped_scores(gens, graded["correct"].tolist())
+    log.info("score %s: %d eval steps, %d samples (%d newly graded); avg@%d %.3f -> %.3f", where, len(table),
+             len(gens), newly, settings.k, table[f"avg@{settings.k}"].iloc[0], table[f"avg@{settings.k}"].iloc[-1])
+    return table
+
+
+def _grade(gens: pd.DataFrame, cache_path: Path) -> tuple[pd.DataFrame, int]:
+    """(the dumps with columns correct and timed_out, how many were newly graded): every sample
+    through the project grader, with the run's grade cache (saved when it grew)."""
+    from isocompute.grading import GradeCache, Verdict, judge_many, spot_check_cache
+
     outputs = gens["output"].fillna("").astype(str).tolist()
     truths = gens["gts"].astype(str).tolist()
     cache = spot_check_cache(GradeCache.load(cache_path), outputs, truths, str(cache_path))
@@ -186,32 +222,42 @@ def score_run(run_dir: Path | str, k: int, *, B_p: int, n: int, split: str, repl
     verdicts = judge_many(outputs, truths, cache=cache)
     if len(cache) != before:
         cache.save(cache_path)
-    correct = [v.correct for v in verdicts]
-    timed_out = [v is Verdict.TIMED_OUT for v in verdicts]
-    graded = gens.assign(correct=correct, timed_out=timed_out)
+    return gens.assign(correct=[v.correct for v in verdicts],
+                       timed_out=[v is Verdict.TIMED_OUT for v in verdicts]), len(cache) - before
+
+
+def _eval_table(graded: pd.DataFrame, files: RunFiles, run: ScoredRun, k: int) -> pd.DataFrame:
+    """The metrics of each evaluation step (`metrics.eval_table`), the run's seed and its timeouts."""
+    from isocompute.metrics import cumulative_tokens, eval_table
+    from isocompute.train.run_logs import read_jsonl
+
     keep = [c for c in ("step", "problem", "correct", "sample", "n_tokens") if c in graded.columns]
-    tokens = cumulative_tokens(read_jsonl(files.metrics), B_p * n)
-    table = eval_table(graded[keep], k, B_p=B_p, n=n, tokens=tokens, split=split,
-                       run=run_name(B_p, n, replicate_suffix(replicate)))
-    table.insert(4, "seed", int(replicate))
-    per_step = graded.groupby("step")["timed_out"].agg(["sum", "size"])
-    table["timeouts"] = per_step["sum"].reindex(table["step"]).fillna(0).astype(int).to_numpy()
-    if any(timed_out):
-        log.warning("score %s bp%d_n%d%s: %d of %d samples timed out in the grader (scored as not correct; "
-                    "not cached, so re-scoring grades them again)", split, B_p, n, replicate_suffix(replicate),
-                    sum(timed_out), len(timed_out))
+    tokens = cumulative_tokens(read_jsonl(files.metrics), run.B_p * run.n)
+    table = eval_table(graded[keep], k, B_p=run.B_p, n=run.n, tokens=tokens, split=run.split, run=run.name)
+    table.insert(4, "seed", int(run.replicate))
+    per_step = graded.groupby("step")["timed_out"].sum()
+    table["timeouts"] = per_step.reindex(table["step"]).fillna(0).astype(int).to_numpy()
+    return table
+
+
+def _check_timeouts(graded: pd.DataFrame, where: str, max_timeout_share: float | None) -> None:
+    """Say how many samples timed out in the grader; with `max_timeout_share`, stop at a step
+    with a larger share of them."""
+    from isocompute.grading import check_timeout_share
+
+    timed_out = graded["timed_out"]
+    if timed_out.any():
+        log.warning("score %s: %d of %d samples timed out in the grader (scored as not correct; not cached, so "
+                    "re-scoring grades them again)", where, int(timed_out.sum()), len(timed_out))
     if max_timeout_share is not None:
-        name = f"score {split}{f' on {eval_set}' if eval_set else ''} {run_name(B_p, n, replicate_suffix(replicate))}"
+        per_step = graded.groupby("step")["timed_out"].agg(["sum", "size"])
         for step, row in per_step.iterrows():
-            check_timeout_share(int(row["sum"]), int(row["size"]), max_timeout_share, f"{name} step {step}")
-    if eval_set:
-        table["eval_set"] = eval_set
+            check_timeout_share(int(row["sum"]), int(row["size"]), max_timeout_share, f"score {where} step {step}")
+
+
+def _compare_dumped_scores(gens: pd.DataFrame, correct: list[bool]) -> None:
+    """Log how often the backend's own dumped scores disagree with the project grader's verdicts."""
     dumped = gens["score"].astype(float).to_numpy() if "score" in gens.columns else None
     if dumped is not None and len(dumped) and (dumped > 0.5).astype(int).tolist() != [int(c) for c in correct]:
         log.info("score: the project grader disagrees with %d dumped scores (re-graded values are used)",
                  int(sum((d > 0.5) != c for d, c in zip(dumped, correct))))
-    log.info("score %s%s bp%d_n%d%s: %d eval steps, %d samples (%d newly graded); avg@%d %.3f -> %.3f",
-             split, f" on {eval_set}" if eval_set else "", B_p, n, replicate_suffix(replicate), len(table), len(gens),
-             len(cache) - before, k,
-             table[f"avg@{k}"].iloc[0], table[f"avg@{k}"].iloc[-1])
-    return table

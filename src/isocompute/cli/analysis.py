@@ -123,7 +123,6 @@ def register(sub) -> None:
 
 
 def register_analyze(subparsers) -> argparse.ArgumentParser:
-    d = schema_defaults("analysis")
     p = subparsers.add_parser(
         "analyze", help="Fits, frontiers, n*(C) law and figures from an evaluation table.",
         description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -132,6 +131,14 @@ def register_analyze(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--params", default=None, metavar="JSON",
                    help="config sections (analysis, eval, seed) as JSON, as the analyze rule passes them; "
                         "options below override them")
+    _add_settings(p, schema_defaults("analysis"))
+    _add_table_options(p)
+    p.set_defaults(func=lambda a: (setup_logging(), cmd_analyze(a))[1])
+    return p
+
+
+def _add_settings(p: argparse.ArgumentParser, d: dict) -> None:
+    """The analysis settings' options (defaults `d`: the schema's), each overriding --params."""
     opt = _setting_adder(p)
     opt("method", metavar="{noise,paper}",
         help="noise: standard errors from each evaluation's problems x samples, one pooled R0, "
@@ -178,6 +185,11 @@ def register_analyze(subparsers) -> argparse.ArgumentParser:
     opt("max_extrapolation", type=float, metavar="F",
         help=f"recommendations.csv: its last budget this many times above the studied range "
              f"(default: {d['max_extrapolation']:g})")
+
+
+def _add_table_options(p: argparse.ArgumentParser) -> None:
+    """What the evaluation table is and what to write: the training table, split, a single run's cell,
+    verl JSONL's data source and estimates, figures or not."""
     p.add_argument("--train-table", type=Path, default=None, metavar="PATH",
                    help="per-step training table (B_p, n, step, compute, problem_id, pass_rate; CSV or "
                         "parquet) for the interference histograms")
@@ -193,8 +205,6 @@ def register_analyze(subparsers) -> argparse.ArgumentParser:
                    help="verl JSONL: also read verl's best@k/mean and worst@k/mean (bootstrap estimates, "
                         "biased; off by default)")
     p.add_argument("--no-figures", action="store_true", help="write the tables only")
-    p.set_defaults(func=lambda a: (setup_logging(), cmd_analyze(a))[1])
-    return p
 
 
 def _setting_adder(parser):
@@ -281,8 +291,6 @@ def cmd_collect(args) -> int:
 
 
 def cmd_figures(args) -> int:
-    import pandas as pd
-
     from isocompute.analysis.outputs.folder import load_analysis
     from isocompute.analysis.plots import plot_all
 
@@ -306,8 +314,6 @@ def cmd_collect_variants(args) -> int:
 
 def cmd_variant_figures(args) -> int:
     """--params: the config's variants (which figure draws which) and eval.k (the metric)."""
-    import pandas as pd
-
     from isocompute.analysis.plots.variants import plot_variants
 
     cfg = config_from_params(args.params)

@@ -183,8 +183,6 @@ def cmd_difficulty_merge(args) -> int:
 
 
 def cmd_splits(args) -> int:
-    import pandas as pd
-
     from isocompute.data.schema import problem_ids, read_problems
     from isocompute.data.splits import make_splits, split_frame
 

@@ -12,12 +12,11 @@ from isocompute.cli.train import add_cell_arguments
 
 
 def cmd_score(args) -> int:
-    from isocompute.scoring import score_run
+    from isocompute.scoring import ScoredRun, ScoreSettings, score_run
 
     cfg = config_from_params(args.params)
-    table = score_run(args.run_dir, cfg["eval"]["k"], B_p=args.bp, n=args.n, split=args.split,
-                      replicate=args.replicate, max_step=args.max_step, eval_set=args.eval_set,
-                      max_timeout_share=cfg["grading"]["max_timeout_share"], samples=cfg["eval"].get("samples"))
+    table = score_run(args.run_dir, ScoredRun(args.split, args.bp, args.n, args.replicate),
+                      ScoreSettings.from_config(cfg), max_step=args.max_step, eval_set=args.eval_set)
     atomic.write_parquet(args.out, table)
     return 0
 

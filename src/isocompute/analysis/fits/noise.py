@@ -22,7 +22,7 @@ from isocompute.analysis.fits.grid_search import Search, Sums, _grid_fit
 from isocompute.analysis.fits.pooled import get_pool
 from isocompute.analysis.fits.progress import progress
 from isocompute.analysis.fits.records import running_average
-from isocompute.analysis.fits.sigmoid import (FIT_COLUMNS, FLAT, NO_BASE, NO_POSITIVE, OK, TOO_FEW, USABLE, FitGrid,
+from isocompute.analysis.fits.sigmoid import (FIT_COLUMNS, NO_BASE, NO_POSITIVE, OK, TOO_FEW, USABLE, FitGrid,
                                               _a_max, _cmid_grid, _store)
 from isocompute.analysis.inputs.check import se_column
 from isocompute.config import schema_defaults

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from isocompute.config import is_hub_id
-from isocompute.topology import gpu_job_threads, train_topology
+from isocompute.topology import train_topology
 from isocompute.train.backends.verl.files import VerlRunFiles
 from isocompute.train.backends.verl import scheduled
 from isocompute.train.backends.verl.cpu.overrides import cpu_env, cpu_overrides, on_cpu, vllm_rollout

@@ -50,86 +50,88 @@ def device_module() -> types.ModuleType:
     return mod
 
 
+class _CPUPlatform:
+    """The methods of verl's platform on the host CPU: torch tensors stay on "cpu", collectives
+    use gloo. `register` puts them before verl's platform base class (imported only then)."""
+
+    device_name = property(lambda self: "cpu")
+    vendor_name = property(lambda self: "cpu")
+
+    def is_available(self) -> bool:
+        return True
+
+    def is_platform_available(self, use_smi_check=False) -> bool:
+        return False  # chosen by VERL_PLATFORM only, never by verl's auto-detection
+
+    def current_device(self) -> str:
+        # verl moves tensors with .to(get_device_id()): "cpu", never the index 0 (cuda:0).
+        return "cpu"
+
+    def device_count(self) -> int:
+        return 1
+
+    def set_device(self, device_index: int) -> None:
+        return None
+
+    def synchronize(self, device_index=None) -> None:
+        return None
+
+    def manual_seed(self, seed: int) -> None:
+        torch.manual_seed(seed)
+
+    def manual_seed_all(self, seed: int) -> None:
+        torch.manual_seed(seed)
+
+    def set_allocator_settings(self, settings: str) -> None:
+        return None
+
+    def empty_cache(self) -> None:
+        return None
+
+    def get_device_capability(self, device_index: int = 0):
+        return None, None
+
+    def communication_backend_name(self) -> str:
+        return "gloo"
+
+    def visible_devices_envvar(self) -> str:
+        # Ray assigns the logical GPUs through this variable; torch on the CPU ignores it.
+        return "CUDA_VISIBLE_DEVICES"
+
+    def ray_resource_name(self) -> str:
+        return "GPU"  # logical GPUs: +ray_kwargs.ray_init.num_gpus
+
+    def ray_resource_options(self, num_gpus: float) -> dict:
+        return {"num_gpus": num_gpus}
+
+    def ray_noset_envvars(self) -> list[str]:
+        return []
+
+    def is_ipc_supported(self) -> bool:
+        return False
+
+    @contextmanager
+    def nvtx_range(self, msg: str):
+        yield
+
+    def profiler_start(self) -> None:
+        return None
+
+    def profiler_stop(self) -> None:
+        return None
+
+    def cudart(self):
+        return None
+
+
 def register() -> type:
     """Register PlatformCPU under PLATFORM_NAME (VERL_PLATFORM selects it); idempotent."""
     registry = require("platform_registry")
     if registry.get(PLATFORM_NAME) is not None:
         return registry.get(PLATFORM_NAME)
-    base = require("platform_base")
     module = device_module()
-
-    class PlatformCPU(base):
-        """verl on the host CPU: torch tensors stay on "cpu", collectives use gloo."""
-
-        device_name = property(lambda self: "cpu")
-        vendor_name = property(lambda self: "cpu")
-        device_module = property(lambda self: module)
-
-        def is_available(self) -> bool:
-            return True
-
-        def is_platform_available(self, use_smi_check=False) -> bool:
-            return False  # chosen by VERL_PLATFORM only, never by verl's auto-detection
-
-        def current_device(self) -> str:
-            # verl moves tensors with .to(get_device_id()): "cpu", never the index 0 (cuda:0).
-            return "cpu"
-
-        def device_count(self) -> int:
-            return 1
-
-        def set_device(self, device_index: int) -> None:
-            return None
-
-        def synchronize(self, device_index=None) -> None:
-            return None
-
-        def manual_seed(self, seed: int) -> None:
-            torch.manual_seed(seed)
-
-        def manual_seed_all(self, seed: int) -> None:
-            torch.manual_seed(seed)
-
-        def set_allocator_settings(self, settings: str) -> None:
-            return None
-
-        def empty_cache(self) -> None:
-            return None
-
-        def get_device_capability(self, device_index: int = 0):
-            return None, None
-
-        def communication_backend_name(self) -> str:
-            return "gloo"
-
-        def visible_devices_envvar(self) -> str:
-            # Ray assigns the logical GPUs through this variable; torch on the CPU ignores it.
-            return "CUDA_VISIBLE_DEVICES"
-
-        def ray_resource_name(self) -> str:
-            return "GPU"  # logical GPUs: +ray_kwargs.ray_init.num_gpus
-
-        def ray_resource_options(self, num_gpus: float) -> dict:
-            return {"num_gpus": num_gpus}
-
-        def ray_noset_envvars(self) -> list[str]:
-            return []
-
-        def is_ipc_supported(self) -> bool:
-            return False
-
-        @contextmanager
-        def nvtx_range(self, msg: str):
-            yield
-
-        def profiler_start(self) -> None:
-            return None
-
-        def profiler_stop(self) -> None:
-            return None
-
-        def cudart(self):
-            return None
-
+    namespace = {"__doc__": _CPUPlatform.__doc__, "__module__": __name__, "device_module": property(lambda self: module)}
+    PlatformCPU = types.new_class("PlatformCPU", (_CPUPlatform, require("platform_base")),
+                                  exec_body=lambda ns: ns.update(namespace))
     registry.register(platform=PLATFORM_NAME)(PlatformCPU)
     return PlatformCPU
