@@ -23,7 +23,7 @@ N_BOOT = 40
 B_PS, NS = (8, 16, 32), (4, 8, 16, 32, 64)
 
 
-def _study(params=partial(crossover_params, c_mid_ref=2e3), seed=1):
+def _study(params=partial(crossover_params, truth=CrossoverTruth(c_mid_ref=2e3)), seed=1):
     steps = partial(compute_schedule_steps, points=13, c_max=C_MAX)
     evals = synthetic_study(B_PS, NS, c_max=C_MAX, eval_steps=lambda B, M: steps(B, M), params=params,
                             noise=EvalNoise(problems=300, seed=seed))
