@@ -24,6 +24,11 @@ Rates are per wall-second and per CPU-second of the process (CPU-seconds stay
 comparable when other jobs share the machine). `--baseline REV` adds the local
 backend of commit REV (a temporary git worktree), the "before" of a speed change.
 
+Each measurement runs `--repeats` times (default 3), the backends interleaved, and the
+run of median rollouts per CPU-second is reported with the range over all runs: one
+64-step job varies by about +-20% from run to run on a 2-core machine, more than the
+differences this bench is asked to tell apart.
+
     .venv/bin/python benchmarks/bench_grpo_vs_trl.py [--baseline REV] [--quick] \
         [--model results/embedded/model/base] [--train-file results/embedded/splits/easy/train.parquet]
 
@@ -260,6 +265,14 @@ def whole_job(args, backend: str, src: Path, env: dict, label: str) -> dict:
             "in_loop_seconds": run["wall_s"], "rollouts_per_s": rollouts / wall, "rollouts_per_cpu_s": rollouts / cpu}
 
 
+def median_run(runs: list[dict]) -> dict:
+    """The run of median rollouts per CPU-second (the lower middle one of an even count), with
+    `repeats` and the range of that rate over all runs (`rollouts_per_cpu_s_range`)."""
+    rates = sorted(r["rollouts_per_cpu_s"] for r in runs)
+    middle = sorted(runs, key=lambda r: r["rollouts_per_cpu_s"])[(len(runs) - 1) // 2]
+    return {**middle, "repeats": len(runs), "rollouts_per_cpu_s_range": [rates[0], rates[-1]]}
+
+
 @contextmanager
 def checkout(rev: str | None):
     """The src/ of commit `rev` (a temporary detached worktree), or None without one."""
@@ -299,6 +312,10 @@ def main() -> int:
     p.add_argument("--baseline", metavar="REV", help="also measure the local backend of this commit")
     p.add_argument("--trl-python", default=sys.executable, help="the interpreter of a venv with TRL")
     p.add_argument("--no-trl", action="store_true", help="skip TRL")
+    p.add_argument("--repeats", type=int, default=3,
+                   help="runs of each measurement, the backends interleaved; the median run per CPU-second "
+                        "is reported with the range over all (default: 3; --quick: 1). One 64-step job "
+                        "varies by about +-20%% from run to run on a 2-core machine")
     p.add_argument("--quick", action="store_true", help="3 steady steps, a 6-step job, B_p 4 x n 4")
     p.add_argument("--backend", choices=["local", "trl"], help=argparse.SUPPRESS)
     args = p.parse_args()
@@ -306,7 +323,9 @@ def main() -> int:
         worker(args)
         return 0
     if args.quick:
-        args.bp, args.n, args.warmup, args.steps, args.job_steps = 4, 4, 1, 3, 6
+        args.bp, args.n, args.warmup, args.steps, args.job_steps, args.repeats = 4, 4, 1, 3, 6, 1
+    if args.repeats < 1:
+        sys.exit(f"bench: --repeats must be at least 1, got {args.repeats}")
     for path in (args.model, args.train_file, args.val_file):
         if not Path(path).exists():
             sys.exit(f"bench: {path} not found (build it with the pipeline, or pass --model / --train-file / "
@@ -315,16 +334,18 @@ def main() -> int:
     use_trl = not args.no_trl and trl_available(args.trl_python)
     if not args.no_trl and not use_trl:
         print(f"TRL not importable by {args.trl_python} (see --trl-python): its rows are skipped")
-    results: dict[str, dict] = {}
     with checkout(args.baseline) as baseline_src:
         backends = [("local", "local", REPO / "src")]
         if baseline_src is not None:
             backends.append((f"local@{args.baseline}", "local", baseline_src))
         if use_trl:
             backends.append(("trl", "trl", REPO / "src"))
-        for label, backend, src in backends:
-            results[label] = {"steady": steady(args, backend, src, env, label),
-                              "job": whole_job(args, backend, src, env, label)}
+        runs: dict[str, dict[str, list]] = {label: {"steady": [], "job": []} for label, _, _ in backends}
+        for _ in range(args.repeats):  # the backends interleaved: a drift of the machine hits each alike
+            for label, backend, src in backends:
+                runs[label]["steady"].append(steady(args, backend, src, env, label))
+                runs[label]["job"].append(whole_job(args, backend, src, env, label))
+        results = {label: {measure: median_run(r) for measure, r in by.items()} for label, by in runs.items()}
 
     import torch
 
@@ -340,8 +361,8 @@ def report(args, results: dict, gflops: float, gflops_wall: float) -> None:
           f"threads={args.threads}; steady: {args.steps} steps (+{args.warmup} warm-up); job: {args.job_steps} "
           f"steps; KL {args.kl}, entropy {args.entropy}; matmul peak {gflops:.1f} GFLOP/s per CPU-second "
           f"({gflops_wall:.1f} per wall-second); load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
-    print(f"{'backend':18s} {'measure':7s} {'rollouts/s':>11s} {'rollouts/cpu-s':>15s} {'% peak':>7s} "
-          f"{'seconds':>8s} {'evals':>6s} {'peak MiB':>9s}")
+    print(f"{'backend':18s} {'measure':7s} {'rollouts/s':>11s} {'rollouts/cpu-s':>15s} {'range over runs':>16s} "
+          f"{'% peak':>7s} {'seconds':>8s} {'evals':>6s} {'peak MiB':>9s}")
     ours = results["local"]
     for label, r in results.items():
         for measure in ("steady", "job"):
@@ -352,8 +373,10 @@ def report(args, results: dict, gflops: float, gflops_wall: float) -> None:
                 m["peak_share_cpu"] = m["rollouts_per_cpu_s"] * flops / 1e9 / gflops
                 share = f"{100 * m['peak_share_cpu']:.1f}"
             peak = f"{m['peak_kib'] / 1024:.0f}" if "peak_kib" in m else ""
+            lo, hi = m["rollouts_per_cpu_s_range"]
+            spread = f"{lo:.0f}-{hi:.0f} ({m['repeats']})"
             print(f"{label:18s} {measure:7s} {m['rollouts_per_s']:11.1f} {m['rollouts_per_cpu_s']:15.1f} "
-                  f"{share:>7s} {m['seconds']:8.1f} {m.get('evaluations', ''):>6} {peak:>9s}")
+                  f"{spread:>16s} {share:>7s} {m['seconds']:8.1f} {m.get('evaluations', ''):>6} {peak:>9s}")
     for label, r in results.items():
         if label == "local":
             continue

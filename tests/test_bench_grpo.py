@@ -46,6 +46,9 @@ def test_quick_bench_measures_the_local_backend_and_trl(tmp_path):
         assert r["steady"]["rollouts"] == 3 * 4 * 4, backend   # 3 timed steps of B_p 4 x n 4
         assert r["job"]["rollouts"] == 6 * 4 * 4, backend
         assert r["steady"]["rollouts_per_cpu_s"] > 0 and r["job"]["rollouts_per_cpu_s"] > 0
+        for measure in ("steady", "job"):   # --quick: one run, its own range
+            assert r[measure]["repeats"] == 1, (backend, measure)
+            assert r[measure]["rollouts_per_cpu_s_range"] == [r[measure]["rollouts_per_cpu_s"]] * 2
     # The local job ran its validation schedule (step 0 and the last step at least); TRL has none.
     assert results["local"]["job"]["evaluations"] >= 2
     assert results.get("trl", {"job": {"evaluations": 0}})["job"]["evaluations"] == 0
