@@ -268,9 +268,9 @@ def whole_job(args, backend: str, src: Path, env: dict, label: str) -> dict:
 def median_run(runs: list[dict]) -> dict:
     """The run of median rollouts per CPU-second (the lower middle one of an even count), with
     `repeats` and the range of that rate over all runs (`rollouts_per_cpu_s_range`)."""
-    rates = sorted(r["rollouts_per_cpu_s"] for r in runs)
-    middle = sorted(runs, key=lambda r: r["rollouts_per_cpu_s"])[(len(runs) - 1) // 2]
-    return {**middle, "repeats": len(runs), "rollouts_per_cpu_s_range": [rates[0], rates[-1]]}
+    ordered = sorted(runs, key=lambda r: r["rollouts_per_cpu_s"])
+    return {**ordered[(len(runs) - 1) // 2], "repeats": len(runs),
+            "rollouts_per_cpu_s_range": [ordered[0]["rollouts_per_cpu_s"], ordered[-1]["rollouts_per_cpu_s"]]}
 
 
 @contextmanager

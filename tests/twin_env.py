@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -66,8 +67,6 @@ def twin_env(src: Path = REPO / "src", **extra: str) -> dict[str, str]:
 def run_twin_study(work: Path, config: dict, target: str, timeout_s: int, logs) -> float:
     """Snakemake, in the twin, builds `target` of the study `config` in `work`; returns the
     seconds it took. On failure, raises with Snakemake's stderr and the tails of `logs(work)`."""
-    import time
-
     from conftest import write_config
 
     python = require_twin()

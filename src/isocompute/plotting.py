@@ -147,12 +147,18 @@ def _panels(count, panel=(4.0, 2.9), ncols=3, sharey=False, top=0.35):
     return fig, list(axes.flat[:count])
 
 
+BAND_STYLE = {"color": "0.5", "label": None, "alpha": 0.2}     # `_band`'s shading, by default
+
+
 def _band(ax, table, x, name, *, smooth: int = 1, **style) -> bool:
     """Shade `<name>_lo`..`<name>_hi` of `table` against column `x` where present
     (the bootstrap interval); returns whether anything was drawn. With `smooth` > 1 the
     edges are drawn as their envelope over that many grid points (`_envelope`). `style`:
     the shading's color (default grey 0.5), alpha (0.2) and label."""
-    style = {"color": "0.5", "label": None, "alpha": 0.2, **style}
+    unknown = set(style) - set(BAND_STYLE)
+    if unknown:
+        raise TypeError(f"_band: unknown style {sorted(unknown)}; it takes {sorted(BAND_STYLE)}")
+    style = {**BAND_STYLE, **style}
     lo, hi = f"{name}_lo", f"{name}_hi"
     if lo not in table.columns or not np.isfinite(table[lo].to_numpy(dtype=float)).any():
         return False

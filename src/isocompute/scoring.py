@@ -199,9 +199,11 @@ def score_run(run_dir: Path | str, run: ScoredRun, settings: ScoreSettings, *, m
     dumps = check_dumps(directory, marker, meta, max_step=max_step, eval_set=eval_set, samples=settings.samples)
     gens = pd.concat(dumps.values(), ignore_index=True)
     graded, newly = _grade(gens, Path(run_dir) / "grades_cache.json")
+    timeouts = graded.groupby("step")["timed_out"].agg(["sum", "size"])     # per evaluation step
     table = _eval_table(graded, files, run, settings.k)
+    table["timeouts"] = timeouts["sum"].reindex(table["step"]).fillna(0).astype(int).to_numpy()
     where = f"{run.split}{f' on {eval_set}' if eval_set else ''} {run.name}"
-    _check_timeouts(graded, where, settings.max_timeout_share)
+    _check_timeouts(timeouts, where, settings.max_timeout_share)
     if eval_set:
         table["eval_set"] = eval_set
     _compare_dumped_scores(gens, graded["correct"].tolist())
@@ -227,7 +229,7 @@ def _grade(gens: pd.DataFrame, cache_path: Path) -> tuple[pd.DataFrame, int]:
 
 
 def _eval_table(graded: pd.DataFrame, files: RunFiles, run: ScoredRun, k: int) -> pd.DataFrame:
-    """The metrics of each evaluation step (`metrics.eval_table`), the run's seed and its timeouts."""
+    """The metrics of each evaluation step (`metrics.eval_table`) and the run's seed."""
     from isocompute.metrics import cumulative_tokens, eval_table
     from isocompute.train.run_logs import read_jsonl
 
@@ -235,22 +237,18 @@ def _eval_table(graded: pd.DataFrame, files: RunFiles, run: ScoredRun, k: int) -
     tokens = cumulative_tokens(read_jsonl(files.metrics), run.B_p * run.n)
     table = eval_table(graded[keep], k, B_p=run.B_p, n=run.n, tokens=tokens, split=run.split, run=run.name)
     table.insert(4, "seed", int(run.replicate))
-    per_step = graded.groupby("step")["timed_out"].sum()
-    table["timeouts"] = per_step.reindex(table["step"]).fillna(0).astype(int).to_numpy()
     return table
 
 
-def _check_timeouts(graded: pd.DataFrame, where: str, max_timeout_share: float | None) -> None:
-    """Say how many samples timed out in the grader; with `max_timeout_share`, stop at a step
-    with a larger share of them."""
+def _check_timeouts(per_step: pd.DataFrame, where: str, max_timeout_share: float | None) -> None:
+    """Say how many samples timed out in the grader (`per_step`: each step's sum of timed-out
+    samples and its size); with `max_timeout_share`, stop at a step with a larger share of them."""
     from isocompute.grading import check_timeout_share
 
-    timed_out = graded["timed_out"]
-    if timed_out.any():
+    if per_step["sum"].any():
         log.warning("score %s: %d of %d samples timed out in the grader (scored as not correct; not cached, so "
-                    "re-scoring grades them again)", where, int(timed_out.sum()), len(timed_out))
+                    "re-scoring grades them again)", where, int(per_step["sum"].sum()), int(per_step["size"].sum()))
     if max_timeout_share is not None:
-        per_step = graded.groupby("step")["timed_out"].agg(["sum", "size"])
         for step, row in per_step.iterrows():
             check_timeout_share(int(row["sum"]), int(row["size"]), max_timeout_share, f"score {where} step {step}")
 

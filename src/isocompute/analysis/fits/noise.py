@@ -158,8 +158,8 @@ def fit_weighted(compute, values, R0: float, weights, *, compute_range=None, gri
     used = (W[:, enough] > 0).any(axis=1)
     Wu = W[used][:, enough]
     y2 = (Wu * dy[used, None] ** 2).sum(axis=0)
-    search = (Search(grid, _a_max(R0, grid), np.float32, grid.boot_refine_c_mid, dense=True) if boot
-              else Search(grid, _a_max(R0, grid), np.float64, grid.refine_c_mid, dense=True))
+    search = Search(grid, _a_max(R0, grid), np.float32 if boot else np.float64,
+                    grid.boot_refine_c_mid if boot else grid.refine_c_mid, dense=True)
     fit = _grid_fit(Sums(np.log(c[used]), Wu * dy[used, None], Wu, y2), _cmid_grid(compute_range, grid), search)
     flat = _store(out, enough, R0, fit)
     out["sse"][enough] = np.where(flat, y2, fit[3])

@@ -173,7 +173,7 @@ def pool_fits(fits: pd.DataFrame, arrays: dict, R0: float, *, degree: int = 2,
             if np.unique(t["n"][rows]).size < 2 or fitted.size == 0:
                 continue
             points = [{"n": float(t["n"][i]), **arrays[(B_p, t["n"][i])]} for i in rows]
-            held = _held_model(t, rows, points, R0, (degree, alpha, null_alpha))
+            held = _held_model(t, rows, points, R0, degree=degree, alpha=alpha, null_alpha=null_alpha)
             if held["trend"] is not None:
                 values = trend_params(held["trend"], t["n"][rows], held["degree"])
                 _pool_rows(t, rows, values, "common" if held["degree"] == 0 else "trend")
@@ -185,11 +185,11 @@ def pool_fits(fits: pd.DataFrame, arrays: dict, R0: float, *, degree: int = 2,
     return out
 
 
-def _held_model(t: dict, rows, points: list, R0: float, tests) -> dict:
+def _held_model(t: dict, rows, points: list, R0: float, *, degree: int, alpha: float,
+                null_alpha: float | None) -> dict:
     """The model one B_p's runs (`rows` of the columns `t`) hold to: run by run, the trend
     in log2 n of `degree` unless an F-test rejects it at `alpha`, or one common curve unless
     rejected at `null_alpha` (None: not tried). Writes the p-values into t's pool_p, n_effect_p."""
-    degree, alpha, null_alpha = tests
     fitted = rows[t["status"][rows] == OK]
     n_col = t["n"]
     init = pd.DataFrame({"n": n_col[fitted], "A": t["A"][fitted], "B": t["B"][fitted], "C_mid": t["C_mid"][fitted]})

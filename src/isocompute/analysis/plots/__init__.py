@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-
 from isocompute.analysis.fits.settings import AnalysisSettings
 from isocompute.analysis.plots.frontier import (View, plot_frontier, plot_frontiers_fixed_batch, plot_frontiers_grid,
                                                 plot_record_points)
