@@ -72,12 +72,18 @@ twin: $(STAMP)
 
 # `make test`: the whole suite (what CI runs). `make check`: its fast tier, the tests not
 # marked slow (no real pipeline stage, training, verl, vLLM, SLURM or benchmark run).
+# Both on TEST_WORKERS pytest-xdist workers (0: one process): the engine runs (verl, vLLM,
+# SLURM) one after another on one of them, every other module whole on either
+# (tests/conftest.py, work_unit).
+TEST_WORKERS ?= 2
+XDIST = $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder)
+
 test: $(STAMP) twin
 	ISOCOMPUTE_TWIN_PYTHON="$$(bash envs/cpu-twin.sh --path)/bin/python" ISOCOMPUTE_TWIN_REQUIRED=1 \
-	  $(VENV)/bin/python -m pytest $(PYTEST_ARGS)
+	  $(VENV)/bin/python -m pytest $(XDIST) $(PYTEST_ARGS)
 
 check: $(STAMP)
-	$(VENV)/bin/python -m pytest -m "not slow" $(PYTEST_ARGS)
+	$(VENV)/bin/python -m pytest -m "not slow" $(XDIST) $(PYTEST_ARGS)
 
 # Every experiment's results and Snakemake's own state (.snakemake: metadata,
 # locks, logs). The software environments that `--sdm conda` (or apptainer)

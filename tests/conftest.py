@@ -10,6 +10,7 @@ pre-built tiny study (`tiny_stages`) are marked slow at collection."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -76,6 +77,49 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())) and item.get_closest_marker("slow") is None:
             item.add_marker(pytest.mark.slow)
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        # The engines' group first (the longest): the scheduler hands out units in this order.
+        items.sort(key=lambda item: not is_engine_test(item.nodeid))
+
+
+# --- two workers (make test, make check: pytest -n 2 --dist loadscope) ----------------------
+
+# The tests that run an engine for real, each on both cores (verl's Ray sessions, vLLM, a
+# one-node SLURM cluster, the backends-agree benchmark's verl session): with pytest-xdist they
+# form one unit, run one after another on one worker while the other worker takes the rest,
+# a module at a time (so that each module's fixtures are built once, by one worker). Two of
+# them at once would slow each other down (each wants both cores) and start two Ray clusters
+# side by side.
+ENGINE_TESTS = (
+    "tests/test_twin_verl_vllm.py::",
+    "tests/test_pipeline_verl_cpu.py::",
+    "tests/test_cluster_slurm.py::",
+    "tests/test_twin_vllm_difficulty.py::",
+    "tests/test_benchmarks.py::test_backends_agree_quick",
+)
+ENGINES = "engines"
+
+
+def is_engine_test(nodeid: str) -> bool:
+    return nodeid.startswith(ENGINE_TESTS)
+
+
+def work_unit(nodeid: str) -> str:
+    """What one worker runs whole: the engines' unit, or the test's module."""
+    return ENGINES if is_engine_test(nodeid) else nodeid.split("::", 1)[0]
+
+
+if importlib.util.find_spec("xdist") is not None:  # a hook pytest knows only with pytest-xdist
+    def pytest_xdist_make_scheduler(config, log):
+        """--dist loadscope with work_unit's units. (xdist's own loadgroup marks its groups by
+        renaming node ids, which pytest 9 ignores: under it every test is its own unit.)"""
+        from xdist.scheduler import LoadScopeScheduling
+
+        class EnginesTogether(LoadScopeScheduling):
+            def _split_scope(self, nodeid: str) -> str:
+                return work_unit(nodeid)
+
+        return EnginesTogether(config, log)
 
 
 def require_slow(what: str) -> None:
@@ -184,8 +228,26 @@ TINY_DATA_TARGETS = ("results/tiny/splits/easy/train.parquet", "results/tiny/fig
 def tiny_stages(tmp_path_factory) -> Path:
     """A study folder holding TINY_CONFIG's data stages, built by Snakemake from nothing once
     per session (with the code under test) for seed_study to copy into the end-to-end
-    modules' studies. Its users are marked slow at collection."""
-    work = make_study_dir(tmp_path_factory.mktemp("tiny_stages"))
+    modules' studies. Its users are marked slow at collection. Under pytest-xdist the workers
+    share one build: the first to get here builds it, under a lock, in the run's common
+    temporary folder; the others wait for it and read it."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return _build_tiny_stages(tmp_path_factory.mktemp("tiny_stages"))
+    from filelock import FileLock
+
+    shared = tmp_path_factory.getbasetemp().parent
+    with FileLock(shared / "tiny_stages.lock"):
+        work, done = shared / "tiny_stages", shared / "tiny_stages.done"
+        if not done.exists():
+            shutil.rmtree(work, ignore_errors=True)  # a build that failed: from nothing again
+            _build_tiny_stages(work)
+            done.touch()
+    return work
+
+
+def _build_tiny_stages(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    work = make_study_dir(folder)
     cfg = write_config(work, TINY_CONFIG)
     run_snakemake(work, "--cores", "2", *TINY_DATA_TARGETS, "--configfile", str(cfg))
     return work
@@ -239,3 +301,4 @@ def fake_checkpoint(run: Path, step: int) -> None:
 
     (run / "checkpoints" / f"global_step_{step}" / "actor").mkdir(parents=True, exist_ok=True)
     (run / "checkpoints" / LATEST_CHECKPOINT_FILE).write_text(str(step))
+

@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from conftest import REPO, require_slow
+from conftest import REPO, make_study_dir, require_slow, seed_study
 
 pytestmark = pytest.mark.slow   # each runs a benchmark (run_benchmark refuses otherwise)
 
@@ -84,15 +84,17 @@ def test_analysis_quick_runs_the_cli_chain_on_every_run(tmp_path):
     assert "no target (quick)" in out
 
 
-def test_backends_agree_quick_trains_both_backends_on_the_same_problems(tmp_path):
-    """The data stages of the tiny study, two local runs and one verl session (minutes). (verl
+def test_backends_agree_quick_trains_both_backends_on_the_same_problems(tmp_path, tiny_stages):
+    """Two local runs and one verl session (minutes) on the session's tiny study, whose data
+    stages are the benchmark's (`--study`; without it the benchmark builds them itself). (verl
     0.9.1 patches trl's value-head model whenever trl is importable and fails on trl 1.16: the
     project's venv must not hold trl, which is why the TRL benchmark takes a venv of its own.)"""
-    from bench_backends_agree import QUICK
+    from bench_backends_agree import EXPERIMENT, QUICK
 
+    study = seed_study(make_study_dir(tmp_path / "study"), tiny_stages, EXPERIMENT)
     report = tmp_path / "runs.json"
-    out = run_benchmark("bench_backends_agree.py", "--quick", "--work", str(tmp_path), "--out", str(report),
-                        timeout=1800)
+    out = run_benchmark("bench_backends_agree.py", "--quick", "--study", str(study), "--work", str(tmp_path),
+                        "--out", str(report), timeout=1800)
     for part in ("(1) loss terms", "(2) step-0 validation", "(3) training reward per step"):
         assert part in out, out
     got = json.loads(report.read_text())

@@ -95,5 +95,55 @@ def test_make_check_runs_the_fast_tier_after_the_same_setup_as_make_test(tmp_pat
         assert proc.returncode == 0, proc.stderr
         setup, _, last = proc.stdout.strip().rpartition("\n")
         assert "pip install" in setup and "-e \".[test]\"" in setup, (target, proc.stdout)
-        assert last.split()[1:4] == ["-m", "pytest", *(["-m"] if target == "check" else [])], last
-    assert plans["check"].stdout.strip().endswith('-m pytest -m "not slow"'), plans["check"].stdout
+        assert last.split()[1:3] == ["-m", "pytest"], last
+        assert ('-m pytest -m "not slow" ' in last) == (target == "check"), last
+        # both on two workers, the engine runs grouped (see test_two_workers_...)
+        assert last.endswith(" -n 2 --dist loadscope --no-loadscope-reorder"), last
+    one = subprocess.run(["make", "-n", "--no-print-directory", "-C", str(tmp_path), "test", "TEST_WORKERS=0"],
+                         capture_output=True, text=True, stdin=subprocess.DEVNULL, env=env)
+    assert one.stdout.strip().endswith("-m pytest"), one.stdout  # TEST_WORKERS=0: one process
+
+
+# A scratch suite for the two-worker scheduler: two engine modules (by the names conftest
+# groups) and two other modules, each with a module fixture; every fixture build and every
+# test appends its worker to a log.
+SCHEDULED = '''
+import os, pytest
+
+def note(what):
+    with open(os.environ["SCRATCH_LOG"], "a") as log:
+        log.write(f"{what} {os.environ.get('PYTEST_XDIST_WORKER', 'none')}\\n")
+
+@pytest.fixture(scope="module")
+def built(request):
+    note("build " + request.module.__name__)
+
+@pytest.mark.parametrize("i", range(4))
+def test_one(built, i, request):
+    note("test " + request.module.__name__)
+'''
+
+
+def test_two_workers_build_each_module_fixture_once_and_run_the_engines_on_one_worker(tmp_path):
+    suite = tmp_path / "tests"
+    suite.mkdir()
+    (suite / "conftest.py").write_text(CONFTEST.replace(
+        "tiny_stages  # noqa: F401", "tiny_stages, pytest_xdist_make_scheduler  # noqa: F401"))
+    modules = ("test_pipeline_verl_cpu", "test_cluster_slurm", "test_alpha", "test_beta")
+    for name in modules:
+        (suite / f"{name}.py").write_text(SCHEDULED)
+    log = tmp_path / "log.txt"
+    env = {**os.environ, "SCRATCH_LOG": str(log),
+           "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-o", "addopts=",
+                           "--rootdir", str(tmp_path), "-c", os.devnull, "-n", "2", "--dist", "loadscope",
+                           "--no-loadscope-reorder", "tests"], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    lines = [line.split() for line in log.read_text().splitlines()]
+    builds = sorted(module for what, module, _ in lines if what == "build")
+    assert builds == sorted(modules), builds  # each module's fixture once: no module split between workers
+    workers = {module: {w for _, m, w in lines if m == module} for module in modules}
+    assert all(len(w) == 1 for w in workers.values()), workers
+    assert workers["test_pipeline_verl_cpu"] == workers["test_cluster_slurm"], workers  # the engines together
+    assert len(set().union(*workers.values())) == 2, workers  # and both workers used
