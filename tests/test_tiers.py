@@ -147,3 +147,14 @@ def test_two_workers_build_each_module_fixture_once_and_run_the_engines_on_one_w
     assert all(len(w) == 1 for w in workers.values()), workers
     assert workers["test_pipeline_verl_cpu"] == workers["test_cluster_slurm"], workers  # the engines together
     assert len(set().union(*workers.values())) == 2, workers  # and both workers used
+
+
+def test_every_engine_test_named_for_the_workers_exists():
+    """A renamed engine module or test would leave conftest.ENGINE_TESTS matching nothing, and
+    its engine runs would share the cores with the other worker's unnoticed."""
+    from conftest import ENGINE_TESTS
+
+    for prefix in ENGINE_TESTS:
+        path, _, name = prefix.partition("::")
+        assert (REPO / path).is_file(), prefix
+        assert not name or re.search(rf"^def {re.escape(name)}", (REPO / path).read_text(), flags=re.M), prefix
