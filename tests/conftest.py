@@ -246,7 +246,6 @@ def tiny_stages(tmp_path_factory) -> Path:
 
 
 def _build_tiny_stages(folder: Path) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
     work = make_study_dir(folder)
     cfg = write_config(work, TINY_CONFIG)
     run_snakemake(work, "--cores", "2", *TINY_DATA_TARGETS, "--configfile", str(cfg))
@@ -301,4 +300,3 @@ def fake_checkpoint(run: Path, step: int) -> None:
 
     (run / "checkpoints" / f"global_step_{step}" / "actor").mkdir(parents=True, exist_ok=True)
     (run / "checkpoints" / LATEST_CHECKPOINT_FILE).write_text(str(step))
-

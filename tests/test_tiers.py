@@ -57,13 +57,19 @@ def test_uses_the_prebuilt_study(tiny_stages):
 """
 
 
+def run_scratch(rootdir: Path, *args: str, env_extra: dict | None = None) -> subprocess.CompletedProcess:
+    """pytest on a scratch suite in `rootdir`, none of this repo's settings applied."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")]),
+           **(env_extra or {})}
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rA", "-o", "addopts=", "-o", "markers=slow: slow",
+                           "--rootdir", str(rootdir), "-c", os.devnull, *args],
+                          cwd=rootdir, env=env, capture_output=True, text=True, timeout=300)
+
+
 def scratch_pytest(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
     (tmp_path / "conftest.py").write_text(CONFTEST)
     (tmp_path / "test_scratch.py").write_text(textwrap.dedent(TESTS))
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")])}
-    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rA", "-o", "addopts=", "-o", "markers=slow: slow",
-                           "--rootdir", str(tmp_path), "-c", os.devnull, str(tmp_path / "test_scratch.py"), *args],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    return run_scratch(tmp_path, str(tmp_path / "test_scratch.py"), *args)
 
 
 def test_real_work_in_a_test_not_marked_slow_fails_saying_mark_it_slow_and_slow_fixtures_mark_their_users(tmp_path):
@@ -133,12 +139,8 @@ def test_two_workers_build_each_module_fixture_once_and_run_the_engines_on_one_w
     for name in modules:
         (suite / f"{name}.py").write_text(SCHEDULED)
     log = tmp_path / "log.txt"
-    env = {**os.environ, "SCRATCH_LOG": str(log),
-           "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-o", "addopts=",
-                           "--rootdir", str(tmp_path), "-c", os.devnull, "-n", "2", "--dist", "loadscope",
-                           "--no-loadscope-reorder", "tests"], cwd=tmp_path, env=env, capture_output=True,
-                          text=True, timeout=300)
+    proc = run_scratch(tmp_path, "-n", "2", "--dist", "loadscope", "--no-loadscope-reorder", "tests",
+                       env_extra={"SCRATCH_LOG": str(log)})
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     lines = [line.split() for line in log.read_text().splitlines()]
     builds = sorted(module for what, module, _ in lines if what == "build")
