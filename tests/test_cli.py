@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+import tomllib
 
 import pytest
 
@@ -34,7 +35,6 @@ def test_version_is_the_package_version(capsys):
         main(["--version"])
     assert exc.value.code == 0
     assert capsys.readouterr().out.strip() == f"isocompute {isocompute.__version__}"
-    tomllib = pytest.importorskip("tomllib")   # Python 3.11+
     project = tomllib.loads((REPO / "pyproject.toml").read_text())
     # One place for the version: pyproject reads it from the package.
     assert "version" not in project["project"] and "version" in project["project"]["dynamic"]

@@ -73,3 +73,30 @@ def test_every_test_the_fault_table_cites_exists():
         assert source.is_file(), path
         if name:
             assert re.search(rf"^def {name}\(", source.read_text(), re.M), f"{path}::{name}"
+
+
+def _floor(spec: str) -> tuple[int, int]:
+    """The (major, minor) of a Requires-Python's `>=X.Y` clause."""
+    m = re.search(r">=\s*(\d+)\.(\d+)", spec)
+    assert m, f"no >= clause in {spec!r}"
+    return int(m.group(1)), int(m.group(2))
+
+
+def test_python_floor_is_one_and_covers_the_dependencies():
+    # The README's "Python X.Y+" is pyproject's requires-python, and no pinned dependency
+    # (Snakemake 9.27 needs 3.11) asks for a newer Python than the project states.
+    import tomllib
+    from importlib.metadata import PackageNotFoundError, metadata
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    floor = _floor(project["requires-python"])
+    stated = re.findall(r"\bPython (\d+)\.(\d+)\+", (REPO / "README.md").read_text())
+    assert stated and {(int(a), int(b)) for a, b in stated} == {floor}, (stated, floor)
+    for requirement in project["dependencies"]:
+        name = re.match(r"[A-Za-z0-9_.\-]+", requirement).group(0)
+        try:
+            needs = metadata(name).get("Requires-Python")
+        except PackageNotFoundError:
+            continue
+        if needs and ">=" in needs:
+            assert _floor(needs) <= floor, f"{name} needs Python {needs}, the project states {floor}"
