@@ -27,10 +27,12 @@ import os
 
 from isocompute.errors import ConfigError, InputError
 from isocompute.sampling import SamplingParams
+# One name for vLLM's CPU KV-cache variable, shared with verl's CPU rollout (cluster may import
+# train.backends; the reverse would be an import cycle between the two packages).
+from isocompute.train.backends.verl.cpu.overrides import KV_CACHE_ENV
 
 _SEED_MODULUS = 2**31 - 1
 GIB = 2**30
-KV_CACHE_ENV = "VLLM_CPU_KVCACHE_SPACE"  # GiB, read by vLLM's CPU platform (vllm/platforms/cpu.py)
 
 
 def import_vllm():
