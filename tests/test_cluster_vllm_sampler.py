@@ -174,3 +174,26 @@ def test_the_config_check_names_the_head_dim_vllms_cpu_attention_cannot_serve(tm
     (model / "config.json").write_text('{"hidden_size": 96, "num_attention_heads": 2, "head_dim": 48}')
     with pytest.raises(ConfigError, match=r"^config key 'base_model.path': head_dim 48 \(.*/m/config.json\)"):
         check_config({**cpu_vllm, "base_model": {"source": "path", "path": str(model)}})
+
+
+@pytest.mark.parametrize("text, expected", [
+    ('{"hidden_size": 96,', "not valid JSON"),
+    ("[96, 2]", "holds a JSON array; expected a JSON object"),
+    ('{"text_config": "llama"}', "text_config to be a JSON object"),
+    ('{"hidden_size": "96", "num_attention_heads": 2}', "expected hidden_size to be an integer"),
+], ids=["garbled", "a list", "text_config a string", "a string size"])
+def test_the_config_check_refuses_a_garbled_model_config_json_by_name(tmp_path, text, expected):
+    """A model directory whose config.json is garbled or not an object stops the config check
+    with one line naming the file and what it should hold, not a traceback."""
+    from isocompute.errors import ConfigError
+
+    model = tmp_path / "m"
+    model.mkdir()
+    (model / "config.json").write_text(text)
+    cfg = {"sampling": {"backend": "vllm"}, "cluster": {"vllm": {"device": "cpu"}},
+           "base_model": {"source": "path", "path": str(model)}}
+    with pytest.raises(ConfigError) as err:
+        check_config(cfg)
+    message = str(err.value)
+    assert message.startswith(f"config key 'base_model.path': {model / 'config.json'} ") and "\n" not in message
+    assert expected in message

@@ -47,7 +47,6 @@ def model_head_dim(cfg: dict) -> tuple[int, str] | None:
     """(head_dim, the config key that sets it) of the base model, when the config tells: the
     embedded model's hidden_size / num_heads, or a local model directory's config.json (a hub
     id, or a directory not built yet, tells nothing: None)."""
-    import json
     from pathlib import Path
 
     model = cfg["base_model"]
@@ -56,10 +55,38 @@ def model_head_dim(cfg: dict) -> tuple[int, str] | None:
     config = Path(str(model["path"])) / "config.json"
     if not config.is_file():
         return None
-    hf = json.loads(config.read_text())
-    hf = hf.get("text_config", hf)
+    hf = _model_config(config)
     head_dim = hf.get("head_dim") or (hf.get("hidden_size", 0) // max(1, hf.get("num_attention_heads", 1)))
     return (int(head_dim), "base_model.path") if head_dim else None
+
+
+def _model_config(config) -> dict:
+    """The (text) model's section of a Hugging Face config.json: a JSON object whose head_dim,
+    hidden_size and num_attention_heads, where given, are integers. A garbled file is a
+    ConfigError naming it and what it should hold, not a traceback in the config check."""
+    import json
+
+    def refuse(found: str, expected: str = "a JSON object (a Hugging Face model config)") -> ConfigError:
+        return ConfigError(f"config key 'base_model.path': {config} {found}; expected {expected}")
+
+    def kind(value) -> str:
+        return {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}.get(
+            type(value), "number")
+
+    try:
+        hf = json.loads(config.read_text())
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise refuse(f"is not valid JSON ({exc})") from None
+    if not isinstance(hf, dict):
+        raise refuse(f"holds a JSON {kind(hf)}")
+    hf = hf.get("text_config", hf)
+    if not isinstance(hf, dict):
+        raise refuse(f"has a text_config that is a JSON {kind(hf)}", "text_config to be a JSON object")
+    for key in ("head_dim", "hidden_size", "num_attention_heads"):
+        value = hf.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise refuse(f"has {key} {json.dumps(value)}", f"{key} to be an integer")
+    return hf
 
 
 def vllm_on_cpu(cfg: dict) -> str | None:
