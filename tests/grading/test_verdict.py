@@ -122,21 +122,28 @@ def test_judge_many_counts_each_kind(monkeypatch):
 
 
 def test_grade_many_gives_each_pair_its_own_timeout(monkeypatch):
-    # Each pair's budget is its own timeout (less its extraction), whatever the
-    # pairs before it took, and runs only from when a ready worker has it: the
-    # honest answer is correct even after two workers were killed on towers. The retry's
-    # budget (RETRY_FACTOR x 0.3 s = 2.4 s) is what lets the honest pair finish on a loaded
-    # machine: at 2.0 x 0.3 s it timed out beside the engine tests of a two-worker `make test`.
-    monkeypatch.setattr(verdict, "RETRY_FACTOR", 8.0)
+    # Each pair's budget is its own timeout (less its extraction), whatever the pairs before it
+    # took, and runs only from when a ready worker has it: the honest answer is correct even
+    # after two workers were killed on towers. Production settings: the retry gets
+    # RETRY_FACTOR x the timeout, within the pair's whole cost of PAIR_BUDGET_FACTOR x the
+    # timeout from its first ready worker (sandbox.slow_verdict), which a worker restart after
+    # the first try eats into. So the honest pair must be decided by its first try: 2x against
+    # x+x took 30 ms on a quiet 2-core machine and up to 0.44 s (a fresh worker's first
+    # comparison, niced) beside two CPU burners, where a worker restart took 5 to 12 s. At a
+    # 0.3 s timeout it timed out there (2 runs of 2); 1 s leaves it twice its worst and passed
+    # (3 of 3, 28-44 s). The towers cost about 5 s each (first try and retry): 13 s quiet.
+    timeout_s = 1.0
     sandbox.clear_memo()
     budgets = _spy_comparisons(monkeypatch)
     towers = ["\\boxed{x + 9^{9^{9^{9}}}}", "\\boxed{x + 8^{8^{8^{8}}}}"]  # beside a variable: they reach math-verify
-    verdicts = judge_many(towers + ["\\boxed{2x}"], ["1", "1", "x+x"], timeout_s=0.3)
+    verdicts = judge_many(towers + ["\\boxed{2x}"], ["1", "1", "x+x"], timeout_s=timeout_s)
     assert verdicts == [Verdict.TIMED_OUT, Verdict.TIMED_OUT, Verdict.CORRECT]
     # Each tower: its own budget, then the retry. The honest pair: its own budget too, and on a
-    # loaded machine (where 0.3 s may not be enough) the retry, which decides it.
-    assert len(budgets) in (5, 6) and budgets[1] == budgets[3] == 8.0 * 0.3 and budgets[5:] in ([], [8.0 * 0.3])
-    assert all(0.2 < b <= 0.3 for b in budgets[0:5:2])
+    # loaded machine where that is not enough the retry, with what is left of its whole cost.
+    retry_s = verdict.RETRY_FACTOR * timeout_s
+    assert verdict.RETRY_FACTOR + 1 < verdict.PAIR_BUDGET_FACTOR  # the retry fits beside the first try
+    assert len(budgets) in (5, 6) and budgets[1] == budgets[3] == retry_s and budgets[5:] in ([], [retry_s])
+    assert all(timeout_s - 0.1 < b <= timeout_s for b in budgets[0:5:2])
     sandbox.clear_memo()
 
 
