@@ -133,7 +133,7 @@ class EvalNoise:
 
 
 def synthetic_study(B_ps, ns, *, c_max: float, eval_steps, params=crossover_params,
-                    noise: EvalNoise = EvalNoise()) -> pd.DataFrame:
+                    noise: EvalNoise = EvalNoise(), reward=None) -> pd.DataFrame:
     """An evaluation table of a study trained to one compute budget.
 
     Each run (B_p, n) takes M_max = c_max // (B_p n) steps and is validated at
@@ -143,16 +143,21 @@ def synthetic_study(B_ps, ns, *, c_max: float, eval_steps, params=crossover_para
     the base model itself), or, with `noise.problems`, binomial from problems x
     `samples` draws (then the table carries columns problems and samples).
     With `noise.seeds` > 1 every cell is trained that many times (column seed).
+    `reward(B_p, n, compute)`, when given, is the true avg@4 instead of `params`' sigmoid (a truth
+    that is not one sigmoid per run: `adaptive.strata.Truth.reward`).
     """
     problems, samples, seeds = noise.problems, noise.samples, noise.seeds
     rng = np.random.default_rng(noise.seed)
     rows = []
     for B_p in B_ps:
         for n in ns:
-            p = params(B_p, n)
             M_max = int(c_max // (B_p * n))
             steps = np.asarray(eval_steps(B_p * n, M_max), dtype=np.int64)
-            truth = sigmoid_reward(B_p * n * steps, p["R0"], p["A"], p["B"], p["C_mid"])
+            if reward is None:
+                p = params(B_p, n)
+                truth = sigmoid_reward(B_p * n * steps, p["R0"], p["A"], p["B"], p["C_mid"])
+            else:
+                truth = np.asarray(reward(B_p, n, B_p * n * steps), dtype=float)
             for s in range(seeds):
                 if problems is not None:
                     draws = problems * samples

@@ -1,0 +1,160 @@
+"""A prior of known truths for judging the adaptive sweep: strata of n*(C) shapes.
+
+One family of curves says little about a rule that must stop runs before their futures are
+seen: a rule tuned on early crossovers spends the whole grid on late ones. Here the truths
+are drawn from ranges, per stratum, on a grid of B_p x n (default the paper's Easy columns
+B_p 16 and 32, n 8..512, C_max 2^22):
+
+- early, mid, late: crossovers (A rising with log2 n up to an n_sat in 32..8192, C_mid later
+  with n: `synthetic.crossover_params`' family with a saturation), by lambda = log2(C_max / C_lead), where C_lead is the compute
+  from which the C_max winner stays n*: early lambda >= 5, mid 2 <= lambda < 5, late < 2
+  (the smallest lambda over the B_p: the latest lead decides the bill); a draw in which the
+  smallest n still wins at C_max of some B_p has no crossover and is drawn again;
+- climbing: crossovers whose n* is still climbing at C_max: an n beyond the grid (up to 4x
+  its largest) would beat the grid's best at C_max by more than 0.005;
+- saturating: A saturating in log2 n, C_mid a power of n times (1 + n / k);
+- peaked: A peaking at an n inside the grid and declining beyond;
+- null: every n on one curve (nothing happens; every n is right);
+- unstable: a crossover in which one B_p's runs collapse mid-run (reward falling by 0.05-0.2
+  over a doubling of compute from a point in [C_max / 16, C_max / 2]).
+
+The ranges (`draw_truth`) were set from the paper's Easy and Hard figures (base rates 0.3-0.6,
+rises of 0.08-0.3 over a run, spreads across n at C_max of up to ~0.1) and this project's own
+finished studies, before any rule was judged on them. Pure: a truth is a seeded draw.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from isocompute.analysis.fits.sigmoid import sigmoid_reward
+
+STRATA = ("early", "mid", "late", "climbing", "saturating", "peaked", "null", "unstable")
+CROSSOVER_STRATA = ("early", "mid", "late", "climbing")
+B_PS, NS, C_MAX = (16, 32), (8, 16, 32, 64, 128, 256, 512), 2.0 ** 22
+SPAN_DOUBLINGS = 10                 # the probes, and the first matched evaluation, from C_max / 2^10
+CLIMB_MARGIN = 0.005                # an n beyond the grid better than its best by this: n* still climbing
+LATE, EARLY = 2.0, 5.0              # lambda bounds of the crossover strata
+MAX_TRIES = 5_000
+
+
+@dataclass(frozen=True)
+class Truth:
+    """Known curves of a study: sigmoid parameters per (B_p, n) (R0, A, B, C_mid), and collapses
+    per (B_p, n) (compute where it starts, reward lost over the doubling after it)."""
+
+    stratum: str
+    params: dict
+    collapse: dict = field(default_factory=dict)
+    lead_doublings: float = float("nan")
+
+    def reward(self, B_p, n, compute) -> np.ndarray:
+        """The true reward of run (B_p, n) at `compute` (rollouts)."""
+        p = self.params[(B_p, n)]
+        c = np.asarray(compute, dtype=float)
+        r = sigmoid_reward(c, p["R0"], p["A"], p["B"], p["C_mid"])
+        if (B_p, n) in self.collapse:
+            start, drop = self.collapse[(B_p, n)]
+            with np.errstate(divide="ignore"):
+                r = r - drop * np.clip(np.log2(np.maximum(c, 1e-300) / start), 0.0, 1.0)
+        return r
+
+    def best(self, B_p, ns, compute) -> np.ndarray:
+        """The true frontier over `ns` at `compute`: (G,)."""
+        return np.max([self.reward(B_p, n, compute) for n in ns], axis=0)
+
+
+def _log_uniform(rng, lo, hi):
+    return float(np.exp(rng.uniform(np.log(lo), np.log(hi))))
+
+
+def _crossover(rng, b_ps, ns, c_max) -> dict:
+    R0 = rng.uniform(0.3, 0.6)
+    a_ref, a_per, c_exp = rng.uniform(0.08, 0.25), rng.uniform(0.005, 0.03), rng.uniform(0.2, 1.1)
+    c_ref, B, bp_exp = _log_uniform(rng, c_max / 2 ** 14, c_max / 2 ** 3), rng.uniform(0.8, 2.5), rng.uniform(0, 0.5)
+    d_sat = rng.uniform(2, 10)          # doublings over the smallest n where A stops rising (n 32..8192)
+    return {(b, n): {"R0": R0, "A": min(R0 + a_ref + a_per * min(np.log2(n / ns[0]), d_sat), 0.98), "B": B,
+                     "C_mid": c_ref * (n / ns[0]) ** c_exp * (b / max(b_ps)) ** bp_exp}
+            for b in b_ps for n in ns}
+
+
+def _saturating(rng, b_ps, ns, c_max) -> dict:
+    R0, a0, a1, s = rng.uniform(0.3, 0.6), rng.uniform(0.08, 0.2), rng.uniform(0.03, 0.15), rng.uniform(1, 4)
+    c0, e, k, B = (_log_uniform(rng, c_max / 2 ** 10, c_max / 2 ** 4), rng.uniform(0.3, 0.8),
+                   _log_uniform(rng, 32, 512), rng.uniform(0.8, 2.5))
+    return {(b, n): {"R0": R0, "A": R0 + a0 + a1 * (1 - np.exp(-np.log2(n / ns[0]) / s)), "B": B,
+                     "C_mid": c0 * (n / ns[0]) ** e * (1 + n / k) * (b / max(b_ps)) ** 0.25}
+            for b in b_ps for n in ns}
+
+
+def _peaked(rng, b_ps, ns, c_max) -> dict:
+    R0, a0, a1 = rng.uniform(0.3, 0.6), rng.uniform(0.08, 0.2), rng.uniform(0.02, 0.1)
+    peak, decline = rng.uniform(1, 4), rng.uniform(0.005, 0.03)
+    c0, e, B = _log_uniform(rng, c_max / 2 ** 10, c_max / 2 ** 5), rng.uniform(0.4, 1.0), rng.uniform(0.8, 2.5)
+
+    def A(n):
+        d = np.log2(n / ns[0])
+        return R0 + a0 + a1 * min(d, peak) / peak - decline * max(d - peak, 0.0)
+    return {(b, n): {"R0": R0, "A": A(n), "B": B, "C_mid": c0 * (n / ns[0]) ** e * (b / max(b_ps)) ** 0.25}
+            for b in b_ps for n in ns}
+
+
+def _null(rng, b_ps, ns, c_max) -> dict:
+    R0 = rng.uniform(0.3, 0.6)
+    curve = {"R0": R0, "A": R0 + rng.uniform(0.08, 0.3), "B": rng.uniform(0.8, 2.5),
+             "C_mid": _log_uniform(rng, c_max / 2 ** 10, c_max / 2 ** 2)}
+    return {(b, n): dict(curve) for b in b_ps for n in ns}
+
+
+def lead_doublings(truth: Truth, B_p, ns, c_max: float, span: float = SPAN_DOUBLINGS, points: int = 401) -> float:
+    """lambda = log2(C_max / C_lead): how long before C_max the C_max winner took the lead for good
+    (span when it leads over the whole studied range)."""
+    grid = np.geomspace(c_max / 2 ** span, c_max, points)
+    curves = np.array([truth.reward(B_p, n, grid) for n in ns])
+    winner = np.argmax(curves, axis=0)
+    behind = np.flatnonzero(winner != winner[-1])
+    return float(span if not behind.size else np.log2(c_max / grid[behind[-1] + 1]))
+
+
+def _classify(rng, draw, b_ps, ns, c_max) -> tuple[str, Truth]:
+    ext = tuple(ns) + (2 * ns[-1], 4 * ns[-1])
+    params = draw(rng, b_ps, ext, c_max)
+    truth = Truth("", {k: v for k, v in params.items() if k[1] in ns})
+    lam = min(lead_doublings(truth, b, ns, c_max) for b in b_ps)
+    full = Truth("", params)
+    climbing = any(full.reward(b, m, c_max) > truth.best(b, ns, c_max) + CLIMB_MARGIN
+                   for b in b_ps for m in ext[len(ns):])
+    crossed = all(truth.reward(b, ns[0], c_max) < truth.best(b, ns, c_max) for b in b_ps)
+    stratum = ("climbing" if climbing else "none" if not crossed
+               else "late" if lam < LATE else "mid" if lam < EARLY else "early")
+    return stratum, Truth(stratum, truth.params, lead_doublings=lam)
+
+
+def draw_truth(stratum: str, seed: int, b_ps=B_PS, ns=NS, c_max: float = C_MAX) -> Truth:
+    """A truth of `stratum` (`STRATA`), drawn from the stratum's ranges with `seed`; crossover
+    strata by rejection from one family (the first draw that falls in the stratum)."""
+    if stratum not in STRATA:
+        raise ValueError(f"unknown stratum {stratum!r}: expected one of {', '.join(STRATA)}")
+    rng = np.random.default_rng([seed, STRATA.index(stratum)])
+    if stratum in CROSSOVER_STRATA or stratum == "unstable":
+        for _ in range(MAX_TRIES):
+            got, truth = _classify(rng, _crossover, b_ps, ns, c_max)
+            if stratum == "unstable" and got != "climbing":
+                return _collapse(rng, truth, b_ps, ns, c_max)
+            if got == stratum:
+                return truth
+        raise RuntimeError(f"no {stratum} truth in {MAX_TRIES} draws")
+    draw = {"saturating": _saturating, "peaked": _peaked, "null": _null}[stratum]
+    truth = Truth(stratum, draw(rng, b_ps, ns, c_max))
+    lam = min(lead_doublings(truth, b, ns, c_max) for b in b_ps)
+    return Truth(stratum, truth.params, lead_doublings=lam)
+
+
+def _collapse(rng, truth: Truth, b_ps, ns, c_max) -> Truth:
+    """One B_p's runs collapse: each from a compute around a common start, losing a share of its rise."""
+    b = b_ps[int(rng.integers(len(b_ps)))]
+    start = _log_uniform(rng, c_max / 16, c_max / 2)
+    drops = {(b, n): (start * rng.uniform(0.7, 1.4), rng.uniform(0.05, 0.2)) for n in ns}
+    return Truth("unstable", truth.params, drops, truth.lead_doublings)
