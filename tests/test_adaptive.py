@@ -39,7 +39,7 @@ def test_sweep_settings_take_the_schema_defaults():
     assert SweepSettings.of(p) is p and SweepSettings.of(None) == SweepSettings()
     with pytest.raises(ValueError, match="'sweep.zz': not a sweep key"):
         SweepSettings.of({"zz": 1})
-    assert p.bands == "pooled" and p.mature_width == pytest.approx(0.06)
+    assert p.bands == "shared" and p.mature_width == pytest.approx(0.06) and p.epsilon == pytest.approx(0.01)
     with pytest.raises(ValueError, match="'sweep.bands': expected one of"):
         SweepSettings.of({"bands": "trend"})
     with pytest.raises(ValueError, match="'sweep.mature_width': expected a value >= 0"):
@@ -195,13 +195,18 @@ def test_pooled_chances_follow_the_trend_and_are_deterministic(crossover_study):
     assert ((p >= 0) & (p <= 1)).all()
 
 
-def test_decide_reports_the_pooled_chance_only_with_pooled_bands(crossover_study):
+def test_decide_reports_the_models_chance_only_with_model_bands(crossover_study):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        pooled = decide(crossover_study, rung_compute=C_MAX / 4, c_max=C_MAX).set_index("n")
+        pooled = decide(crossover_study, rung_compute=C_MAX / 4, c_max=C_MAX,
+                        params={"bands": "pooled"}).set_index("n")
+        shared = decide(crossover_study, rung_compute=C_MAX / 4, c_max=C_MAX).set_index("n")
         runs = decide(crossover_study, rung_compute=C_MAX / 4, c_max=C_MAX, params={"bands": "runs"}).set_index("n")
     assert pooled["p_n_star"].notna().all() and runs["p_n_star"].isna().all()
-    assert pooled.loc[512, "continue"] and runs.loc[512, "continue"]
+    # shared: a chance to matter for every run the per-run rule lets go on (the model only adds stops)
+    assert shared.loc[runs["continue"], "p_n_star"].notna().all()
+    assert not (shared["continue"] & ~runs["continue"]).any()
+    assert pooled.loc[512, "continue"] and runs.loc[512, "continue"] and shared.loc[512, "continue"]
     assert pooled["continue"].sum() <= runs["continue"].sum()      # the pooled verdict only ever stops more here
 
 

@@ -54,6 +54,10 @@ class SweepSettings:
     grid_points: int = _D["grid_points"]
     bands: str = _D["bands"]
     mature_width: float = _D["mature_width"]
+    epsilon: float = _D["epsilon"]
+    reach: float = _D["reach"]
+    inflation: float = _D["inflation"]
+    insurance: float = _D["insurance"]
     revive: bool = _D["revive"]
 
     def __post_init__(self):

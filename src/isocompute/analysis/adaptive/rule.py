@@ -28,6 +28,8 @@ from scipy.special import expit
 from scipy.stats import norm
 
 from isocompute.analysis.adaptive.pooled import Horizon, pooled_chances
+from isocompute.analysis.adaptive.shared import (TrendDraws, extrapolation_doublings, shared_verdicts,
+                                                 trend_ensemble)
 from isocompute.analysis.fits.fitter import fit_study
 from isocompute.analysis.fits.noise import NOISE_FIT_GRID, cell_arrays
 from isocompute.analysis.fits.settings import AnalysisSettings
@@ -255,7 +257,10 @@ def decide(evals: pd.DataFrame, *, rung_compute: float, c_max: float, params: Sw
     bands = prediction_bands(seen, fits, c_max=c_max, c_from=rung_compute, metric=metric, z=p.z,
                              grid_points=p.grid_points)
     out = prune(bands, neighbours=p.neighbours, min_evals=p.min_evals, frontier=p.frontier, c_max=c_max)
-    if p.bands == "pooled" and p.frontier == "fixed_B_p" and "model" in fits.columns:
+    if p.bands == "shared" and p.frontier == "fixed_B_p":
+        out, chances = apply_shared(out, seen, fits, Horizon(rung_compute, c_max, p.grid_points), params=p,
+                                    settings=s)
+    elif p.bands == "pooled" and p.frontier == "fixed_B_p" and "model" in fits.columns:
         chances = pooled_chances(seen, fits, Horizon(rung_compute, c_max, p.grid_points), metric=metric,
                                  degree=s.pool_degree)
         out = apply_pooled(out, chances, z=p.z, mature_width=p.mature_width)
@@ -268,7 +273,11 @@ def decide(evals: pd.DataFrame, *, rung_compute: float, c_max: float, params: Sw
         keys = {(float(b), float(n)) for b, n in trained}
         stopped = np.array([(float(b), float(n)) not in keys for b, n in zip(out["B_p"], out["n"])], dtype=bool)
     stopped &= one_more <= c_max * (1 + 1e-9)              # a run at C_max has nothing left to resume
-    return apply_revival(out, chances if p.revive else pd.DataFrame(), stopped=stopped, z=p.z)
+    # Shared bands: a stopped run resumes only when its chance to matter is beyond a z/2 band's
+    # tail (10.6% at z 2.5), not merely above the stopping floor: noise alone moves a chance
+    # across one threshold from rung to rung, and each resumption trains the rungs it missed.
+    z_revive = p.z / 2 if p.bands == "shared" else p.z
+    return apply_revival(out, chances if p.revive else pd.DataFrame(), stopped=stopped, z=z_revive)
 
 
 def apply_revival(decisions: pd.DataFrame, chances: pd.DataFrame, *, stopped: np.ndarray, z: float) -> pd.DataFrame:
@@ -315,3 +324,42 @@ def apply_pooled(decisions: pd.DataFrame, chances: pd.DataFrame, *, z: float, ma
         out.at[i, "reason"] = (f"pooled trend: n* ahead in {chance[i]:.1%} of its draws "
                                f"({'>=' if go else '<'} {floor:.1%}; own band at C_max {width:.3f} wide)")
     return out
+
+
+def apply_shared(decisions: pd.DataFrame, seen: pd.DataFrame, fits: pd.DataFrame, ahead: Horizon, *,
+                 params: SweepSettings, settings: AnalysisSettings) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The per-run decisions (`prune`) with the shared model's stops added (`adaptive.shared`).
+
+    Per B_p whose trend model is in force: the runs the per-run rule lets go on that the model may
+    judge (enough evaluations, data within `params.reach` doublings of C_max) stop when the model
+    says a run going on stays within `params.epsilon` of them at every compute ahead in all but
+    1 - Phi(z) of its draws; finished runs are rivals, never candidates. Returns (the decisions,
+    with p_n_star the chance to matter; the chances, columns B_p, n, p_revive, for the revival of
+    runs stopped at earlier rungs: NaN where the model is not in force)."""
+    out = decisions.copy()
+    floor = float(norm.sf(params.z))
+    rng = np.random.default_rng(0)
+    how = TrendDraws(settings.metric, settings.pool_degree, settings.pool_alpha, inflation=params.inflation)
+    c_max = ahead.c_max
+    rows = []
+    for B_p in sorted(out["B_p"].unique()):
+        ens = trend_ensemble(seen, fits, B_p, ahead, how, rng)
+        if ens is None:
+            continue
+        idx = [int(np.flatnonzero((out["B_p"] == B_p).to_numpy() & (out["n"] == n).to_numpy())[0]) for n in ens.n]
+        sub = out.loc[idx]
+        finished = sub["reason"].eq("reached C_max").to_numpy()
+        going = sub["continue"].to_numpy(dtype=bool)
+        judged = (going & sub["fitted"].to_numpy(dtype=bool) & (sub["n_evals"].to_numpy() >= params.min_evals)
+                  & (extrapolation_doublings(ens.reached, c_max) <= params.reach + 1e-9))
+        ens = ens._replace(active=ens.active & (going | finished))
+        stop, p_matters, p_revive = shared_verdicts(ens, epsilon=params.epsilon, floor=floor, judged=judged,
+                                                    c_max=c_max, insurance=params.insurance)
+        for k, i in enumerate(idx):
+            out.at[i, "p_n_star"] = p_matters[k]
+            if stop[k]:
+                out.at[i, "continue"] = False
+                out.at[i, "reason"] = (f"shared model: a run going on stays within {params.epsilon:g} of it at every "
+                                       f"compute ahead in {1 - p_matters[k]:.1%} of the draws (>= {1 - floor:.1%})")
+        rows += [{"B_p": B_p, "n": n, "p_revive": r} for n, r in zip(ens.n, p_revive)]
+    return out, pd.DataFrame(rows, columns=["B_p", "n", "p_revive"])

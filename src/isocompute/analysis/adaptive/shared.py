@@ -1,0 +1,149 @@
+"""The adaptive sweep's shared curve model (`sweep.bands: shared`, the default).
+
+One run's own data bound its future only once it has passed its midpoint: a young run
+identifies (A - R0) * C_mid^-B and little else, so its own band at C_max stays wide and
+the per-run rule (`adaptive.rule.prune`) lets nearly every young run go on. The runs of
+one B_p are not unrelated: the analysis pools them (`fits.pooled`: one B, A and log C_mid
+polynomials in log2 n), and here the rule uses that model to predict every run at once.
+Its parameters' sampling distribution (Gaussian, from the fit's Jacobian, widened by the
+reduced chi-square when above 1) is drawn `DRAWS` times; every draw gives every run of the
+B_p a curve, so a young run's prediction borrows from its neighbours in n.
+
+The question asked of the draws is the one the study answers, judged by regret: a run may
+stop when, in at least 1 - Phi(z) of the draws, at every compute ahead some run that goes
+on is within `epsilon` of it (its answer there would cost at most epsilon of reward). Runs
+are stopped one at a time, the least likely to matter first, each judged against the runs
+still going on, so two tied runs are never both stopped. Where the model is not trusted, the
+per-run rule decides: the trend rejected by its F-test (`pool_p` below the analysis'
+pool_alpha), too few runs, or a run further than `reach` doublings of compute from C_max
+(the model's measured calibration: its bands cover the truth at C_max only that close,
+benchmarks/bench_adaptive_strata.py --calibration). The largest n of every B_p (the insurance
+run) trains to at least `insurance` x C_max whatever the model says, so that a truth
+outside the model is seen before it can stop the run most likely to win late.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import pandas as pd
+from scipy.special import expit
+
+from isocompute.analysis.adaptive.pooled import Horizon, trend_covariance
+from isocompute.analysis.fits.noise import cell_arrays
+from isocompute.analysis.fits.pooled import _design, fit_trend
+from isocompute.analysis.fits.sigmoid import USABLE
+
+DRAWS = 4000          # parameter draws per B_p: the tail share 1 - Phi(2.5) = 0.6% is ~25 draws
+SHARED_COLUMNS = ["B_p", "n", "p_matters", "p_revive", "model", "insured"]
+
+
+class Ensemble(NamedTuple):
+    """One B_p's curve draws on the computes ahead: n (R,), reached (R,), active (R,): trained to the
+    rung, and curves (K, R, G) on `grid` (G,)."""
+
+    n: np.ndarray
+    reached: np.ndarray
+    active: np.ndarray
+    grid: np.ndarray
+    curves: np.ndarray
+
+
+class TrendDraws(NamedTuple):
+    """How a B_p's trend model is fitted and drawn: the metric, the trend's degree in log2 n
+    (analysis.pool_degree), the F-test level that rejects it (analysis.pool_alpha), the draws, and
+    the factor that widens the parameters' sd (sweep.inflation)."""
+
+    metric: str = "avg@4"
+    degree: int = 2
+    alpha: float = 0.01
+    draws: int = DRAWS
+    inflation: float = 1.0
+
+
+def trend_ensemble(seen: pd.DataFrame, fits: pd.DataFrame, B_p, ahead: Horizon, how: TrendDraws,
+                   rng: np.random.Generator) -> Ensemble | None:
+    """The curve draws of B_p's runs under its trend model (`how`), or None where the model is not in
+    force: fewer than degree + 2 usable runs, a failed fit, or the F-test against the run-by-run fits
+    (`pool_p` of `fits`, computed by the analysis) rejecting it at `how.alpha` or not computable."""
+    metric, degree, alpha, draws, inflation = how
+    group = fits[(fits["B_p"] == B_p) & fits["status"].isin(USABLE)].sort_values("n")
+    p = group["pool_p"].to_numpy(dtype=float) if "pool_p" in group.columns else np.array([np.nan])
+    if len(group) < degree + 2 or not (np.isfinite(p).all() and (p >= alpha).all()):
+        return None
+    cells = dict(iter(seen.groupby(["B_p", "n"], sort=False)))
+    if not all((B_p, n) in cells for n in group["n"]):
+        return None
+    R0 = float(group["R0"].iloc[0])
+    points = [{"n": float(n), **cell_arrays(cells[(B_p, n)], metric)} for n in group["n"]]
+    init = group[group["status"] == "ok"][["n", "A", "B", "C_mid"]]
+    trend = None if init.empty else fit_trend(points, R0, init, degree=degree)
+    if trend is None:
+        return None
+    theta = rng.multivariate_normal(trend["theta"], trend_covariance(trend) * inflation ** 2, size=draws, method="eigh")
+    n = group["n"].to_numpy(dtype=float)
+    X = _design(np.log2(n), trend["centre"], degree)                                        # (R, degree + 1)
+    A, log_mid = theta[:, 1:degree + 2] @ X.T, theta[:, degree + 2:] @ X.T                  # (K, R)
+    B = np.maximum(theta[:, :1, None], 1e-6)
+    grid = ahead.grid
+    curves = R0 + (A - R0)[:, :, None] * expit(B * (np.log(grid)[None, None, :] - log_mid[:, :, None]))
+    reached = group["compute_max"].to_numpy(dtype=float)
+    active = reached + B_p * n > ahead.c_from * (1 - 1e-9)
+    return Ensemble(n=n, reached=reached, active=active, grid=grid, curves=curves)
+
+
+def chance_to_matter(ens: Ensemble, i: int, rivals: np.ndarray, epsilon: float) -> float:
+    """Share of the draws in which run i, trained on, would beat every run in `rivals` (a mask over
+    the runs) by more than `epsilon` at some compute ahead of it: the chance that going without it
+    costs more than epsilon of reward somewhere."""
+    others = rivals.copy()
+    others[i] = False
+    ahead = ens.grid > ens.reached[i] * (1 + 1e-9)
+    if not ahead.any():
+        return 0.0
+    if not others.any():
+        return 1.0
+    top = ens.curves[:, others, :].max(axis=1)                                             # (K, G)
+    beats = ens.curves[:, i, :] > top + epsilon
+    return float((beats & ahead[None, :]).any(axis=1).mean())
+
+
+def shared_verdicts(ens: Ensemble, *, epsilon: float, floor: float, judged: np.ndarray, c_max: float,
+                    insurance: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Which of one B_p's active runs stop, by the model (pure over the draws).
+
+    `judged`: the runs the model may stop (active, inside the calibrated reach, enough evaluations).
+    Greedy: the judged run least likely to matter (`chance_to_matter` against the runs going on)
+    stops if that chance is below `floor`; the rest are judged again without it; until none stops.
+    The largest n (the insurance run) is not stopped before it reaches `insurance` x c_max.
+    Returns (stop (R,) bool, p_matters (R,): each active run's last chance, NaN for the others,
+    p_revive (R,): for a run stopped at an earlier rung, its chance to matter against the runs
+    going on, were it trained on)."""
+    R = ens.n.size
+    going = ens.active.copy()
+    stop = np.zeros(R, dtype=bool)
+    insured = (ens.n == ens.n.max()) & (ens.reached < insurance * c_max * (1 - 1e-9))
+    candidates = judged & ens.active & ~insured
+    p = np.full(R, np.nan)
+    while True:
+        left = np.flatnonzero(candidates & going)
+        for i in np.flatnonzero(going):
+            p[i] = chance_to_matter(ens, i, going, epsilon)
+        if not left.size:
+            break
+        worst = left[np.argmin(p[left])]
+        if p[worst] >= floor:
+            break
+        going[worst], stop[worst] = False, True
+    revive = np.full(R, np.nan)
+    for i in np.flatnonzero(~ens.active):
+        revive[i] = chance_to_matter(ens, i, going, epsilon)
+    for i in np.flatnonzero(stop):
+        p[i] = chance_to_matter(ens, i, going, epsilon)
+    return stop, p, revive
+
+
+def extrapolation_doublings(reached, c_max: float) -> np.ndarray:
+    """How far a run's data are from C_max, in doublings of compute (0 at C_max)."""
+    return np.log2(float(c_max) / np.maximum(np.asarray(reached, dtype=float), 1e-300))

@@ -1,0 +1,147 @@
+"""The adaptive sweep's shared model (`sweep.bands: shared`) and its prior of truths
+(`adaptive.strata`): the regret verdict on hand-built draws, the greedy stop that never stops
+two tied runs, the insurance run, and the strata the benchmark and `plan` draw from."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from isocompute.analysis.adaptive.pooled import Horizon
+from isocompute.analysis.adaptive.replay import replay, with_grid_band
+from isocompute.analysis.adaptive.shared import (Ensemble, TrendDraws, chance_to_matter, shared_verdicts,
+                                                 trend_ensemble)
+from isocompute.analysis.adaptive.strata import B_PS, C_MAX, NS, STRATA, draw_truth, lead_doublings
+from isocompute.analysis.fits.fitter import fit_study
+from isocompute.analysis.fits.settings import AnalysisSettings
+from isocompute.analysis.fits.synthetic import EvalNoise, synthetic_study
+from isocompute.schedule import compute_schedule_steps
+
+GRID = np.geomspace(C_MAX / 8, C_MAX, 4)
+
+
+def _ensemble(levels, *, reached=C_MAX / 8, active=None, spread=0.0, draws=400, seed=0):
+    """Runs with flat curves at `levels` (one per run) plus independent Gaussian draw noise `spread`."""
+    rng = np.random.default_rng(seed)
+    levels = np.asarray(levels, dtype=float)
+    curves = levels[None, :, None] + spread * rng.standard_normal((draws, levels.size, 1)) + 0 * GRID
+    n = 8.0 * 2 ** np.arange(levels.size)
+    active = np.ones(levels.size, dtype=bool) if active is None else np.asarray(active)
+    return Ensemble(n=n, reached=np.full(levels.size, reached), active=active, grid=GRID, curves=curves)
+
+
+def test_a_run_matters_only_when_it_beats_every_rival_by_more_than_epsilon():
+    ens = _ensemble([0.60, 0.605, 0.70])
+    rivals = np.ones(3, dtype=bool)
+    assert chance_to_matter(ens, 2, rivals, 0.01) == 1.0         # the leader, far ahead
+    assert chance_to_matter(ens, 0, rivals, 0.01) == 0.0         # behind
+    two = _ensemble([0.60, 0.605])
+    assert chance_to_matter(two, 1, np.ones(2, dtype=bool), 0.01) == 0.0    # ahead by less than epsilon
+    assert chance_to_matter(two, 1, np.ones(2, dtype=bool), 0.001) == 1.0   # by more than a smaller one
+    assert chance_to_matter(two, 1, np.array([False, True]), 0.01) == 1.0   # no rival left: it matters
+    done = _ensemble([0.9, 0.6], reached=C_MAX)
+    assert chance_to_matter(done, 0, np.ones(2, dtype=bool), 0.01) == 0.0   # nothing ahead of it
+
+
+def test_two_tied_runs_are_never_both_stopped():
+    ens = _ensemble([0.70, 0.70, 0.50], spread=0.002)
+    stop, p, _ = shared_verdicts(ens, epsilon=0.01, floor=0.006, judged=np.ones(3, dtype=bool), c_max=C_MAX,
+                                 insurance=0.0)
+    assert stop[2] and stop[:2].sum() == 1                        # one of the tied pair goes on, the laggard stops
+    assert np.isfinite(p).all()
+
+
+def test_the_insurance_run_trains_to_its_share_of_c_max():
+    ens = _ensemble([0.70, 0.70, 0.50], spread=0.002)
+    stop, _, _ = shared_verdicts(ens, epsilon=0.01, floor=0.006, judged=np.ones(3, dtype=bool), c_max=C_MAX,
+                                 insurance=0.5)
+    assert not stop[2]                                            # the largest n, behind, still insured
+    late = ens._replace(reached=np.full(3, C_MAX / 2))
+    stop, _, _ = shared_verdicts(late, epsilon=0.01, floor=0.006, judged=np.ones(3, dtype=bool), c_max=C_MAX,
+                                 insurance=0.5)
+    assert stop[2]
+
+
+def test_unjudged_runs_go_on_and_stopped_runs_get_a_revival_chance():
+    ens = _ensemble([0.70, 0.50, 0.80], active=[True, True, False])
+    stop, p, revive = shared_verdicts(ens, epsilon=0.01, floor=0.006, judged=np.array([True, False, False]),
+                                      c_max=C_MAX, insurance=0.0)
+    assert not stop.any()                                         # the laggard is not judged; run 0 leads
+    assert np.isnan(p[2]) and np.isnan(revive[:2]).all() and revive[2] == 1.0   # the stopped run would lead
+
+
+@pytest.fixture(scope="module")
+def crossover():
+    truth = draw_truth("mid", 1000)
+    steps = lambda B, M: compute_schedule_steps(B, M, 41, min_compute=C_MAX / 2 ** 10, c_max=C_MAX)  # noqa: E731
+    evals = synthetic_study(B_PS, NS, c_max=C_MAX, eval_steps=steps, reward=truth.reward,
+                            noise=EvalNoise(sd=0.013, seed=5))
+    return truth, evals
+
+
+def test_the_trend_ensemble_follows_the_truth_and_is_seeded(crossover):
+    truth, evals = crossover
+    rung = C_MAX / 4
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        seen, fits, _ = fit_study(evals[evals["compute"] <= rung], AnalysisSettings())
+    s = AnalysisSettings()
+    how = TrendDraws("avg@4", s.pool_degree, s.pool_alpha, draws=500, inflation=2.0)
+    make = lambda: trend_ensemble(seen, fits, 32, Horizon(rung, C_MAX, 4), how, np.random.default_rng(1))  # noqa: E731
+    ens, again = make(), make()
+    assert ens is not None and np.array_equal(ens.curves, again.curves)
+    lo, hi = np.percentile(ens.curves[:, :, -1], [0.5, 99.5], axis=0)
+    true = np.array([truth.reward(32, int(n), C_MAX) for n in ens.n]).ravel()
+    assert ((true >= lo - 0.02) & (true <= hi + 0.02)).all()
+    rejected = fits.assign(pool_p=0.0)                            # the F-test rejects the trend: no model
+    assert trend_ensemble(seen, rejected, 32, Horizon(rung, C_MAX, 4), how, np.random.default_rng(1)) is None
+
+
+def test_shared_replay_is_right_by_regret_and_spends_less_than_the_grid(crossover):
+    truth, evals = crossover
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        res = replay(evals, c_max=C_MAX, probes=12, eval_rollouts=1200)
+    pr = res["probes"]
+    regret = [truth.best(b, NS, c)[()] - truth.reward(b, int(n), c)[()]
+              for b, n, c in zip(pr["B_p"], pr["n_star_adaptive"], pr["compute"])]
+    assert res["share"] < 0.8 and max(regret) <= 0.01 + 1e-9
+    assert 0.9 <= res["right_by_regret"] <= 1 and np.isnan(res["in_band"])
+    assert (pr["regret"] >= 0).all()
+
+
+@pytest.mark.parametrize("stratum", STRATA)
+def test_each_stratum_draws_its_shape(stratum):
+    truth = draw_truth(stratum, 3)
+    assert truth.stratum == stratum and truth == draw_truth(stratum, 3)       # seeded
+    lam = min(lead_doublings(truth, b, NS, C_MAX) for b in B_PS)
+    at_max = {b: np.array([truth.reward(b, n, C_MAX)[()] for n in NS]) for b in B_PS}
+    if stratum in ("early", "mid", "late"):
+        assert {"early": lam >= 5, "mid": 2 <= lam < 5, "late": lam < 2}[stratum]
+        assert all(np.argmax(r) > 0 for r in at_max.values())             # a larger n overtook the smallest
+    if stratum == "null":
+        assert all(np.ptp(r) == 0 for r in at_max.values())
+    if stratum == "unstable":
+        assert truth.collapse and len({b for b, _ in truth.collapse}) == 1
+        (b, n), (start, drop) = next(iter(truth.collapse.items()))
+        params = truth.params[(b, n)]
+        from isocompute.analysis.fits.sigmoid import sigmoid_reward
+        clean = sigmoid_reward(2 * start, params["R0"], params["A"], params["B"], params["C_mid"])
+        assert truth.reward(b, n, 2 * start) == pytest.approx(clean - drop)
+    with pytest.raises(ValueError, match="unknown stratum"):
+        draw_truth("sideways", 0)
+
+
+def test_replay_reports_the_grid_band_when_asked(crossover):
+    _, evals = crossover
+    one = evals[evals["B_p"] == 32]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        res = with_grid_band(replay(one, c_max=C_MAX, probes=6), one, 20)
+    pr = res["probes"]
+    assert {"n_star_lo", "n_star_hi", "in_band"} <= set(pr.columns)
+    assert (pr["n_star_lo"] <= pr["n_star_hi"]).all() and 0 <= res["in_band"] <= 1
+    assert isinstance(pd.Series(pr["in_band"]).iloc[0], (bool, np.bool_))
