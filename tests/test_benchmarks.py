@@ -67,6 +67,28 @@ def test_adaptive_replay_quick_spends_less_than_the_grid_it_replays(tmp_path):
     assert (stops["validation_full"] == 1200 * stops["evaluations_full"]).all()
 
 
+def test_adaptive_strata_quick_judges_every_stratum_by_regret(tmp_path):
+    from bench_adaptive_strata import STRATA, wilson
+
+    out = run_benchmark("bench_adaptive_strata.py", "--quick", "--bootstrap", "10", "--out", str(tmp_path / "s.csv"))
+    studies = pd.read_csv(tmp_path / "s.csv")
+    assert sorted(studies["stratum"].unique()) == sorted(STRATA)
+    assert (studies.groupby("stratum").size() == 2).all()          # --quick: 2 truths x 1 noise seed
+    assert ((studies["bill"] > 0) & (studies["bill"] <= 1 + 1e-9)).all()
+    assert ((studies["oracle"] > 0) & (studies["oracle"] <= studies["bill"] + 1e-9)).all()   # a floor
+    assert ((studies["wrong"] >= 0) & (studies["wrong"] <= studies["probes"])).all()
+    assert ((studies["outside_band"] >= 0) & (studies["outside_band"] <= studies["probes"])).all()
+    null = studies[studies["stratum"] == "null"]
+    assert (null["wrong"] == 0).all() and (null["wrong_full"] == 0).all()   # every n is right on the null
+    for stratum in STRATA:
+        assert re.search(rf"^{stratum}\s+wrong [\d.]+% \[[\d.]+%, [\d.]+%\] \(grid [\d.]+%\), bill max", out, re.M), out
+    assert "bill averaged over the strata" in out and "late stratum bill" in out
+    lo, hi = wilson(0, 40)
+    assert lo == 0 and hi == pytest.approx(0.0876, abs=1e-3)     # the Wilson interval's known value
+    lo, hi = wilson(5, 10)
+    assert lo < 0.5 < hi and lo == pytest.approx(1 - hi)
+
+
 def test_analysis_quick_runs_the_cli_chain_on_every_run(tmp_path):
     from bench_analysis import QUICK
 

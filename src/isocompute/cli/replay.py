@@ -1,11 +1,14 @@
 """`isocompute replay-adaptive EVALS`: the adaptive sweep's rule (config section sweep)
 replayed on a finished full-grid evaluation table (`analysis.adaptive.replay.replay`),
-and its bill, n* agreement and frontier reward printed (or as JSON)."""
+and its bill, its n* judged by regret, by the full grid's n* band and exactly, and the frontier
+reward printed (or as JSON)."""
 
 from __future__ import annotations
 
 import argparse
 import math
+
+import numpy as np
 import re
 from pathlib import Path
 
@@ -24,7 +27,9 @@ way (noise-method fits, frontiers where runs have data) and compared:
 the bill the adaptive sweep runs up as a share of the full grid's (training
 rollouts plus validation generations, each evaluation costing its problems x
 samples, or --eval-rollouts; both parts are printed), the share of
-probe budgets (log-spaced over the studied range) where both name the same n*,
+probe budgets (log-spaced over the studied range) where the sweep's n* is within
+sweep.epsilon of the best n by the full grid's own fits (regret), inside the full
+grid's n* band (--bootstrap), and the same n* as the full grid's,
 and the frontier reward at C_max (adaptive - full). EVALS as for `analyze`.
 """
 
@@ -46,6 +51,9 @@ def register_replay(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--eval-rollouts", type=float, default=None, metavar="G",
                    help="generations one evaluation costs (default: each row's problems x samples; a table "
                         "without those columns counts no validation, and says so)")
+    p.add_argument("--bootstrap", type=int, default=0, metavar="R",
+                   help="resamples of the full grid's n* band (frontier.csv's n_star_lo/hi), to report how "
+                        "often the sweep's n* falls inside it (default: 0, off; the analysis draws 200)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=cmd_replay_adaptive)
     return p
@@ -69,13 +77,15 @@ def _replay_params(args):
         raise InputError(f"--c-max: expected a finite positive compute, got {args.c_max:g}")
     if args.probes < 1:
         raise InputError(f"--probes: expected an integer >= 1, got {args.probes}")
+    if args.bootstrap < 0:
+        raise InputError(f"--bootstrap: expected an integer >= 0, got {args.bootstrap}")
     if args.eval_rollouts is not None and not (args.eval_rollouts >= 0 and finite(args.eval_rollouts)):
         raise InputError(f"--eval-rollouts: expected a finite number >= 0, got {args.eval_rollouts:g}")
     return settings
 
 
 def cmd_replay_adaptive(args) -> int:
-    from isocompute.analysis.adaptive.replay import replay
+    from isocompute.analysis.adaptive.replay import replay, with_grid_band
     from isocompute.analysis.fits.settings import AnalysisSettings
     from isocompute.analysis.inputs.read import read_evals
 
@@ -86,6 +96,8 @@ def cmd_replay_adaptive(args) -> int:
     try:
         res = replay(evals, c_max=args.c_max, params=params, probes=args.probes,
                      settings=AnalysisSettings(metric=args.metric), split=args.split, eval_rollouts=args.eval_rollouts)
+        if args.bootstrap and params.frontier == "fixed_B_p":
+            res = with_grid_band(res, evals, args.bootstrap, AnalysisSettings(metric=args.metric), split=args.split)
     except ValueError as exc:      # the rule's own checks of what it was given (the rung budgets)
         raise InputError(f"replay-adaptive: {exc}") from exc
     runs = res["runs"]
@@ -93,12 +105,13 @@ def cmd_replay_adaptive(args) -> int:
         print(json_text({"evals": str(args.evals), "share": res["share"], "share_training": res["share_training"],
                          "share_validation": res["share_validation"], "bill": res["bill"],
                          "validation_counted": res["validation_counted"], "agreement": res["agreement"],
+                         "right_by_regret": res["right_by_regret"], "in_band": res["in_band"],
                          "reward_diff": res["reward_diff"], "c_max": res["c_max"], "budgets": res["budgets"],
                          "params": res["params"], "runs": runs.to_dict(orient="records")}))
         return 0
     p = res["params"]
     print(f"adaptive replay of {args.evals}: {len(runs)} runs, C_max = {res['c_max']:.6g}, {p['rungs']} rungs "
-          f"from C_max/{p['eta']:.4g}^{p['rungs'] - 1} = {res['budgets'][0]:.4g} (z {p['z']}, neighbours "
+          f"from C_max/{p['eta']:.4g}^{p['rungs'] - 1} = {res['budgets'][0]:.4g} (bands {p['bands']}, z {p['z']}, neighbours "
           f"{p['neighbours']}, min_evals {p['min_evals']}, frontier {p['frontier']})")
     b = res["bill"]
     if res["validation_counted"]:
@@ -109,6 +122,10 @@ def cmd_replay_adaptive(args) -> int:
     else:
         print(f"training rollouts: {res['share_training']:.1%} of the full grid's; validation NOT counted: "
               f"{args.evals} has no problems and samples columns (give --eval-rollouts)")
+    print(f"n* within epsilon = {p['epsilon']:g} of the best n by the full grid's fits: {res['right_by_regret']:.1%} "
+          f"of {args.probes} probe budgets per frontier")
+    if np.isfinite(res["in_band"]):
+        print(f"n* inside the full grid's n* band ({args.bootstrap} resamples): {res['in_band']:.1%}")
     print(f"same n* as the full grid: {res['agreement']:.1%} of {args.probes} probe budgets per frontier")
     print(f"frontier reward at C_max, adaptive - full: {res['reward_diff']:+.4f}")
     table = runs.assign(share=runs["spent"] / runs["full_compute"])[["B_p", "n", "share", "stopped_at", "reason"]]

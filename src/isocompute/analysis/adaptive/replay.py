@@ -18,9 +18,10 @@ import numpy as np
 import pandas as pd
 
 from isocompute.analysis.adaptive.rule import decide
-from isocompute.analysis.fits.fitter import fit_study
+from isocompute.analysis.fits.fitter import Fitter, fit_study
 from isocompute.analysis.fits.settings import AnalysisSettings
-from isocompute.analysis.fits.sigmoid import USABLE
+from isocompute.analysis.fits.sigmoid import USABLE, sigmoid_reward
+from isocompute.analysis.frontier.bootstrap import bootstrap_fits, n_star_band, replicate_frontiers
 from isocompute.analysis.frontier.envelope import frontier
 from isocompute.analysis.inputs.check import check_evals
 from isocompute.sweep import SweepSettings
@@ -134,6 +135,37 @@ def _frontiers(fits: pd.DataFrame, probes, joint: bool) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True)
 
 
+def grid_n_star_bands(evals: pd.DataFrame, budgets, settings: AnalysisSettings, resamples: int) -> pd.DataFrame:
+    """The full grid's n* band at `budgets` per B_p, as the analysis draws it (frontier.csv's
+    n_star_lo / n_star_hi): the noise method's fits on `resamples` bootstrap resamples, each
+    replicate's frontier over the runs' observed range (tied n spanning the band), percentiles at
+    the settings' ci. Columns B_p, compute, n_star_lo, n_star_hi."""
+    s = replace(settings, method="noise", bootstrap=int(resamples))
+    parts = []
+    for B_p, cell in evals.groupby("B_p", sort=True):
+        boot = bootstrap_fits(cell, Fitter(s))
+        n_star, n_max, _ = replicate_frontiers(boot, np.asarray(budgets, dtype=float), extrapolate=False, ties=True)
+        lo, hi = n_star_band(n_star, n_max, 50 * (1 - s.ci), 50 * (1 + s.ci))
+        parts.append(pd.DataFrame({"B_p": B_p, "compute": budgets, "n_star_lo": lo, "n_star_hi": hi}))
+    return pd.concat(parts, ignore_index=True)
+
+
+def fitted_regret(fits: pd.DataFrame, probes: pd.DataFrame, column: str) -> np.ndarray:
+    """At each probe (rows B_p, compute), how far the fitted reward of the n in `column` falls below
+    the best fitted reward of its B_p there (each curve only where its run has data): the full
+    grid's fits standing in for the truth on a real study. NaN where the probe has no answer."""
+    out = np.full(len(probes), np.nan)
+    ok = fits[fits["status"].isin(USABLE)]
+    for k, (B_p, c, n) in enumerate(zip(probes["B_p"], probes["compute"], probes[column])):
+        g = ok[(ok["B_p"] == B_p) & (ok["compute_max"] >= c * (1 - 1e-9))]
+        if g.empty or not np.isfinite(n) or not (g["n"] == n).any():
+            continue
+        r = sigmoid_reward(c, g["R0"].to_numpy(float), g["A"].to_numpy(float), g["B"].to_numpy(float),
+                           g["C_mid"].to_numpy(float))
+        out[k] = float(np.max(r) - r[np.flatnonzero(g["n"].to_numpy() == n)[0]])
+    return out
+
+
 def probe_budgets(fits: pd.DataFrame, c_max: float, probes: int) -> np.ndarray:
     """`probes` log-spaced budgets over the studied range: from the first positive compute a usable run
     is evaluated at, to c_max."""
@@ -153,15 +185,17 @@ def replay(evals: pd.DataFrame, *, c_max: float | None = None, params: SweepSett
     schema's); `probes` a number of
     log-spaced budgets over the studied range or the budgets themselves;
     `eval_rollouts` the generations of one evaluation (default: each row's
-    problems x samples; `validation_cost`).
+    problems x samples; `validation_cost`). `with_grid_band` adds the full grid's n* band.
     Returns a dict: share (the adaptive sweep's whole bill, training rollouts
     plus validation generations, over the full grid's), share_training,
     share_validation and bill (`bill`), validation_counted (whether the
     table said what an evaluation costs), agreement (share of (frontier, probe) pairs where both studies
     name the same n*), reward_diff (adaptive - full frontier reward at
     c_max, averaged over the frontiers: one per B_p, or one joint),
+    right_by_regret (share of probes where the sweep's n* is within sweep.epsilon of the best n
+    by the full grid's own fits: `fitted_regret`), in_band (NaN: `with_grid_band` fills it),
     budgets (the rungs), params, runs (per run, see `replay_sweep`) and
-    probes (per frontier and probe: n* and reward of both).
+    probes (per frontier and probe: n* and reward of both, regret, and the band).
     """
     s = replace(settings or AnalysisSettings(), method="noise")
     evals = check_evals(evals, s.metric, split=split)
@@ -180,6 +214,7 @@ def replay(evals: pd.DataFrame, *, c_max: float | None = None, params: SweepSett
     table = pd.DataFrame({"B_p": full["B_p"], "compute": full["compute"], "n_star_full": full["n_star"],
                           "n_star_adaptive": ad["n_star"], "reward_full": full["reward"],
                           "reward_adaptive": ad["reward"]})
+    table["regret"] = fitted_regret(fits_full, table, "n_star_adaptive")
     defined = table["n_star_full"].notna()
     same = (table["n_star_full"] == table["n_star_adaptive"])[defined]
     at_max = table[np.isclose(table["compute"], grid[-1])]
@@ -189,7 +224,27 @@ def replay(evals: pd.DataFrame, *, c_max: float | None = None, params: SweepSett
         "share_validation": cost["share_validation"], "bill": {k: cost[k] for k in ("grid", "adaptive")},
         "validation_counted": bool(cost["grid"]["validation"] > 0),
         "agreement": float(same.mean()) if len(same) else np.nan,
+        "right_by_regret": float((table["regret"][defined] <= p.epsilon + 1e-12).mean()) if defined.any() else np.nan,
+        "in_band": np.nan,
         "reward_diff": float((at_max["reward_adaptive"] - at_max["reward_full"]).mean()),
         "budgets": p.budgets(c_max),
         "params": p.rule(), "c_max": c_max, "runs": runs, "probes": table,
     }
+
+
+def with_grid_band(result: dict, evals: pd.DataFrame, resamples: int, settings: AnalysisSettings | None = None,
+                   split: str | None = None) -> dict:
+    """A replay's `result` judged against the full grid's n* band too (fixed-B_p frontiers): its
+    probes gain n_star_lo, n_star_hi (`grid_n_star_bands` from `resamples` bootstrap resamples of
+    `evals`, the table replayed) and in_band, and in_band becomes the share of probes with a full
+    grid's n* whose sweep n* lies inside the band."""
+    s = replace(settings or AnalysisSettings(), method="noise")
+    evals = check_evals(evals, s.metric, split=split)
+    evals = evals[evals["compute"] <= result["c_max"] * (1 + 1e-9)]
+    table = result["probes"].drop(columns=["n_star_lo", "n_star_hi", "in_band"], errors="ignore")
+    budgets = np.unique(table["compute"].to_numpy(dtype=float))
+    table = table.merge(grid_n_star_bands(evals, budgets, s, resamples), on=["B_p", "compute"], how="left")
+    ad = table["n_star_adaptive"]
+    table["in_band"] = (ad >= table["n_star_lo"]) & (ad <= table["n_star_hi"])
+    defined = table["n_star_full"].notna()
+    return {**result, "probes": table, "in_band": float(table["in_band"][defined].mean()) if defined.any() else np.nan}
