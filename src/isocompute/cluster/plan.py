@@ -18,6 +18,7 @@ mean share of its evaluations; both parts of the bill are printed.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import math
 import warnings
@@ -29,10 +30,12 @@ from isocompute.data.eval_sets import extra_set_problems
 from isocompute.grid import grid_cells, variant_cells
 from isocompute.train.recipe import cell_config, cell_recipe, validation_steps
 
-# Synthetic studies per split behind the adaptive estimate (a small number: the
-# spread over them is printed), and the modules whose code decides it (the cache key).
-PLAN_REPLAY_SEEDS = 3
-_RULE_MODULES = ("adaptive.rule", "adaptive.pooled", "adaptive.replay", "fits.synthetic", "fits.sigmoid", "fits.noise",
+# Synthetic studies per split and stratum of truths behind the adaptive estimate (a small
+# number: the spread over the strata is printed), and the modules whose code decides it (the cache key).
+PLAN_REPLAY_SEEDS = 1
+REPLAY_COLUMNS = ["split", "stratum", "seed", "share", "share_training", "share_validation", "agreement",
+                  "right_by_regret", "reward_diff"]
+_RULE_MODULES = ("adaptive.rule", "adaptive.pooled", "adaptive.shared", "adaptive.strata", "adaptive.replay", "fits.synthetic", "fits.sigmoid", "fits.noise",
                  "fits.pooled", "frontier.envelope", "pipeline")
 
 
@@ -97,15 +100,18 @@ def split_summary(costs: pd.DataFrame, max_runtime_min: int) -> pd.DataFrame:
     return pd.concat([out, total])
 
 
-def synthetic_split_study(cfg: dict, split: str, seed: int) -> pd.DataFrame:
+def synthetic_split_study(cfg: dict, split: str, seed: int, stratum: str = "mid") -> pd.DataFrame:
     """An evaluation table shaped like `split`'s grid: its cells, C_max and validation steps,
-    binomial noise of its validation set (splits.val_size problems x eval.k samples), and the
-    known crossover curves of the adaptive benchmark (`synthetic.crossover_params`)."""
-    from isocompute.analysis.fits.synthetic import EvalNoise, crossover_params, synthetic_study
+    binomial noise of its validation set (splits.val_size problems x eval.k samples), and a known
+    truth of `stratum` drawn for this grid (`adaptive.strata.draw_truth`, seed `seed`)."""
+    from isocompute.analysis.adaptive.strata import draw_truth
+    from isocompute.analysis.fits.synthetic import EvalNoise, synthetic_study
 
     cells = {(c.B_p, c.n): c for c in grid_cells(cfg) if c.split == split}     # seed replicates share a shape
+    c_max = float(cfg["grid"][split]["C_max"])
+    truth = draw_truth(stratum, seed, tuple(sorted({b for b, _ in cells})), tuple(sorted({n for _, n in cells})), c_max)
     draws = cfg["splits"]["val_size"] * cfg["eval"]["k"]
-    parts = [synthetic_study((B_p,), (n,), c_max=cfg["grid"][split]["C_max"], params=crossover_params,
+    parts = [synthetic_study((B_p,), (n,), c_max=c_max, reward=truth.reward,
                              eval_steps=lambda B, M_max, s=validation_steps(cfg, cell): s,
                              noise=EvalNoise(problems=max(1, round(draws / 4)), samples=4, seed=seed * 100_003 + i))
              for i, ((B_p, n), cell) in enumerate(sorted(cells.items()))]
@@ -113,41 +119,49 @@ def synthetic_split_study(cfg: dict, split: str, seed: int) -> pd.DataFrame:
 
 
 def adaptive_estimate(cfg: dict, seeds: int = PLAN_REPLAY_SEEDS, progress=None) -> dict:
-    """The adaptive sweep's expected cost, from `seeds` replays per split (`adaptive.replay.replay`
-    with the config's sweep section). Returns {"fractions": one row per (split, B_p, n): the mean
-    share of its rollouts the cell trains (fraction) and of its evaluations it runs
-    (eval_fraction); "replays": one row per (split, seed): share (the whole bill: training rollouts
-    and validation generations), share_training, share_validation, agreement, reward_diff}. `progress(total=...)`, if given, makes a bar that each replay advances (a replay
-    of a paper-scale grid takes seconds)."""
+    """The adaptive sweep's expected cost, from `seeds` replays per split and stratum of truths
+    (`adaptive.strata.STRATA`: how early n* moves, saturating, peaked, null and unstable curves),
+    each with the config's sweep section (`adaptive.replay.replay`). Returns {"fractions": one row
+    per (split, B_p, n): the mean share of its rollouts the cell trains (fraction) and of its
+    evaluations it runs (eval_fraction), over every stratum and seed; "replays": one row per
+    (split, stratum, seed): share (the whole bill: training rollouts and validation generations),
+    share_training, share_validation, agreement, right_by_regret, reward_diff}. `progress(total=...)`,
+    if given, makes a bar that each replay advances (a replay of a paper-scale grid takes seconds)."""
     from isocompute.analysis.adaptive.replay import replay
+    from isocompute.analysis.adaptive.strata import STRATA
     from isocompute.sweep import SweepSettings
 
     params = SweepSettings.from_config(cfg)
     fractions, replays = [], []
-    bar = progress(total=len(cfg["grid"]) * seeds) if progress is not None and cfg["grid"] else None
+    bar = progress(total=len(cfg["grid"]) * seeds * len(STRATA)) if progress is not None and cfg["grid"] else None
     for split in cfg["grid"]:
-        for seed in range(seeds):
+        for stratum, seed in itertools.product(STRATA, range(seeds)):
+            try:
+                study = synthetic_split_study(cfg, split, seed, stratum)
+            except RuntimeError:           # a grid too small for the stratum (one n: no crossover)
+                if bar is not None:
+                    bar.update(1)
+                continue
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", UserWarning)
-                res = replay(synthetic_split_study(cfg, split, seed), c_max=float(cfg["grid"][split]["C_max"]),
-                             params=params)
+                res = replay(study, c_max=float(cfg["grid"][split]["C_max"]), params=params)
             runs = res["runs"]
             fractions.append(runs.assign(split=split, fraction=runs["spent"] / runs["full_compute"],
                                          eval_fraction=runs["evaluations_spent"] / runs["evaluations_full"]))
-            replays.append({"split": split, "seed": seed, "share": res["share"],
+            replays.append({"split": split, "stratum": stratum, "seed": seed, "share": res["share"],
                             "share_training": res["share_training"], "share_validation": res["share_validation"],
-                            "agreement": res["agreement"], "reward_diff": res["reward_diff"]})
+                            "agreement": res["agreement"], "right_by_regret": res["right_by_regret"],
+                            "reward_diff": res["reward_diff"]})
             if bar is not None:
                 bar.update(1)
     if bar is not None:
         bar.close()
     if not fractions:
         return {"fractions": pd.DataFrame(columns=["split", "B_p", "n", "fraction", "eval_fraction"]),
-                "replays": pd.DataFrame(columns=["split", "seed", "share", "share_training", "share_validation",
-                                                 "agreement", "reward_diff"])}
+                "replays": pd.DataFrame(columns=REPLAY_COLUMNS)}
     frac = pd.concat(fractions).groupby(["split", "B_p", "n"], sort=False, as_index=False)[
         ["fraction", "eval_fraction"]].mean()
-    return {"fractions": frac, "replays": pd.DataFrame(replays)}
+    return {"fractions": frac, "replays": pd.DataFrame(replays, columns=REPLAY_COLUMNS)}
 
 
 def adaptive_cache_key(cfg: dict, seeds: int = PLAN_REPLAY_SEEDS) -> str:
@@ -177,19 +191,21 @@ def _adaptive_lines(cfg: dict, costs: pd.DataFrame, adaptive: dict) -> list[str]
     val_share = float(val / merged["eval_rollouts"].sum()) if merged["eval_rollouts"].sum() > 0 else float("nan")
     bill = float((train + val) / (merged["rollouts"].sum() + merged["eval_rollouts"].sum()))
     rep = adaptive["replays"]
-    per_split = "; ".join(f"{split} {g['share'].mean():.0%} [{g['share'].min():.0%}-{g['share'].max():.0%}]"
-                          for split, g in rep.groupby("split", sort=False))
+    per_stratum = rep.groupby("stratum", sort=False)["share"].mean()
+    lo, hi = per_stratum.idxmin(), per_stratum.idxmax()
     sw = cfg["sweep"]
     mode = "this config's mode" if sw["mode"] == "adaptive" else "sweep.mode adaptive; this config: grid"
-    return [f"adaptive sweep ({mode}): ~{gpu:,.0f} GPU-hours instead of ~{full:,.0f}; whole bill {bill:.0%} "
-            f"({train + val:,.0f} of {merged['rollouts'].sum() + merged['eval_rollouts'].sum():,.0f} rollouts and "
-            f"validation generations): training rollouts {share:.0%}, validation generations {val_share:.0%}",
-            f"  whole bill per split, mean [range]: {per_split}",
-            f"  expected from replaying the rule (eta {sw['eta']:.4g}, {sw['rungs']} rungs, z {sw['z']}) on "
-            f"{rep['seed'].nunique()} synthetic studies per split shaped like this grid (its cells, C_max, "
-            f"validation steps and {cfg['splits']['val_size']} x {cfg['eval']['k']} validation draws; the known "
-            f"crossover curves of benchmarks/bench_adaptive_replay.py); same n* as the full grid at "
-            f"{rep['agreement'].mean():.0%} of probe budgets"]
+    return [f"adaptive sweep ({mode}): whole bill {per_stratum.min():.0%} ({lo}) to {per_stratum.max():.0%} ({hi}) "
+            f"of the grid's, by when n* moves; ~{gpu:,.0f} GPU-hours instead of ~{full:,.0f} averaged over the "
+            f"strata ({bill:.0%}: training rollouts {share:.0%}, validation generations {val_share:.0%})",
+            "  the saving depends on the truth: a late crossover or n* still climbing keeps more runs training; "
+            "per stratum: " + ", ".join(f"{k} {v:.0%}" for k, v in per_stratum.items()),
+            f"  expected from replaying the rule (bands {sw['bands']}, eta {sw['eta']:.4g}, {sw['rungs']} rungs, "
+            f"z {sw['z']}, epsilon {sw['epsilon']:g}) on {rep['seed'].nunique()} synthetic studies per split and "
+            f"stratum shaped like this grid (its cells, C_max, validation steps and {cfg['splits']['val_size']} x "
+            f"{cfg['eval']['k']} validation draws; truths of isocompute.analysis.adaptive.strata); n* within "
+            f"epsilon of the full grid's best at {rep['right_by_regret'].mean():.0%} of probe budgets, the same n* "
+            f"at {rep['agreement'].mean():.0%}"]
 
 
 def format_plan(cfg: dict, adaptive: dict | None = None) -> str:
