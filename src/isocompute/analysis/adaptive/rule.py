@@ -7,7 +7,9 @@ could still reach the frontier, or it sits next to the predicted n*, at some
 compute it has not reached yet. `prediction_bands` turns fits into bands,
 `prune` decides from bands alone (pure, testable on hand-built bands), and
 `decide` chains them on an evaluation table. The replay is `adaptive.replay`.
-With `bands: pooled` (the default) a run whose own data pin its future is
+With `bands: shared` (the default) the B_p's trend model predicts every run at once and
+stops, on top of the per-run verdicts, the runs a run going on stays within sweep.epsilon of
+(`adaptive.shared`, `apply_shared`). With `bands: pooled` a run whose own data pin its future is
 judged by its B_p's pooled trend instead (`adaptive.pooled`): it goes on only if
 it is n* at some compute ahead in at least 1 - Phi(z) of the trend's draws.
 

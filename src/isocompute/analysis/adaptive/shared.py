@@ -77,13 +77,15 @@ def trend_ensemble(seen: pd.DataFrame, fits: pd.DataFrame, B_p, ahead: Horizon, 
         return None
     R0 = float(group["R0"].iloc[0])
     points = [{"n": float(n), **cell_arrays(cells[(B_p, n)], metric)} for n in group["n"]]
-    init = group[group["status"] == "ok"][["n", "A", "B", "C_mid"]]
+    init = group[(group["status"] == "ok") & (group["C_mid"] > 0)][["n", "A", "B", "C_mid"]]
     trend = None if init.empty else fit_trend(points, R0, init, degree=degree)
     if trend is None:
         return None
-    theta = rng.multivariate_normal(trend["theta"], trend_covariance(trend) * inflation ** 2, size=draws, method="eigh")
     n = group["n"].to_numpy(dtype=float)
     X = _design(np.log2(n), trend["centre"], degree)                                        # (R, degree + 1)
+    # eigh draws from the covariance's non-negative part: pinv's rounding can leave an eigenvalue a hair below 0
+    theta = rng.multivariate_normal(trend["theta"], trend_covariance(trend) * inflation ** 2, size=draws,
+                                    method="eigh", check_valid="ignore")
     A, log_mid = theta[:, 1:degree + 2] @ X.T, theta[:, degree + 2:] @ X.T                  # (K, R)
     B = np.maximum(theta[:, :1, None], 1e-6)
     grid = ahead.grid
