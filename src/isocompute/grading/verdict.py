@@ -18,8 +18,8 @@ from typing import Sequence
 
 from isocompute.grading import sandbox
 from isocompute.grading.cache import GradeCache
-from isocompute.grading.extract import (CONTROL_CHARACTER, MAX_CHARS, TOO_DEEP, TOO_LONG, normalize_truth, read_answer,
-                                        too_deep)
+from isocompute.grading.extract import (BOXED, CONTROL_CHARACTER, MAX_CHARS, TOO_DEEP, TOO_LONG, all_boxed,
+                                        normalize_truth, read_answer, too_deep)
 from isocompute.grading.limits import TOO_LARGE, too_large, unwrap
 from isocompute.grading.numeric import fast_verdict, magnitude_verdict
 from isocompute.grading.outcome import Verdict
@@ -231,6 +231,21 @@ def grade_many(
     """`grade` for each pair: `judge_many`'s verdicts as bits (timed out is not correct)."""
     verdicts = judge_many(completions, ground_truths, timeout_s, cache, num_workers, max_chars=max_chars)
     return [v.correct for v in verdicts]
+
+
+def boxes_apart_in_prose(ground_truth: object, timeout_s: float = 2.0) -> bool:
+    """Whether a ground truth holds several boxes that math-verify reads as its last box alone
+    ("First \\boxed{1}. Later we find \\boxed{2}" is 2), not as one answer of several parts
+    ("\\boxed{1} and \\boxed{2}" is {1, 2}): the grader would reward the last box and never
+    the answer the truth's text gives. Asked of math-verify itself (its rule for joining
+    boxes reads the prose between them); a truth it cannot read in time is not refused."""
+    truth = normalize_truth(ground_truth)
+    boxes = all_boxed(truth) if BOXED in truth else []
+    if len(boxes) < 2:
+        return False
+    last_alone = judge(BOXED + "{" + boxes[-1] + "}", truth, timeout_s)[0]
+    joined = judge(BOXED + "{" + ", ".join(boxes) + "}", truth, timeout_s)[0]
+    return last_alone is Verdict.CORRECT and joined is Verdict.WRONG
 
 
 # How many of a loaded cache's verdicts are graded again before it is trusted, and the seed
