@@ -99,6 +99,19 @@ class Peer:
             self.proc = None
 
 
+def _decided_by_a_limit(timeout_s: float) -> str:
+    """The review's cases (issue 41): how many come back as their written limit says, and the worst time."""
+    from isocompute.grading import adversarial, grade_with_reason
+
+    limited = []
+    for case in adversarial.DECIDED_BY_A_LIMIT:
+        t0 = time.perf_counter()
+        got = grade_with_reason(case.completion, case.ground_truth, timeout_s=timeout_s)
+        limited.append((time.perf_counter() - t0, case.kind, got == (case.correct, case.reason)))
+    return (f"decided by a written limit: {sum(ok for *_, ok in limited)} of {len(limited)} as written, "
+            f"worst {max(limited)[0] * 1e3:.2f} ms ({max(limited)[1]})")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--n", type=int, default=None, help="adversarial completions (default: 1000)")
@@ -179,14 +192,7 @@ def main(argv=None) -> int:
     print(f"decided before math-verify: {len(cheap)} answers, {sum(c for *_, c in cheap)} correct, worst "
           f"{worst_cheap[0] * 1e3:.2f} ms ({worst_cheap[1]}, {worst_cheap[2]})")
 
-    # The review's cases (issue 41): each must come back as its written limit says, at once.
-    limited = []
-    for case in adversarial.DECIDED_BY_A_LIMIT:
-        t0 = time.perf_counter()
-        got = grade_with_reason(case.completion, case.ground_truth, timeout_s=args.timeout)
-        limited.append((time.perf_counter() - t0, case.kind, got == (case.correct, case.reason)))
-    print(f"decided by a written limit: {sum(ok for *_, ok in limited)} of {len(limited)} as written, "
-          f"worst {max(limited)[0] * 1e3:.2f} ms ({max(limited)[1]})")
+    print(_decided_by_a_limit(args.timeout))
 
     completions = [f"Adding them gives \\boxed{{{i % 1000}}}" for i in range(args.ordinary)]
     truths = [str(i % 997) for i in range(args.ordinary)]

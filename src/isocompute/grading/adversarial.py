@@ -152,8 +152,9 @@ def corpus(n: int = 1_000, seed: int = 0) -> list[Case]:
 
 
 # Answers math-verify would spend its whole budget (and a retry) on, which the grader
-# decides before it (`numeric.magnitude_verdict`, `extract.MAX_NESTING`): each must come
-# back wrong in microseconds. Kept out of `corpus` so its draws stay as they were.
+# decides before it (`numeric.magnitude_verdict`, `extract.MAX_NESTING`, `limits`): each
+# must come back in microseconds, wrong, except the nested braces, which only wrap 1
+# (`limits.unwrap`). Kept out of `corpus` so its draws stay as they were.
 DECIDED_BEFORE_MATH_VERIFY = tuple(
     [Case("power tower", f"so the answer is \\boxed{{{tower}}}", "42") for tower in TOWERS]
     + [Case("huge factorial", f"\\boxed{{{n}}}", "42") for n in ("100000!", "(10^{6})!", "99999!!", "2^{100000}!")]
