@@ -3,7 +3,7 @@
 Grades 1,000 honest symbolic pairs (a correct answer written differently from
 the ground truth: 3x+3 against 3(x+1), x+x against 2x, equivalent fractions,
 roots, expanded products; drawn with a fixed seed, each checked equal with
-sympy as it is drawn) mixed with 50 towers (9^{9^{9^{9}}} and kin, and deeply
+sympy as it is drawn) mixed with 50 towers (x + 9^{9^{9}+1} and kin, and deeply
 nested roots: inputs sympy cannot finish), through the project's `judge_many`
 with its default budgets, while a CPU burner (`--burners` processes spinning
 at normal priority, stopped by PID at the end) keeps the load average up. It
@@ -98,8 +98,8 @@ def honest_pairs(n: int, seed: int) -> list[tuple[str, str, str]]:
 
 
 def towers(n: int, seed: int) -> list[tuple[str, str, str]]:
-    """`n` distinct inputs expensive for sympy: power towers beside a variable (which reach
-    math-verify) and deeply nested roots (deeper than extract.MAX_NESTING: wrong, "too deep",
+    """`n` distinct inputs expensive for sympy: powers whose exponent is a sum of a power and 1
+    (x + b^{a^{c}+1}, which reach math-verify) and deeply nested roots (deeper than extract.MAX_NESTING: wrong, "too deep",
     before math-verify since grader version 5)."""
     rng = random.Random(seed + 1)
     out, seen = [], set()
@@ -109,11 +109,10 @@ def towers(n: int, seed: int) -> list[tuple[str, str, str]]:
             text = "\\sqrt{" * depth + str(rng.randint(2, 9)) + "}" * depth
             kind = "nested roots"
         else:
-            height = rng.randint(4, 6)
-            text = "{" + str(rng.randint(5, 99)) + "}"
-            for _ in range(height - 1):
-                text = f"{rng.randint(5, 99)}^{{{text}}}"
-            text = "x + " + text  # a bare tower against a number never reaches math-verify (grader 5)
+            # A pure integer tower is too large before math-verify (limits.MAX_EXPONENT, grader 6);
+            # an exponent that is a sum is not read by that limit, and sympy builds b^(a^c + 1).
+            base, a, c = rng.randint(5, 99), rng.randint(9, 99), rng.randint(9, 12)
+            text = f"x + {base}^{{{a}^{{{c}}}+1}}"
             kind = "tower"
         if text not in seen:
             seen.add(text)

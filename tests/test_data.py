@@ -304,3 +304,22 @@ def test_difficulty_draws_k_samples_for_every_problem_on_request(tmp_path):
     assert set(some["samples_k"]) == {4, 12} and set(every["samples_k"]) == {12}
     assert (every["correct_k"] >= every["correct"]).all() and (every["correct_k"] > every["correct"]).any()
     assert list(every["correct"]) == list(some["correct"])   # the first draws are the same
+
+
+def test_a_ground_truth_with_boxes_apart_in_prose_is_refused_naming_its_row(tmp_path):
+    # The grader, as math-verify, reads "First \boxed{1}. Later ... \boxed{2}" as its last box
+    # alone; boxes joined by "and" are one answer of several parts and load as they are.
+    from isocompute.data.schema import make_row
+    from isocompute.errors import InputError
+
+    def frame(truths):
+        return pd.DataFrame([make_row(data_source="t", problem=f"p{i}", instruction="", answer=t, index=i,
+                                      problem_id=f"id{i}", family="all") for i, t in enumerate(truths)])
+
+    path = tmp_path / "ok.parquet"
+    write_parquet(path, frame(["42", "\\boxed{1} and \\boxed{2}", "\\boxed{7}"]))
+    assert len(read_problems(path)) == 3
+    path = tmp_path / "apart.parquet"
+    write_parquet(path, frame(["42", "First \\boxed{1}. Later we find \\boxed{2}"]))
+    with pytest.raises(InputError, match=r"row 1 \(problem_id 'id1'\).*boxes apart in prose"):
+        read_problems(path)

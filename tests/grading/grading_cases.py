@@ -7,12 +7,16 @@ import time
 
 from math_verify import parse, verify
 
-# Pathological for sympy: latex2sympy builds the tower and verify tries to
-# evaluate it, which never finishes (measured: no verdict within 10 s). A bare
-# tower against a number is decided before math-verify (numeric.magnitude_verdict:
-# wrong, in microseconds); beside a variable it still reaches math-verify, which is
-# what the timeout tests need.
-TOWER = "\\boxed{x + 9^{9^{9^{9}}}}"
+# Pathological for sympy: latex2sympy adds up the exponent (9^9 + 1 = 387,420,490) and
+# sympy builds 9 to that power, which never finishes within a budget. A pure integer
+# tower is decided before math-verify (`limits.MAX_EXPONENT`: too large); an exponent
+# that is a sum is not read by that limit, so this still reaches math-verify, which is
+# what the timeout tests need. SLOW(b) is the same with base b.
+def SLOW(base: int) -> str:  # noqa: N802 -- a constant's family
+    return f"\\boxed{{x + {base}^{{9^{{9}}+1}}}}"
+
+
+TOWER = SLOW(9)
 
 
 def raw_math_verify(completion: str, ground_truth: str) -> bool:

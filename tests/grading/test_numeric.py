@@ -118,8 +118,10 @@ def test_nesting_past_the_limit_is_no_answer():
 
     braces = "\\boxed{" + "{" * 5_000 + "1" + "}" * 5_000 + "}"
     roots = "\\boxed{" + "\\sqrt{" * 2_000 + "2" + "}" * 2_000 + "}"
-    assert grade_with_reason(braces, "1") == (False, "too deep")
+    # Braces around the whole answer only wrap it (`limits.unwrap`): read through, however deep.
+    assert grade_with_reason(braces, "1") == (True, "numeric")
+    assert grade_with_reason("\\boxed{1}", "{" * 5_000 + "1" + "}" * 5_000) == (True, "numeric")
     assert grade_with_reason(roots, "2") == (False, "too deep")
-    assert grade_with_reason("\\boxed{1}", "{" * 5_000 + "1" + "}" * 5_000) == (False, "too deep")
+    assert grade_with_reason("\\boxed{" + "{" * 5_000 + "1" + "}" * 5_000 + "+1}", "2") == (False, "too deep")
     nested = "\\boxed{" + "(" * MAX_NESTING + "7" + ")" * MAX_NESTING + "}"
     assert grade_with_reason(nested, "7")[1] != "too deep"

@@ -9,10 +9,10 @@ import threading
 import time
 
 import pytest
-from grading_cases import TOWER
+from grading_cases import SLOW, TOWER
 
 from isocompute.grading import Verdict, grade, judge, judge_many, sandbox, verdict, warm_up
-from isocompute.grading.worker import Worker
+from isocompute.grading.worker import RELAY_GRACE_S, Worker
 
 SHIPPED_RETRY_FACTOR = verdict.RETRY_FACTOR
 
@@ -83,7 +83,7 @@ def test_timeout_in_thread():
 
 def test_timeout_concurrent_threads():
     warm_up(4)
-    towers = ["\\boxed{x + 9^{9^{9^{9}}}}", "\\boxed{x + 8^{8^{8^{8}}}}", "\\boxed{x + 7^{7^{7^{7}}}}"]
+    towers = [SLOW(9), SLOW(8), SLOW(7)]
     # The honest answer gets a generous limit: four busy workers may share few cores.
     jobs = [(t, "5", TIMEOUT_S) for t in towers] + [("\\boxed{x^2+2x+1}", "(x+1)^2", 30.0)]
     out: dict[int, tuple[Verdict, str]] = {}
@@ -135,7 +135,7 @@ def test_without_a_worker_falls_back_to_fork(monkeypatch):
     assert grade("\\boxed{2(x+2)}", "2x+4") is True
     assert sandbox._POOL.broken
     start = time.monotonic()
-    assert judge("\\boxed{x + 5^{5^{5^{5}}}}", "1", timeout_s=TIMEOUT_S) == (Verdict.TIMED_OUT, "timeout")
+    assert judge(SLOW(5), "1", timeout_s=TIMEOUT_S) == (Verdict.TIMED_OUT, "timeout")
     assert time.monotonic() - start < CUT_OFF_S + HANG_S  # the forked child was killed, not waited for
 
 
@@ -219,22 +219,61 @@ def test_a_pair_whose_workers_die_stays_within_its_whole_cost(monkeypatch):
 
 
 def test_waiting_for_a_restart_after_the_pairs_own_try_counts(monkeypatch):
-    # One worker, no spare: the tower's first try is killed at its budget, and the retry waits
-    # for the replacement to start. That wait is the pair's: a restart slower than what is left
-    # of the whole cost leaves the retry no budget (before the bound it had its full one).
+    # One worker, no spare: it dies on the pair's first try, and the re-try waits for the
+    # replacement to start. That wait is the pair's: a restart slower than what is left of the
+    # whole cost leaves the re-try no budget.
     monkeypatch.setattr(sandbox, "_POOL", sandbox._WorkerPool())
     warm_up(1)
     wait_ready = Worker.wait_ready
     timeout_s = 0.2
-    stall_s = verdict.PAIR_BUDGET_FACTOR * timeout_s + 0.3
+    stall_s = verdict.PAIR_BUDGET_FACTOR * timeout_s + 2 * RELAY_GRACE_S + 0.3
 
     def slow_restart(self, deadline=None):
         if deadline is not None and not self.ready:
-            time.sleep(stall_s)
+            time.sleep(max(0.0, min(stall_s, deadline - time.monotonic())))
         return wait_ready(self, deadline)
 
     monkeypatch.setattr(Worker, "wait_ready", slow_restart)
-    budgets = _granted(monkeypatch)
-    assert judge(TOWER, "42", timeout_s=timeout_s) == (Verdict.TIMED_OUT, "timeout")
+    budgets = _granted(monkeypatch, die=True)
+    assert judge("\\boxed{3x+3}", "3(x+1)", timeout_s=timeout_s) == (Verdict.TIMED_OUT, "timeout")
     assert len(budgets) == 1 and 0 < budgets[0] <= timeout_s  # the first try only
+    sandbox._POOL.close()
+
+
+def test_a_pair_out_of_time_costs_no_restart(monkeypatch):
+    # The worker kills the forked child that ran out and forks another: the same worker
+    # process takes the next pair at once, with no interpreter start between.
+    monkeypatch.setattr(sandbox, "_POOL", sandbox._WorkerPool())
+    warm_up(1)
+    (worker,) = sandbox._POOL._idle
+    started = []
+    monkeypatch.setattr(sandbox, "_Worker", lambda: started.append(1) or Worker())
+    assert judge(TOWER, "42", timeout_s=0.2) == (Verdict.TIMED_OUT, "timeout")
+    assert sandbox._POOL._idle == [worker] and worker.alive() and not started
+    assert judge("\\boxed{3x+3}", "3(x+1)") == (Verdict.CORRECT, "math-verify")
+    assert sandbox._POOL._idle == [worker] and not started
+    sandbox._POOL.close()
+
+
+def test_waiting_for_an_earlier_pairs_restart_counts(monkeypatch):
+    # The 30.9 s call: an earlier pair's worker was replaced, and the replacement starts slowly (a
+    # loaded machine). The next pair's wait for it is its own time: the call returns within its
+    # whole cost (timed out, "no time left"), not after the restart.
+    monkeypatch.setattr(sandbox, "_POOL", sandbox._WorkerPool())
+    warm_up(1)
+    sandbox._POOL.replace(sandbox._POOL._idle.pop())
+    wait_ready = Worker.wait_ready
+    timeout_s = 0.2
+    whole_s = verdict.PAIR_BUDGET_FACTOR * timeout_s + 2 * RELAY_GRACE_S
+    stall_s = whole_s + 3.0
+
+    def slow_start(self, deadline=None):
+        if not self.ready:
+            time.sleep(stall_s if deadline is None else max(0.0, min(stall_s, deadline - time.monotonic())))
+        return wait_ready(self, deadline)
+
+    monkeypatch.setattr(Worker, "wait_ready", slow_start)
+    outcome, elapsed = _timed_judge("\\boxed{3x+3}", "3(x+1)", timeout_s=timeout_s)
+    assert outcome == (Verdict.TIMED_OUT, "no time left")
+    assert elapsed < whole_s + 1.0  # not the restart's stall_s
     sandbox._POOL.close()

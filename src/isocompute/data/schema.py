@@ -43,7 +43,21 @@ def validate_frame(df: pd.DataFrame, source: str) -> pd.DataFrame:
     ids = problem_ids(df)
     if ids.duplicated().any():
         raise InputError(f"{source}: duplicate extra_info.problem_id {ids[ids.duplicated()].iloc[0]!r}")
+    _refuse_boxes_apart(df, ids, source)
     return df
+
+
+def _refuse_boxes_apart(df: pd.DataFrame, ids: pd.Series, source: str) -> None:
+    """A ground truth with boxes apart in prose ("First \\boxed{1}. Later ... \\boxed{2}") is refused,
+    naming its row: the grader, as math-verify, would read only its last box
+    (`grading.boxes_apart_in_prose`; docs/methods.md, section 5)."""
+    from isocompute.grading import boxes_apart_in_prose  # deferred: the grader's workers start on use
+
+    for row, (problem_id, truth) in enumerate(zip(ids, ground_truths(df))):
+        if truth.count("\\boxed") + truth.count("\\fbox") > 1 and boxes_apart_in_prose(truth):
+            raise InputError(f"{source}: row {row} (problem_id {problem_id!r}): ground truth {truth[:120]!r} has "
+                             f"boxes apart in prose, which the grader would read as its last box alone; "
+                             f"store the answer (one box, or boxes joined by a comma, 'and' or 'or')")
 
 
 def problem_ids(df: pd.DataFrame) -> pd.Series:

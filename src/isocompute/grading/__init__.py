@@ -17,7 +17,8 @@ from isocompute.grading.extract import extract_answer
 from isocompute.grading.outcome import (SHARE_METRIC, TIMEOUTS_METRIC, TooManyTimeouts, Verdict,
                                         check_timeout_share, timeout_metrics)
 from isocompute.grading.sandbox import warm_up
-from isocompute.grading.verdict import grade, grade_many, grade_with_reason, judge, judge_many, spot_check_cache
+from isocompute.grading.verdict import (boxes_apart_in_prose, grade, grade_many, grade_with_reason, judge, judge_many,
+                                        spot_check_cache)
 from isocompute.grading.version import GRADER_VERSION
 
 __all__ = [
@@ -27,6 +28,7 @@ __all__ = [
     "TIMEOUTS_METRIC",
     "TooManyTimeouts",
     "Verdict",
+    "boxes_apart_in_prose",
     "check_timeout_share",
     "extract_answer",
     "grade",

@@ -152,11 +152,58 @@ def corpus(n: int = 1_000, seed: int = 0) -> list[Case]:
 
 
 # Answers math-verify would spend its whole budget (and a retry) on, which the grader
-# decides before it (`numeric.magnitude_verdict`, `extract.MAX_NESTING`): each must come
-# back wrong in microseconds. Kept out of `corpus` so its draws stay as they were.
+# decides before it (`numeric.magnitude_verdict`, `extract.MAX_NESTING`, `limits`): each
+# must come back in microseconds, wrong, except the nested braces, which only wrap 1
+# (`limits.unwrap`). Kept out of `corpus` so its draws stay as they were.
 DECIDED_BEFORE_MATH_VERIFY = tuple(
     [Case("power tower", f"so the answer is \\boxed{{{tower}}}", "42") for tower in TOWERS]
     + [Case("huge factorial", f"\\boxed{{{n}}}", "42") for n in ("100000!", "(10^{6})!", "99999!!", "2^{100000}!")]
     + [Case("nested braces", "\\boxed{" + "{" * depth + "1" + "}" * depth + "}", "1") for depth in (65, 5_000)]
     + [Case("deep latex", "\\boxed{" + "\\sqrt{" * depth + "2" + "}" * depth + "}", "2") for depth in _SQRT_DEPTHS]
+)
+
+
+class LimitCase(NamedTuple):
+    kind: str
+    completion: str
+    ground_truth: str
+    correct: bool  # the grader's verdict, decided before math-verify
+    reason: str  # how: "numeric" (read, then compared), "too large" or "too deep" (a written limit)
+
+
+_TOWER = "9^{9^{9}}"
+_CONTINUED = "1+\\frac{1}{" * 500 + "1" + "}" * 500  # F(502) / F(501)
+
+
+def _fibonacci_ratio(n: int) -> str:
+    a, b = 1, 1
+    for _ in range(n):
+        a, b = b, a + b
+    return f"\\frac{{{b}}}{{{a}}}"
+
+
+# The cases a review tried as a new user would (issue 41), each decided before math-verify by a
+# written limit (`limits`, `extract.MAX_NESTING`): nine that took math-verify its whole budget
+# and retry (10.9-12.1 s each at the production deadline), all turned away as too large, right
+# or not; seven right answers math-verify could not read in time, five now read as right and
+# two turned away as too deep.
+DECIDED_BY_A_LIMIT = (
+    LimitCase("tower difference", f"\\boxed{{x^{{{_TOWER}}} - x^{{{_TOWER}}}}}", "0", False, "too large"),
+    LimitCase("tower difference", f"\\boxed{{{_TOWER} - {_TOWER}}}", "0", False, "too large"),
+    LimitCase("tower quotient", f"\\boxed{{\\frac{{x^{{{_TOWER}}}}}{{x^{{{_TOWER}}}}}}}", "1", False, "too large"),
+    LimitCase("tower quotient", f"\\boxed{{\\frac{{{_TOWER}}}{{{_TOWER}}}}}", "1", False, "too large"),
+    LimitCase("billion-power expansion", "\\boxed{(x+1)^{1000000000} - (x+1)^{1000000000}}", "0", False, "too large"),
+    LimitCase("billion-power expansion", "\\boxed{(x+1)^{1000000000}}", "x^{1000000000}+1", False, "too large"),
+    LimitCase("binomial of googols", "\\boxed{\\binom{10^{100}}{10^{50}}}", "1", False, "too large"),
+    LimitCase("Gamma of 10^10", "\\boxed{\\Gamma(10^{10})}", "1", False, "too large"),
+    LimitCase("sine of a tower", f"\\boxed{{\\sin({_TOWER})}}", "0", False, "too large"),
+    LimitCase("5,000 braces", "\\boxed{" + "{" * 5_000 + "42" + "}" * 5_000 + "}", "42", True, "numeric"),
+    LimitCase("left( 1,000 deep", "\\boxed{" + "\\left(" * 1_000 + "42" + "\\right)" * 1_000 + "}", "42", True,
+              "numeric"),
+    LimitCase("1,000-deep fraction", "\\boxed{" + "\\frac{" * 1_000 + "42" + "}{1}" * 1_000 + "}", "42", False,
+              "too deep"),
+    LimitCase("500-deep continued fraction", "\\boxed{" + _CONTINUED + "}", _fibonacci_ratio(500), False, "too deep"),
+    LimitCase("2,000 boxes in a truth", "\\boxed{42}", "\\boxed{" * 2_000 + "42" + "}" * 2_000, True, "numeric"),
+    LimitCase("fbox", "so the answer is \\fbox{42}", "42", True, "numeric"),
+    LimitCase("10,000 terms", "\\boxed{" + "+".join(["2"] * 10_000) + "}", "20000", True, "numeric"),
 )

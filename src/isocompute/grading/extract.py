@@ -28,6 +28,9 @@ import unicodedata
 from isocompute.grading.fallback import standalone
 
 BOXED = "\\boxed"
+# math-verify reads \fbox{..} as it reads \boxed{..} (latex2sympy2_extended's box search
+# looks for both), so the grader does too.
+_FBOX = re.compile(r"\\fbox(?![a-zA-Z])")
 
 # Longest completion (and ground truth) the grader reads, in characters. The
 # paper's 8,192-token responses are 20-40k characters; anything longer is
@@ -98,6 +101,10 @@ _ASCII_DIGITS = _AsciiDigitTable()
 def _ascii_digits(text: str) -> str:
     # One character for one: positions, and so extraction, are unchanged.
     return text if text.isascii() else text.translate(_ASCII_DIGITS)
+
+
+def _fbox_as_boxed(text: str) -> str:
+    return _FBOX.sub(lambda _: BOXED, text) if "\\fbox" in text else text
 
 
 def too_deep(text: str, limit: int = MAX_NESTING) -> bool:
@@ -245,7 +252,7 @@ def read_answer(completion: str | None, max_chars: int = MAX_CHARS) -> tuple[str
     # isprintable() settles most one-line completions without the regex.
     if not completion.isprintable() and _CONTROL.search(completion):
         return None, CONTROL_CHARACTER
-    text = _ascii_digits(completion)
+    text = _fbox_as_boxed(_ascii_digits(completion))
     if BOXED in text:
         # Once the model opens a box, only a finished box is its answer: the
         # "61" in a "\boxed{61" cut off at the length limit might have been 612.
@@ -299,7 +306,7 @@ def normalize_truth(ground_truth: object) -> str:
     {1, 2}), and of boxes apart in prose the last one counts.
     """
     truth = ground_truth if isinstance(ground_truth, str) else str(ground_truth)
-    truth = _ascii_digits(truth.strip())
+    truth = _fbox_as_boxed(_ascii_digits(truth.strip()))
     # Some datasets store the reference as "\boxed{..}" or "$..$"; grading the
     # bare answer keeps both sides in the same form.
     if BOXED in truth:

@@ -5,13 +5,15 @@ call's deadline, and a longer second budget for a pair that runs out. Each
 concurrent caller gets its own worker (`worker.Worker`: a fresh interpreter
 started with `subprocess`, not a fork of the caller, which may hold torch
 threads); a worker that misses its budget is killed and replaced, and the pair
-is timed out (`Verdict.TIMED_OUT`), not wrong. A comparison's budget runs only
-from when a ready worker has the pair: waiting for a worker to start never eats
-into it, so a loaded machine slows grading down instead of failing correct
-answers. One pair's whole cost is bounded all the same (`slow_verdict`'s
-`total_s`): its comparisons' budgets together, and its wall time from when its
-first worker is ready (a restart after its own try was killed included), stay
-within it. Where no
+is timed out (`Verdict.TIMED_OUT`), not wrong. A worker runs each comparison in
+a forked child and enforces the budget itself: a pair out of time costs a fork
+(milliseconds), not an interpreter restart (seconds; 24-28 s on a loaded 2-core
+machine). A comparison's budget runs only from when a ready worker has the
+pair, and the start of a worker new to the pool is no pair's time, so a cold
+start slows grading instead of failing correct answers. One pair's whole cost
+is bounded (`slow_verdict`'s `total_s`): its comparisons' budgets together stay
+within it, and its wall time within it plus two hand-overs, every wait for a
+restarted worker included. Where no
 interpreter can be started, one fork per comparison does the same job.
 
 Hand-written rather than pebble's ProcessPool (measured on 2 cores: round trip
@@ -33,7 +35,7 @@ import threading
 import time
 
 from isocompute.grading.outcome import Verdict
-from isocompute.grading.worker import SELF_DESTRUCT_GRACE_S, WorkerStartError, mv_compare
+from isocompute.grading.worker import RELAY_GRACE_S, SELF_DESTRUCT_GRACE_S, PairCrashed, WorkerStartError, mv_compare
 from isocompute.grading.worker import Worker as _Worker
 
 __all__ = ["MATH_VERIFY", "NO_TIME", "TIMEOUT", "clear_memo", "mv_compare", "slow_verdict", "warm_up"]
@@ -65,8 +67,9 @@ class _WorkerPool:
             self._idle = []
             self._pid = os.getpid()
 
-    def acquire(self) -> _Worker:
-        """An idle worker, a ready one if any (else the one started first); or a new one."""
+    def acquire(self) -> tuple[_Worker, bool]:
+        """(an idle worker, a ready one if any, else the one started first; or a new one,
+        whether it is new: started for this caller, not a replacement)."""
         with self._lock:
             self._check_fork()
             for worker in [w for w in self._idle if not w.alive()]:
@@ -79,8 +82,8 @@ class _WorkerPool:
                 chosen = self._idle[0]
             if chosen is not None:
                 self._idle.remove(chosen)
-                return chosen
-        return _Worker()
+                return chosen, False
+        return _Worker(), True
 
     def release(self, worker: _Worker) -> None:
         with self._lock:
@@ -119,7 +122,7 @@ def warm_up(n: int = 1) -> None:
     workers = []
     try:
         for _ in range(n):
-            workers.append(_POOL.acquire())
+            workers.append(_POOL.acquire()[0])
         for worker in workers:
             worker.wait_ready()
     except (OSError, WorkerStartError) as exc:
@@ -162,44 +165,51 @@ def _compare_in_fork(answer: str, truth: str, budget_s: float) -> tuple[Verdict,
 
 
 class _Allowance:
-    """What is left of one pair's whole cost: `total_s` seconds of math-verify budgets, and
-    `total_s` seconds of wall time from when its first ready worker has it (`start`; before
-    that the deadline is infinite). A comparison is granted at most what is left of both, and
-    its whole budget is charged whether it used it or not (a worker that dies at once does not
-    hand its time back), so the budgets one pair is handed add up to at most `total_s`."""
+    """What is left of one pair's whole cost: `total_s` seconds of math-verify budgets, and a wall
+    deadline `total_s` plus two hand-overs (`RELAY_GRACE_S`) from its creation, every wait for a
+    worker to start or restart included, except the start of a worker new to the pool (`exclude`).
+    A comparison is granted at most what is left of both, its hand-over kept back, and its whole
+    budget is charged whether it used it or not (a worker that dies at once does not hand its
+    time back), so the budgets one pair is handed add up to at most `total_s`."""
 
     def __init__(self, total_s: float) -> None:
-        self.total_s = total_s
-        self.deadline = math.inf
         self.unspent = total_s
+        self.deadline = time.monotonic() + total_s + 2 * RELAY_GRACE_S
 
-    def start(self) -> None:
-        """The pair's first worker is ready: its wall clock runs from now."""
-        if math.isinf(self.deadline):
-            self.deadline = time.monotonic() + self.total_s
+    def exclude(self, seconds: float) -> None:
+        """A wait that is not the pair's (a new worker's start): the deadline moves by it."""
+        self.deadline += seconds
 
     def grant(self, budget_s: float) -> float:
         """A comparison's budget: `budget_s`, or less if less is left (charged); <= 0 when nothing is."""
-        self.start()
-        budget = min(budget_s, self.unspent, self.deadline - time.monotonic())
+        budget = min(budget_s, self.unspent, self.deadline - time.monotonic() - RELAY_GRACE_S)
         if budget > 0:
             self.unspent -= budget
         return budget
 
 
+def _ready_worker(allowance: _Allowance) -> tuple[_Worker, bool]:
+    """(a worker, whether it is ready within what is left of `allowance`): a new worker's start
+    is not the pair's time (a cold start, or one more concurrent caller); a restart is."""
+    worker, new = _POOL.acquire()
+    if new:
+        started = time.monotonic()
+        worker.wait_ready()
+        allowance.exclude(time.monotonic() - started)
+        return worker, True
+    return worker, worker.wait_ready(allowance.deadline)
+
+
 def _compare_guarded(answer: str, truth: str, budget_s: float, allowance: _Allowance) -> tuple[Verdict, str]:
     """math-verify on one pair: `budget_s` seconds (less if less is left of `allowance`) from when
-    a ready worker has it; waiting for a worker after the pair's first counts against `allowance`."""
+    a ready worker has it; waiting for a worker to restart counts against `allowance`."""
     if _POOL.broken:
         budget = allowance.grant(budget_s)
         return _compare_in_fork(answer, truth, budget) if budget > 0 else (Verdict.TIMED_OUT, NO_TIME)
     reason = NO_TIME  # what running out of the allowance before a comparison means
-    for _ in range(2):  # one re-try on a fresh worker for one that died, within what is left
+    for _ in range(2):  # one re-try (on a fresh worker for one that died), within what is left
         try:
-            worker = _POOL.acquire()
-            # The first worker's start-up is not the pair's time (a cold start, or the restart
-            # of a worker an earlier pair ran out on); a restart after its own try is.
-            ready = worker.wait_ready(None if math.isinf(allowance.deadline) else allowance.deadline)
+            worker, ready = _ready_worker(allowance)
         except (OSError, WorkerStartError) as exc:
             logger.warning("math-verify worker unavailable (%s); forking per comparison", exc)
             _POOL.broken = True
@@ -211,12 +221,16 @@ def _compare_guarded(answer: str, truth: str, budget_s: float, allowance: _Allow
             return Verdict.TIMED_OUT, reason
         try:
             verdict = worker.compare(answer, truth, budget)
+        except PairCrashed:  # math-verify died on the pair; its worker forked a fresh child
+            _POOL.release(worker)
+            reason = TIMEOUT
+            continue
         except OSError:  # the worker died (killed, or crashed on the pair): try a fresh one
             _POOL.replace(worker)
             reason = TIMEOUT
             continue
-        if verdict is None:
-            _POOL.replace(worker)
+        if verdict is None:  # out of time: its worker said so (and lives on), or is replaced
+            (_POOL.release if worker.in_sync else _POOL.replace)(worker)
             return Verdict.TIMED_OUT, TIMEOUT
         _POOL.release(worker)
         return Verdict.of(verdict), MATH_VERIFY
@@ -250,14 +264,13 @@ def slow_verdict(answer: str, truth: str, budget_s: float, retry_s: float,
 
     Each budget is math-verify's own time, counted from when a ready worker
     has the pair. `total_s` bounds the pair's whole cost: the budgets handed
-    to math-verify (the first try, the retry, and a re-try on a fresh worker
-    for one that died, each given at most what is left) add up to at most
-    `total_s`, and the call returns within `total_s` of when its first ready
-    worker had the pair, every later wait for a worker to start or restart
-    included, plus the milliseconds of killing the worker it ran out on.
-    Excluded: waiting for that first worker (a cold start, or the restart of
-    one an earlier pair ran out on; at most one worker start-up, nothing when
-    `warm_up` left a spare), which never fails a pair. A pair that runs out is TIMED_OUT ("timeout",
+    to math-verify (the first try, the retry, and a re-try for one that died,
+    each given at most what is left) add up to at most `total_s`, and the call
+    returns within `total_s` plus two hand-overs (`RELAY_GRACE_S`) of this call,
+    every wait for a worker to restart included (plus the milliseconds of
+    killing a worker that missed its hand-over). Excluded: the start of a
+    worker new to the pool (a cold start, or one more concurrent caller;
+    nothing after `warm_up`), which never fails a pair. A pair that runs out is TIMED_OUT ("timeout",
     or "no time left" when no comparison could start), and is not
     remembered: the next call tries it again with its own budgets. Definite
     verdicts are remembered for the process.

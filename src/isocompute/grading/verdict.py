@@ -18,8 +18,9 @@ from typing import Sequence
 
 from isocompute.grading import sandbox
 from isocompute.grading.cache import GradeCache
-from isocompute.grading.extract import (CONTROL_CHARACTER, MAX_CHARS, TOO_DEEP, TOO_LONG, normalize_truth, read_answer,
-                                        too_deep)
+from isocompute.grading.extract import (BOXED, CONTROL_CHARACTER, MAX_CHARS, TOO_DEEP, TOO_LONG, all_boxed,
+                                        normalize_truth, read_answer, too_deep)
+from isocompute.grading.limits import TOO_LARGE, too_large, unwrap
 from isocompute.grading.numeric import fast_verdict, magnitude_verdict
 from isocompute.grading.outcome import Verdict
 
@@ -32,19 +33,18 @@ NO_GROUND_TRUTH = "no ground truth"
 # A pair that math-verify could not decide within its call's deadline is tried
 # once more with this many times the timeout before it is reported timed out.
 RETRY_FACTOR = 4.0
-# One pair's whole cost: extraction, every budget handed to math-verify (the first
-# try, the retry, a re-try on a fresh worker for one that died) and every wait for
-# a worker to restart after the pair's own try together stay within this many
-# times the timeout (`sandbox.slow_verdict`'s `total_s`; beyond it only the
-# milliseconds of killing the worker it ran out on). Not counted: waiting for the
-# pair's first worker to start (`grade`). Six: the two budgets (1 +
-# RETRY_FACTOR) and one timeout for the worker restart between them; a slower
-# restart (seconds to tens of seconds on a loaded 2-core machine: docs/methods.md,
-# Grading) eats into the retry instead of adding to the call.
-PAIR_BUDGET_FACTOR = 6.0
+# One pair's whole cost: the deadline plus one bounded retry. Extraction and every budget handed
+# to math-verify (the first try, the retry, a re-try for one that died) together stay within
+# this many times the timeout, and the call's wall time within it plus two hand-overs of
+# `worker.RELAY_GRACE_S` (`sandbox.slow_verdict`'s `total_s`), every wait for a worker to
+# restart included. A pair out of time costs no restart: its worker kills the forked child
+# that ran it and forks another (milliseconds; an interpreter start took 24-28 s on the
+# loaded 2-core machine). Not counted: the start of a worker new to the pool (a process's
+# first comparison, or one more concurrent caller), which `warm_up` pays up front.
+PAIR_BUDGET_FACTOR = 1.0 + RETRY_FACTOR
 
 # Reasons worth a debug line: the completion was not graded on its merits.
-_UNUSUAL = {TOO_LONG, CONTROL_CHARACTER, TOO_DEEP, sandbox.TIMEOUT, sandbox.NO_TIME}
+_UNUSUAL = {TOO_LONG, CONTROL_CHARACTER, TOO_DEEP, TOO_LARGE, sandbox.TIMEOUT, sandbox.NO_TIME}
 
 
 def _check_arguments(timeout_s: float, max_chars: int) -> None:
@@ -59,18 +59,21 @@ def _decide_here(completion: str, ground_truth: object, max_chars: int) -> tuple
     answer, reason = read_answer(completion, max_chars)
     if answer is None:
         return False, reason, "", ""
+    answer = unwrap(answer)
     truth = ground_truth if isinstance(ground_truth, str) else str(ground_truth)
     if len(truth) > max_chars:
         return False, TOO_LONG, answer, ""
-    truth = normalize_truth(truth)
+    truth = unwrap(normalize_truth(truth))
     if not truth:
         return False, NO_GROUND_TRUTH, answer, ""
     verdict = fast_verdict(answer, truth)
     if verdict is None:
-        # Cheap cases math-verify would spend its whole budget on.
+        # Cheap cases math-verify would spend its whole budget on: written limits (`limits`).
         if too_deep(answer) or too_deep(truth):
             return False, TOO_DEEP, answer, truth
         verdict = magnitude_verdict(answer, truth)
+        if verdict is None and (too_large(answer) or too_large(truth)):
+            return False, TOO_LARGE, answer, truth
     return verdict, NUMERIC, answer, truth
 
 
@@ -87,11 +90,11 @@ def judge(
 
     The reason is one of "numeric" or "math-verify" (decided on the merits),
     "no answer", "no ground truth", "too long" (over `max_chars` characters),
-    "control character" and "too deep" (groups nested over `extract.MAX_NESTING`)
-    (all WRONG), or "timeout" (math-verify ran out of
+    "control character", "too deep" (groups nested over `extract.MAX_NESTING`) and "too large"
+    (an exponent, factorial or size over a limit of `limits`) (all WRONG), or "timeout" (math-verify ran out of
     its time, the retry's included) or "no time left" (none was left for it),
     both TIMED_OUT. The call costs at most `PAIR_BUDGET_FACTOR` times
-    `timeout_s`, whatever the completion (`grade` says what is counted).
+    `timeout_s` plus two hand-overs, whatever the completion (`grade` says what is counted).
     """
     _check_arguments(timeout_s, max_chars)
     started = time.monotonic()
@@ -122,18 +125,17 @@ def grade(completion: str, ground_truth: str, timeout_s: float = 2.0, *, max_cha
     input: a completion over `max_chars` characters is False unread. A
     comparison still running at the deadline is tried once more with
     `RETRY_FACTOR` times `timeout_s`, and False if that runs out too (`judge`
-    tells it apart as TIMED_OUT). Waiting for a math-verify worker to start
-    (about a second; `warm_up` pays it up front, and a worker killed on a
-    timeout is replaced at once) never eats into a comparison's budget.
+    tells it apart as TIMED_OUT). Waiting for a new math-verify worker to start
+    (about a second; `warm_up` pays it up front) never eats into a comparison's
+    budget.
 
-    The whole call is bounded: it costs at most `PAIR_BUDGET_FACTOR` times
-    `timeout_s` (plus the milliseconds of killing a worker that ran out):
-    extraction, both budgets, a re-try on a fresh worker for one that died,
-    and waiting for the restart of a worker the pair's own try was killed on;
-    the budgets handed to math-verify add up to at most that too. Beside it,
-    only the wait for the pair's first worker (at most one worker start-up,
-    nothing after `warm_up(2)` left a spare). A pair that reaches the bound
-    is TIMED_OUT.
+    The whole call is bounded: extraction and the budgets handed to math-verify
+    (both tries, a re-try for one that died) add up to at most
+    `PAIR_BUDGET_FACTOR` (1 + `RETRY_FACTOR`) times `timeout_s`, and the call
+    returns within that plus two hand-overs (`worker.RELAY_GRACE_S` each),
+    waiting for any worker restart included. Beside it, only the start of a
+    worker new to the pool (a process's first slow pair, nothing after
+    `warm_up`). A pair that reaches the bound is TIMED_OUT.
     """
     return judge(completion, ground_truth, timeout_s, max_chars=max_chars)[0].correct
 
@@ -229,6 +231,21 @@ def grade_many(
     """`grade` for each pair: `judge_many`'s verdicts as bits (timed out is not correct)."""
     verdicts = judge_many(completions, ground_truths, timeout_s, cache, num_workers, max_chars=max_chars)
     return [v.correct for v in verdicts]
+
+
+def boxes_apart_in_prose(ground_truth: object, timeout_s: float = 2.0) -> bool:
+    """Whether a ground truth holds several boxes that math-verify reads as its last box alone
+    ("First \\boxed{1}. Later we find \\boxed{2}" is 2), not as one answer of several parts
+    ("\\boxed{1} and \\boxed{2}" is {1, 2}): the grader would reward the last box and never
+    the answer the truth's text gives. Asked of math-verify itself (its rule for joining
+    boxes reads the prose between them); a truth it cannot read in time is not refused."""
+    truth = normalize_truth(ground_truth)
+    boxes = all_boxed(truth) if BOXED in truth else []
+    if len(boxes) < 2:
+        return False
+    last_alone = judge(BOXED + "{" + boxes[-1] + "}", truth, timeout_s)[0]
+    joined = judge(BOXED + "{" + ", ".join(boxes) + "}", truth, timeout_s)[0]
+    return last_alone is Verdict.CORRECT and joined is Verdict.WRONG
 
 
 # How many of a loaded cache's verdicts are graded again before it is trusted, and the seed

@@ -21,7 +21,12 @@ pipeline (which takes a cache) need not import each other's module both ways.
 # whole, as math-verify reads it (version 4 kept its last box); a percent truth accepts
 # its number (28\% and \boxed{28}); spaced thousands (1 000) and a truth's decimal comma
 # (1,22 and 1.22) are numbers.
-# The whole-cost bound per pair (verdict.PAIR_BUDGET_FACTOR) keeps version 5: it can
-# only turn a comparison that would have run past 6x the deadline into a timeout, which
-# is never saved; every definite verdict is still math-verify's (or the fast path's).
-GRADER_VERSION = "5"
+# The whole-cost bound per pair (verdict.PAIR_BUDGET_FACTOR) changed no version: it can
+# only turn a comparison that would have run past the bound (6x the deadline, 5x since
+# version 6) into a timeout, which is never saved.
+# Version 6 (docs/methods.md, section 5, "decided before math-verify"): wrappers around an
+# answer or truth (braces, nested boxes, parentheses around a number) are read through
+# (version 5 graded 42 inside 5,000 braces too deep), \fbox is a box, a sum of plain
+# integers is its value, and exponents, factorial arguments and sizes over the written
+# limits of `limits` are too large (wrong) where version 5 timed them out.
+GRADER_VERSION = "6"

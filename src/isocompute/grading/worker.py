@@ -108,9 +108,14 @@ def _limit_worker_memory() -> None:
 
 
 def worker_main() -> None:
-    """Loop of the worker process: one JSON request line in, one verdict line out."""
-    # Default SIGALRM terminates the process even inside a C-level bigint
-    # operation, which a Python-level handler (math-verify's) cannot interrupt.
+    """Loop of the worker process: one JSON request line in, one verdict line out.
+
+    The worker runs no comparison itself: its forked child (`_Computer`) does, and the
+    worker enforces each budget, killing the child of a pair that runs past it and forking a
+    successor, which takes milliseconds, not the seconds (tens of seconds under load) of
+    starting an interpreter. So a pair that runs out of time costs no worker restart.
+    Replies: "1"/"0" (the verdict), "t" (out of time), "x" (the child died on the pair).
+    """
     signal.signal(signal.SIGALRM, signal.SIG_DFL)
     # The protocol owns the real stdout; anything sympy prints goes to stderr.
     proto = os.fdopen(os.dup(1), "wb", buffering=0)
@@ -119,21 +124,83 @@ def worker_main() -> None:
     logging.getLogger("math_verify").setLevel(logging.ERROR)
     # Import and compile everything before saying ready: a number alone leaves sympy's
     # simplification to load lazily inside the first symbolic pair's budget (measured:
-    # 0.7 s for a fresh worker's first product against 0.1 s after, more under load,
-    # and a retry after a timeout runs on a fresh worker again).
+    # 0.7 s for a fresh worker's first product against 0.1 s after, more under load).
+    # The forked children inherit it warm.
     for answer, truth in _WARM_UP_PAIRS:
         mv_compare(answer, truth)
     _limit_worker_memory()
+    keep = (proto.fileno(), 0)
+    computer = _Computer(keep)
     proto.write(b"ready\n")
-    for line in sys.stdin.buffer:
+    try:
+        for line in sys.stdin.buffer:
+            reply = computer.ask(line, float(json.loads(line)["t"]))
+            if reply in (b"1", b"0"):
+                proto.write(reply + b"\n")
+                continue
+            computer.kill()
+            proto.write(reply + b"\n")  # answered before the successor is forked
+            computer = _Computer(keep)
+    finally:
+        computer.kill()
+
+
+class _Computer:
+    """The worker's forked child that runs math-verify on one pair at a time."""
+
+    def __init__(self, inherited: tuple[int, ...]) -> None:
+        req_r, req_w = os.pipe()
+        resp_r, resp_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: compare until the worker closes its pipe, never return
+            try:
+                for fd in (req_w, resp_r, *inherited):
+                    os.close(fd)
+                _compute(req_r, resp_w)
+            finally:
+                os._exit(0)
+        os.close(req_r)
+        os.close(resp_w)
+        self.pid, self.answers = pid, resp_r
+        self.requests = os.fdopen(req_w, "wb")
+
+    def ask(self, line: bytes, budget_s: float) -> bytes:
+        """b"1" or b"0"; b"t" when the child took more than `budget_s`, b"x" when it died."""
+        try:
+            self.requests.write(line)
+            self.requests.flush()
+        except OSError:
+            return b"x"
+        if not select.select([self.answers], [], [], budget_s)[0]:
+            return b"t"
+        return os.read(self.answers, 1) or b"x"
+
+    def kill(self) -> None:
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        os.waitpid(self.pid, 0)
+        for close in (self.requests.close, lambda: os.close(self.answers)):
+            try:
+                close()
+            except OSError:
+                pass
+
+
+def _compute(requests_fd: int, answers_fd: int) -> None:
+    """The child's loop: a request line in, one verdict byte out."""
+    for line in os.fdopen(requests_fd, "rb"):
         request = json.loads(line)
+        # Killed by default SIGALRM even inside a C-level bigint operation, should its
+        # worker die and leave it running.
         signal.setitimer(signal.ITIMER_REAL, float(request["t"]) + SELF_DESTRUCT_GRACE_S)
         try:
             verdict = mv_compare(request["a"], request["g"])
         except Exception:  # MemoryError and RecursionError included: a bad answer
             verdict = False
         signal.setitimer(signal.ITIMER_REAL, 0)
-        proto.write(b"1\n" if verdict else b"0\n")
+        os.write(answers_fd, b"1" if verdict else b"0")
 
 
 class WorkerStartError(RuntimeError):
@@ -142,6 +209,16 @@ class WorkerStartError(RuntimeError):
 
 class WorkerDied(OSError):
     """A ready worker's process ended before it answered."""
+
+
+class PairCrashed(WorkerDied):
+    """The worker's child died on the pair; the worker itself lives on with a fresh child."""
+
+
+# How long past a comparison's budget the caller waits for its worker to say "out of time"
+# (waking, killing its child, writing a line: milliseconds, more on a loaded machine). A
+# worker later than this is killed and replaced, and the pair timed out.
+RELAY_GRACE_S = 0.5
 
 
 class Worker:
@@ -160,6 +237,7 @@ class Worker:
         self._buf = b""
         self._eof = False
         self.ready = False
+        self.in_sync = True  # every request answered: the worker can take another pair
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -203,21 +281,26 @@ class Worker:
             return False
 
     def compare(self, answer: str, truth: str, budget_s: float) -> bool | None:
-        """The verdict, or None if the worker took more than `budget_s` from receiving the pair.
+        """The verdict, or None if math-verify took more than `budget_s` from receiving the pair.
 
-        Call on a ready worker. Raises WorkerDied (or BrokenPipeError) if its
-        process ended before answering.
+        Call on a ready worker. It answers by `budget_s` plus `RELAY_GRACE_S`; after None,
+        `in_sync` says whether it did (and can take the next pair) or is to be replaced.
+        Raises PairCrashed if math-verify died on the pair (the worker lives on), WorkerDied
+        (or BrokenPipeError) if the worker's process ended before answering.
         """
         payload = json.dumps({"a": answer, "g": truth, "t": budget_s}).encode() + b"\n"
         self.proc.stdin.write(payload)
         self.proc.stdin.flush()
         # The pair's clock starts here: the worker is running and has the pair.
-        line = self._readline(time.monotonic() + budget_s)
+        line = self._readline(time.monotonic() + budget_s + RELAY_GRACE_S)
         if line is None and self._eof:
             raise WorkerDied(f"grading worker died on a pair (exit code {self.proc.poll()})")
         if line is None:
+            self.in_sync = False
             return None
-        return line == b"1"
+        if line == b"x":
+            raise PairCrashed("math-verify died on a pair")
+        return None if line == b"t" else line == b"1"
 
     def close(self) -> None:
         try:
