@@ -31,7 +31,7 @@ import yaml
 from conftest import TINY_CONFIG, make_study_dir
 from twin_env import require_twin, run_twin_study, twin_env
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.engine]  # tests/conftest.py: the engine tests
 
 EXPERIMENT = "tinyverlvllm"
 M_MAX = 3

@@ -35,7 +35,7 @@ import pytest
 from conftest import TINY_CONFIG, make_study_dir
 from twin_env import require_twin, run_twin_study
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.engine]  # tests/conftest.py: the engine tests
 
 EXPERIMENT = "tinyvllm"
 SAMPLES = 16
