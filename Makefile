@@ -74,7 +74,7 @@ twin: $(STAMP)
 # marked slow (no real pipeline stage, training, verl, vLLM, SLURM or benchmark run).
 # Both on TEST_WORKERS pytest-xdist workers (0: one process): the engine runs (verl, vLLM,
 # SLURM) one after another on one of them, every other module whole on either
-# (tests/conftest.py, work_unit).
+# (tests/conftest.py, work_unit: the tests marked engine).
 TEST_WORKERS ?= 2
 XDIST = $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder)
 

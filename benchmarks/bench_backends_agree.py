@@ -51,6 +51,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
+# What it starts besides plain PyTorch: tests/test_benchmarks.py's run_benchmark reads this line, and
+# runs the benchmark only in a test marked engine (tests/conftest.py).
+STARTS_ENGINES = "verl's trainer and Ray"
 EXPERIMENT = "tinyverl"  # the e2e test's (tests/test_pipeline_verl_cpu.py), so its data can be reused
 QUICK = {"bp": 2, "n": 2, "steps": 2, "val_problems": 8, "samples": 4}
 FULL = {"bp": 4, "n": 8, "steps": 4, "val_problems": 64, "samples": 16}

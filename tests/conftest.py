@@ -75,51 +75,135 @@ def pytest_runtest_protocol(item, nextitem):
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
+        if item.get_closest_marker("engine") is not None and item.get_closest_marker("slow") is None:
+            item.add_marker(pytest.mark.slow)
         if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())) and item.get_closest_marker("slow") is None:
             item.add_marker(pytest.mark.slow)
     if os.environ.get("PYTEST_XDIST_WORKER"):
         # The engines' group first (the longest): the scheduler hands out units in this order.
-        items.sort(key=lambda item: not is_engine_test(item.nodeid))
+        items.sort(key=lambda item: not is_engine_test(item))
+        report_engine_tests(config, items)
 
 
 # --- two workers (make test, make check: pytest -n 2 --dist loadscope) ----------------------
 
 # The tests that run an engine for real, each on both cores (verl's Ray sessions, vLLM, a
-# one-node SLURM cluster, the backends-agree benchmark's verl session): with pytest-xdist they
-# form one unit, run one after another on one worker while the other worker takes the rest,
-# a module at a time (so that each module's fixtures are built once, by one worker). Two of
-# them at once would slow each other down (each wants both cores) and start two Ray clusters
-# side by side.
-ENGINE_TESTS = (
-    "tests/test_twin_verl_vllm.py::",
-    "tests/test_pipeline_verl_cpu.py::",
-    "tests/test_cluster_slurm.py::",
-    "tests/test_twin_vllm_difficulty.py::",
-    "tests/test_benchmarks.py::test_backends_agree_quick",
-)
+# one-node SLURM cluster, the backends-agree benchmark's verl session), are marked `engine`
+# where they are written (@pytest.mark.engine, or pytestmark in their module; pyproject
+# registers the marker, and an engine test is slow too). With pytest-xdist they form one unit,
+# run one after another on one worker while the other worker takes the rest, a module at a
+# time (so that each module's fixtures are built once, by one worker). Two of them at once
+# would slow each other down (each wants both cores) and start two Ray clusters side by side.
+# The launch helpers (run_snakemake on a verl or vLLM study, twin_env.run_twin_study,
+# slurm/cluster.py's LocalSlurm.start, test_benchmarks' run_benchmark of a benchmark that says
+# STARTS_ENGINES) refuse to start an engine in a test not so marked (require_engine).
+#
+# xdist's controller sees node ids only, never markers: each worker writes the node ids of its
+# engine tests to a file of a folder the controller names in its workerinput (xdist's public
+# pytest_configure_node), before it reports its collection; the scheduler reads them when it
+# splits the collection into units. The unit is set by overriding LoadScopeScheduling's
+# _split_scope, the method xdist's own loadfile and loadgroup schedulers override: xdist's
+# public grouping (--dist loadgroup, the xdist_group marker) renames node ids on the worker
+# (item._nodeid), which pytest 9 ignores (its node ids are item._id), and leaves every
+# ungrouped test a unit of its own, splitting modules whose fixtures should be built once.
 ENGINES = "engines"
+_REPORTS_KEY = pytest.StashKey[Path]()
+REPORTS_INPUT = "isocompute_engine_reports"  # the workerinput key of the reports' folder
 
 
-def is_engine_test(nodeid: str) -> bool:
-    return nodeid.startswith(ENGINE_TESTS)
+def is_engine_test(item) -> bool:
+    return item.get_closest_marker("engine") is not None
 
 
-def work_unit(nodeid: str) -> str:
-    """What one worker runs whole: the engines' unit, or the test's module."""
-    return ENGINES if is_engine_test(nodeid) else nodeid.split("::", 1)[0]
+def work_unit(nodeid: str, engines) -> str:
+    """What one worker runs whole: the engines' unit (`nodeid` in `engines`), or the test's module."""
+    return ENGINES if nodeid in engines else nodeid.split("::", 1)[0]
 
 
-if importlib.util.find_spec("xdist") is not None:  # a hook pytest knows only with pytest-xdist
+def report_engine_tests(config, items) -> None:
+    """On an xdist worker, write the node ids of the engine tests for the controller's scheduler."""
+    folder = getattr(config, "workerinput", {}).get(REPORTS_INPUT)
+    if folder is None:
+        return
+    import json
+
+    path = Path(folder) / f"{os.environ['PYTEST_XDIST_WORKER']}.json"
+    path.with_suffix(".tmp").write_text(json.dumps([item.nodeid for item in items if is_engine_test(item)]))
+    path.with_suffix(".tmp").replace(path)
+
+
+def engine_reports(config) -> Path:
+    """The controller's folder for the workers' engine reports (made once, removed at the end)."""
+    if _REPORTS_KEY not in config.stash:
+        import tempfile
+
+        folder = Path(tempfile.mkdtemp(prefix="isocompute-engines-"))
+        config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
+        config.stash[_REPORTS_KEY] = folder
+    return config.stash[_REPORTS_KEY]
+
+
+def read_engine_reports(folder: Path) -> frozenset[str]:
+    """The engine tests the workers reported; an error when none did (the units would be wrong)."""
+    import json
+
+    reports = sorted(folder.glob("*.json"))
+    if not reports:
+        raise RuntimeError(f"no xdist worker reported its engine tests in {folder}: is tests/conftest.py's "
+                           "pytest_collection_modifyitems a hook of the workers?")
+    return frozenset(nodeid for path in reports for nodeid in json.loads(path.read_text()))
+
+
+if importlib.util.find_spec("xdist") is not None:  # hooks pytest knows only with pytest-xdist
+    def pytest_configure_node(node):
+        node.workerinput[REPORTS_INPUT] = str(engine_reports(node.config))
+
     def pytest_xdist_make_scheduler(config, log):
-        """--dist loadscope with work_unit's units. (xdist's own loadgroup marks its groups by
-        renaming node ids, which pytest 9 ignores: under it every test is its own unit.)"""
+        """--dist loadscope with work_unit's units, the engine tests as the workers report them."""
         from xdist.scheduler import LoadScopeScheduling
 
         class EnginesTogether(LoadScopeScheduling):
+            engines = None
+
             def _split_scope(self, nodeid: str) -> str:
-                return work_unit(nodeid)
+                if self.engines is None:  # first called once every worker has sent its collection
+                    self.engines = read_engine_reports(engine_reports(config))
+                return work_unit(nodeid, self.engines)
 
         return EnginesTogether(config, log)
+
+
+def require_engine(what: str) -> None:
+    """Stop a test not marked engine before it does `what` (starts verl, vLLM, Ray or SLURM): the
+    two-worker scheduler runs the engine tests one after another on one worker only when they
+    are marked, and an unmarked one would share the cores with the other worker unnoticed."""
+    item = _CURRENT["item"]
+    if item is not None and item.get_closest_marker("engine") is None:
+        pytest.fail(f"{item.nodeid} {what} but is not marked engine: mark it (@pytest.mark.engine on the test or "
+                    "pytestmark = pytest.mark.engine in its module), so that the two-worker scheduler runs it "
+                    "with the other engine tests on one worker (tests/conftest.py)", pytrace=False)
+
+
+def study_engines(workdir: Path, args) -> str | None:
+    """The engines a snakemake run `args` in `workdir` starts, from its --configfile files and
+    options (train.backend verl: verl and Ray; sampling.backend vllm: vLLM; the SLURM executor);
+    None when it starts none."""
+    args, engines = [str(a) for a in args], []
+    sections: dict = {}
+    for i, arg in enumerate(args):
+        if arg in ("--configfile", "--configfiles"):
+            for path in args[i + 1:]:
+                if path.startswith("-"):
+                    break
+                if (workdir / path).is_file():
+                    sections.update(yaml.safe_load((workdir / path).read_text()) or {})
+    if (sections.get("train") or {}).get("backend") == "verl":
+        engines.append("verl and Ray")
+    if (sections.get("sampling") or {}).get("backend") == "vllm":
+        engines.append("vLLM")
+    if any(a in ("--executor", "-e") for a in args) and "slurm" in args:
+        engines.append("SLURM")
+    return ", ".join(engines) or None
 
 
 def require_slow(what: str) -> None:
@@ -163,6 +247,9 @@ def run_snakemake(workdir: Path, *args: str, check: bool = True, env_extra: dict
     that is not a dry run is real work: only a test marked slow may ask for one."""
     if not is_dry_run(args):
         require_slow("runs snakemake on real stages (not a dry run)")
+        engines = study_engines(Path(workdir), args)
+        if engines:
+            require_engine(f"runs snakemake on a study that starts {engines}")
     cmd, env = snakemake_command(workdir, *args, env_extra=env_extra)
     if timeout is not None:
         return _run_bounded(cmd, env, workdir, timeout, check)

@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from conftest import REPO, make_study_dir, require_slow, seed_study
+from conftest import REPO, make_study_dir, require_engine, require_slow, seed_study
 
 pytestmark = pytest.mark.slow   # each runs a benchmark (run_benchmark refuses otherwise)
 
@@ -30,6 +30,9 @@ sys.path.insert(0, str(BENCHMARKS))
 def run_benchmark(script: str, *args: str, returncode: int = 0, timeout: float = 600) -> str:
     """stdout of `benchmarks/<script> args`, which must exit with `returncode`."""
     require_slow(f"runs the benchmark {script}")
+    engines = re.search(r"^STARTS_ENGINES = \"(.+)\"", (BENCHMARKS / script).read_text(), flags=re.M)
+    if engines:  # the benchmark says what it starts
+        require_engine(f"runs the benchmark {script}, which starts {engines.group(1)}")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")])}
     proc = subprocess.run([sys.executable, str(BENCHMARKS / script), *args], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=timeout)
@@ -106,6 +109,7 @@ def test_analysis_quick_runs_the_cli_chain_on_every_run(tmp_path):
     assert "no target (quick)" in out
 
 
+@pytest.mark.engine  # verl's trainer and Ray (tests/conftest.py: the engine tests)
 def test_backends_agree_quick_trains_both_backends_on_the_same_problems(tmp_path, tiny_stages):
     """Two local runs and one verl session (minutes) on the session's tiny study, whose data
     stages are the benchmark's (`--study`; without it the benchmark builds them itself). (verl

@@ -222,8 +222,7 @@ def test_time_memory_cpus_and_retention_are_not_the_train_rules_params(tmp_path)
     assert options == {"cluster": {"train": {"cpus_per_gpu": 5},
                                    "verl": {"max_checkpoints": 2, "max_dropped_prompt_share": 0.01,
                                             "storage_units": 8}},
-                       "tracking": {"backends": [], "project": None, "dir": None, "wandb_mode": "offline",
-                                    "mlflow_uri": None}}
+                       "tracking": {"backends": [], "project": None, "dir": None, "wandb_mode": "offline"}}
     assert train_params(tmp_path, "gpus", train={"gpus": 4}) != base
     # The difficulty sampler's chunking is not training's either; the rollout temperature is.
     assert train_params(tmp_path, "chunks", sampling={"chunk_size": 77}) == base

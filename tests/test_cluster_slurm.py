@@ -29,7 +29,7 @@ from conftest import REPO, TINY_CONFIG, VENV_BIN
 sys.path.insert(0, str(Path(__file__).parent / "slurm"))
 from cluster import LocalSlurm, ensure_installed  # noqa: E402
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.engine]  # tests/conftest.py: the engine tests
 
 # What the test changes in the repository's profile: a cluster without
 # accounting has no sacct/sacctmgr answers (status from squeue, no account),

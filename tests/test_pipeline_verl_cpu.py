@@ -37,7 +37,7 @@ from isocompute.grid import grid_cells
 from isocompute.sweep import rung_stop_steps
 from isocompute.train.recipe import cell_recipe
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.engine]  # tests/conftest.py: the engine tests
 
 VERL_CPU = {
     **TINY_CONFIG,

@@ -21,7 +21,7 @@ spec = importlib.util.spec_from_file_location("suite_conftest", {str(REPO / "tes
 suite = importlib.util.module_from_spec(spec)
 sys.modules["suite_conftest"] = suite
 spec.loader.exec_module(suite)
-from suite_conftest import pytest_collection_modifyitems, pytest_runtest_protocol, tiny_stages  # noqa: F401
+from suite_conftest import pytest_collection_modifyitems, pytest_runtest_protocol, require_engine, tiny_stages  # noqa: F401
 """
 
 TESTS = """
@@ -110,9 +110,9 @@ def test_make_check_runs_the_fast_tier_after_the_same_setup_as_make_test(tmp_pat
     assert one.stdout.strip().endswith("-m pytest"), one.stdout  # TEST_WORKERS=0: one process
 
 
-# A scratch suite for the two-worker scheduler: two engine modules (by the names conftest
-# groups) and two other modules, each with a module fixture; every fixture build and every
-# test appends its worker to a log.
+# A scratch suite for the two-worker scheduler: two engine modules (marked where they are
+# written, under names that say nothing) and two other modules, each with a module fixture;
+# every fixture build and every test appends its worker to a log.
 SCHEDULED = '''
 import os, pytest
 
@@ -128,16 +128,18 @@ def built(request):
 def test_one(built, i, request):
     note("test " + request.module.__name__)
 '''
+ENGINE_MODULES = ("test_alpha", "test_gamma")  # not next to each other in the collection order
 
 
 def test_two_workers_build_each_module_fixture_once_and_run_the_engines_on_one_worker(tmp_path):
     suite = tmp_path / "tests"
     suite.mkdir()
     (suite / "conftest.py").write_text(CONFTEST.replace(
-        "tiny_stages  # noqa: F401", "tiny_stages, pytest_xdist_make_scheduler  # noqa: F401"))
-    modules = ("test_pipeline_verl_cpu", "test_cluster_slurm", "test_alpha", "test_beta")
+        "tiny_stages  # noqa: F401", "tiny_stages, pytest_configure_node, pytest_xdist_make_scheduler  # noqa: F401"))
+    modules = ("test_alpha", "test_beta", "test_gamma", "test_delta")
     for name in modules:
-        (suite / f"{name}.py").write_text(SCHEDULED)
+        mark = "pytestmark = pytest.mark.engine\n" if name in ENGINE_MODULES else ""
+        (suite / f"{name}.py").write_text(SCHEDULED + mark)
     log = tmp_path / "log.txt"
     proc = run_scratch(tmp_path, "-n", "2", "--dist", "loadscope", "--no-loadscope-reorder", "tests",
                        env_extra={"SCRATCH_LOG": str(log)})
@@ -147,16 +149,86 @@ def test_two_workers_build_each_module_fixture_once_and_run_the_engines_on_one_w
     assert builds == sorted(modules), builds  # each module's fixture once: no module split between workers
     workers = {module: {w for _, m, w in lines if m == module} for module in modules}
     assert all(len(w) == 1 for w in workers.values()), workers
-    assert workers["test_pipeline_verl_cpu"] == workers["test_cluster_slurm"], workers  # the engines together
+    assert workers["test_alpha"] == workers["test_gamma"], workers  # the marked engines together
     assert len(set().union(*workers.values())) == 2, workers  # and both workers used
+    # the engines' unit first, on its worker: its tests before any other module's there
+    engine_worker = next(iter(workers["test_alpha"]))
+    order = [m for what, m, w in lines if what == "test" and w == engine_worker]
+    assert set(order[:8]) == set(ENGINE_MODULES), order
 
 
-def test_every_engine_test_named_for_the_workers_exists():
-    """A renamed engine module or test would leave conftest.ENGINE_TESTS matching nothing, and
-    its engine runs would share the cores with the other worker's unnoticed."""
-    from conftest import ENGINE_TESTS
+# A scratch suite of tests that start an engine through the suite's launch helpers without the
+# engine marker (each refused before it starts anything), and one marked.
+UNMARKED_ENGINES = """
+import pytest
+from suite_conftest import require_engine, run_snakemake
 
-    for prefix in ENGINE_TESTS:
-        path, _, name = prefix.partition("::")
-        assert (REPO / path).is_file(), prefix
-        assert not name or re.search(rf"^def {re.escape(name)}", (REPO / path).read_text(), flags=re.M), prefix
+pytestmark = pytest.mark.slow
+
+
+def test_unmarked_verl_study(tmp_path):
+    (tmp_path / "verl.yaml").write_text("train: {backend: verl}\\n")
+    run_snakemake(tmp_path, "--cores", "1", "--configfile", "verl.yaml")
+
+
+def test_unmarked_vllm_sampling(tmp_path):
+    (tmp_path / "vllm.yaml").write_text("sampling: {backend: vllm}\\n")
+    run_snakemake(tmp_path, "--cores", "1", "--configfile", str(tmp_path / "vllm.yaml"))
+
+
+def test_unmarked_twin_study(tmp_path):
+    from twin_env import run_twin_study
+
+    run_twin_study(tmp_path, {}, "nothing", 1, lambda work: [])
+
+
+def test_unmarked_slurm_cluster(tmp_path):
+    from cluster import LocalSlurm
+
+    LocalSlurm(tmp_path).start()
+
+
+def test_unmarked_engine_benchmark(tmp_path):
+    from test_benchmarks import run_benchmark
+
+    run_benchmark("bench_backends_agree.py", "--quick")
+
+
+def test_unmarked_local_study_may(tmp_path):
+    (tmp_path / "local.yaml").write_text("train: {backend: local}\\n")
+    run_snakemake(tmp_path, "--cores", "1", "--configfile", "local.yaml", "--version")
+
+
+@pytest.mark.engine
+def test_marked_may():
+    require_engine("starts verl")
+"""
+
+
+def test_a_test_that_starts_an_engine_without_the_engine_marker_fails_saying_mark_it(tmp_path):
+    # the helpers' modules (twin_env, cluster, test_benchmarks) import the suite's conftest by name
+    (tmp_path / "conftest.py").write_text(
+        CONFTEST + "from suite_conftest import REPO, make_study_dir, require_slow, seed_study, write_config  # noqa\n"
+        f"sys.path[:0] = [{str(REPO / 'tests')!r}, {str(REPO / 'tests' / 'slurm')!r}]\n")
+    (tmp_path / "test_scratch.py").write_text(textwrap.dedent(UNMARKED_ENGINES))
+    proc = run_scratch(tmp_path, str(tmp_path / "test_scratch.py"))
+    out = proc.stdout + proc.stderr
+    assert re.search(r"\b5 failed, 2 passed\b", out), out[-3000:]
+    for name, what in (("test_unmarked_verl_study", "runs snakemake on a study that starts verl and Ray"),
+                       ("test_unmarked_vllm_sampling", "runs snakemake on a study that starts vLLM"),
+                       ("test_unmarked_twin_study", "runs a study in the CPU twin"),
+                       ("test_unmarked_slurm_cluster", "starts a one-node SLURM cluster"),
+                       ("test_unmarked_engine_benchmark", "runs the benchmark bench_backends_agree.py, which starts")):
+        assert re.search(rf"test_scratch.py::{name} {what}.* but is not marked engine: mark it", out), (name, out[-3000:])
+    for name in ("test_unmarked_local_study_may", "test_marked_may"):
+        assert f"PASSED test_scratch.py::{name}" in out, out[-3000:]
+
+
+def test_the_repos_engine_tests_are_marked_where_they_are_written():
+    """The modules and tests that start an engine carry the marker in their own source."""
+    marked = {"test_twin_verl_vllm.py", "test_twin_vllm_difficulty.py", "test_pipeline_verl_cpu.py",
+              "test_cluster_slurm.py"}
+    for name in marked:
+        assert "pytest.mark.engine]" in (REPO / "tests" / name).read_text(), name
+    bench = (REPO / "tests" / "test_benchmarks.py").read_text()
+    assert re.search(r"@pytest.mark.engine.*\ndef test_backends_agree_quick", bench), "test_backends_agree_quick"

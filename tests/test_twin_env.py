@@ -84,10 +84,12 @@ def test_the_twin_is_keyed_by_its_lock(tmp_path):
 def test_a_build_that_fails_never_looks_complete(tmp_path):
     """A lock without vLLM: the venv is made and synced, the import check fails, and what was
     built is removed -- the twin's folder does not appear, neither does a leftover. Without a
-    CPython 3.12 the build stops before it makes anything: that is a skip, not this failure."""
+    CPython 3.12 the build stops before it makes anything: that is a skip, not this failure (a
+    machine without CPython 3.12); a missing uv is a failure (the test extra installs it)."""
     uv = shutil.which("uv") or os.environ.get("UV") or str(Path(os.sys.executable).parent / "uv")
     if not Path(uv).exists():
-        pytest.skip("uv is not installed (pyproject's test extra)")
+        pytest.fail("uv is not installed: pyproject's test extra installs it (pip install -c constraints.txt -e '.[test]')",
+                    pytrace=False)
     repo = _copy_of_the_build(tmp_path, "# nothing locked\n")
     cache = tmp_path / "cache"
     env = dict(os.environ, ISOCOMPUTE_CACHE=str(cache), UV=uv)

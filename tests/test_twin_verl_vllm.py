@@ -22,6 +22,7 @@ failure names the vLLM or verl name that moved.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 
 import pytest
@@ -30,7 +31,7 @@ import yaml
 from conftest import TINY_CONFIG, make_study_dir
 from twin_env import require_twin, run_twin_study, twin_env
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.engine]  # tests/conftest.py: the engine tests
 
 EXPERIMENT = "tinyverlvllm"
 M_MAX = 3
@@ -211,6 +212,27 @@ def study(tmp_path_factory):
     return work
 
 
+# verl's vLLM rollout runs vLLM's OpenAI server inside a Ray actor of class vLLMHttpServer
+# (verl/workers/rollout/vllm_rollout/vllm_async_server.py), whose launch_server pprints the
+# `vllm serve` argv it starts the server with (replica 0). Ray forwards an actor's output to the
+# driver's log (main_ppo.log) prefixed "(ClassName pid=N)" (ray/_private/worker.py,
+# print_worker_logs), in colour codes that are dropped before matching.
+VLLM_SERVER_STARTED = re.compile(r"^\(vLLMHttpServer pid=\d+(?:, ip=[^)]*)?\) \['serve',", re.M)
+
+
+def vllm_server_launched(log: str) -> bool:
+    """Whether a verl log shows vLLM's server started by verl's vLLMHttpServer actor."""
+    return VLLM_SERVER_STARTED.search(re.sub(r"\x1b\[[0-9;]*m", "", log)) is not None
+
+
+def test_the_vllm_server_check_needs_the_servers_own_launch_line():
+    launched = "(TaskRunner pid=7) rollout vllm\n\x1b[36m(vLLMHttpServer pid=9)\x1b[0m ['serve',\n"
+    assert vllm_server_launched(launched)
+    for log in ("(TaskRunner pid=7) actor_rollout_ref.rollout.name: vllm, vLLMHttpServer\n",
+                "INFO vllm cpu platform\n", "(vLLMHttpServer pid=9) Traceback (most recent call last):\n"):
+        assert not vllm_server_launched(log), log
+
+
 def step_metrics(work) -> dict[int, dict]:
     return {m["step"]: m["data"] for m in map(json.loads, (work / RUN / "metrics.jsonl").read_text().splitlines())}
 
@@ -224,7 +246,7 @@ def test_verl_trains_with_its_own_vllm_rollout(study):
     assert (hydra["trainer"]["device"], rollout["name"]) == ("cpu", "vllm")
     assert (rollout["enable_sleep_mode"], rollout["free_cache_engine"]) == (False, False)
     log = (run / "verl" / "main_ppo.log").read_text(errors="replace")
-    assert "vLLMHttpServer" in log or "vllm" in log.lower()
+    assert vllm_server_launched(log), f"verl's vLLM server never started: {VLLM_SERVER_STARTED.pattern}"
     steps = step_metrics(study)
     for step in range(1, M_MAX + 1):
         assert steps[step]["actor/grad_norm"] > 0, step

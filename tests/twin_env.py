@@ -67,8 +67,9 @@ def twin_env(src: Path = REPO / "src", **extra: str) -> dict[str, str]:
 def run_twin_study(work: Path, config: dict, target: str, timeout_s: int, logs) -> float:
     """Snakemake, in the twin, builds `target` of the study `config` in `work`; returns the
     seconds it took. On failure, raises with Snakemake's stderr and the tails of `logs(work)`."""
-    from conftest import write_config
+    from conftest import require_engine, write_config
 
+    require_engine("runs a study in the CPU twin (vLLM, or verl with Ray and vLLM)")
     python = require_twin()
     cfg = write_config(work, config)
     cmd = [str(python.parent / "snakemake"), "--snakefile", str(REPO / "Snakefile"), "--directory", str(work),

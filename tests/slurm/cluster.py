@@ -139,6 +139,9 @@ PartitionName=debug Nodes={self.host} Default=YES MaxTime=INFINITE State=UP
         self._procs[name] = proc
 
     def start(self, timeout: float = 60) -> None:
+        from conftest import require_engine  # the suite's: only a test marked engine starts SLURM
+
+        require_engine("starts a one-node SLURM cluster")
         self.write_config()
         self.write_srun_wrapper()
         key = self.root / "munge" / "munge.key"

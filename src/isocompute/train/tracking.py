@@ -16,7 +16,7 @@ from isocompute.errors import ConfigError
 from isocompute.layout import study_layout
 
 # The trackers a run can log to, and the package each needs in the training environment.
-PACKAGES = {"wandb": "wandb", "tensorboard": "tensorboard", "mlflow": "mlflow"}
+PACKAGES = {"wandb": "wandb", "tensorboard": "tensorboard"}
 
 
 def run_name(cfg: dict, cell) -> str:
@@ -34,7 +34,6 @@ class Tracking:
     run: str
     dir: Path
     wandb_mode: str = "offline"
-    mlflow_store: str | None = None  # tracking.mlflow_uri; None: the SQLite file in `dir`
 
     @property
     def enabled(self) -> bool:
@@ -50,17 +49,6 @@ class Tracking:
         """W&B's root: it writes its run folders under <dir>/wandb/."""
         return self.dir
 
-    @property
-    def mlflow_uri(self) -> str:
-        """MLflow's tracking URI: tracking.mlflow_uri, else the SQLite database <dir>/mlflow.db
-        (absolute; MLflow 3 refuses a file store unless told to)."""
-        return self.mlflow_store or f"sqlite:///{(self.dir / 'mlflow.db').resolve()}"
-
-    @property
-    def mlflow_artifacts(self) -> str:
-        """Where MLflow puts an experiment's artifacts (the run's config) when this run creates it."""
-        return (self.dir / "mlartifacts").resolve().as_uri()
-
 
 def tracking_of(cfg: dict, cell) -> Tracking:
     """The tracking of `cell`'s run. A job given no `tracking` section tracks nothing: the
@@ -70,7 +58,7 @@ def tracking_of(cfg: dict, cell) -> Tracking:
         return Tracking((), cfg["experiment"], name, Path(study_layout(cfg).tracking))
     t = cfg["tracking"]
     return Tracking(tuple(t["backends"]), t["project"] or cfg["experiment"], name,
-                    Path(t["dir"] or study_layout(cfg).tracking), t["wandb_mode"], t["mlflow_uri"])
+                    Path(t["dir"] or study_layout(cfg).tracking), t["wandb_mode"])
 
 
 def prepare(tracking: Tracking) -> None:
@@ -88,12 +76,10 @@ def prepare(tracking: Tracking) -> None:
 def tracker_env(tracking: Tracking) -> dict:
     """The environment variables verl 0.9.1's trackers read (verl.utils.tracking.Tracking), as
     absolute paths (verl runs in its session folder): W&B's mode and folder, TensorBoard's
-    run folder, MLflow's tracking URI. Empty when no tracker is on."""
+    run folder. Empty when no tracker is on."""
     env = {}
     if "wandb" in tracking.backends:
         env.update({"WANDB_MODE": tracking.wandb_mode, "WANDB_DIR": str(tracking.wandb_dir.resolve())})
     if "tensorboard" in tracking.backends:
         env["TENSORBOARD_DIR"] = str(tracking.tensorboard_dir.resolve())
-    if "mlflow" in tracking.backends:
-        env["MLFLOW_TRACKING_URI"] = tracking.mlflow_uri
     return env

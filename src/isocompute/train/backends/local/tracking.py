@@ -1,5 +1,5 @@
 """The local backend's experiment trackers (config `tracking`): each step's metrics row,
-the one written to metrics.jsonl, also goes to TensorBoard, W&B and/or MLflow through
+the one written to metrics.jsonl, also goes to TensorBoard and/or W&B through
 their own clients. Each client is imported only when its tracker is on, so an untracked
 run imports none of them.
 """
@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 
 from isocompute.train.tracking import Tracking
 
@@ -46,27 +45,6 @@ class _WandB:
         self.run.finish()
 
 
-class _MLflow:
-    def __init__(self, tracking: Tracking, config: dict):
-        from mlflow import MlflowClient
-
-        self.client = MlflowClient(tracking_uri=tracking.mlflow_uri)
-        experiment = self.client.get_experiment_by_name(tracking.project)
-        experiment_id = (experiment.experiment_id if experiment is not None else
-                         self.client.create_experiment(tracking.project, artifact_location=tracking.mlflow_artifacts))
-        self.run_id = self.client.create_run(experiment_id, run_name=tracking.run).info.run_id
-        self.client.log_dict(self.run_id, config, "config.json")
-
-    def log(self, data: dict, step: int) -> None:
-        from mlflow.entities import Metric
-
-        now = int(time.time() * 1000)
-        self.client.log_batch(self.run_id, metrics=[Metric(k, float(v), now, step) for k, v in data.items()])
-
-    def close(self) -> None:
-        self.client.set_terminated(self.run_id)
-
-
 class Trackers:
     """The run's trackers (their folder made and packages checked: train.tracking.prepare):
     log(metrics, step) sends one metrics.jsonl row to each. `first_step` is the first step
@@ -81,8 +59,6 @@ class Trackers:
                     self.open.append(_TensorBoard(tracking, first_step))
                 elif backend == "wandb":
                     self.open.append(_WandB(tracking, plain))
-                elif backend == "mlflow":
-                    self.open.append(_MLflow(tracking, plain))
         except BaseException:
             self.close()
             raise
