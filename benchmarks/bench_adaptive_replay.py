@@ -1,4 +1,8 @@
-"""Benchmark: the adaptive sweep replayed on synthetic studies, billed in full.
+"""Benchmark: the adaptive sweep replayed on synthetic studies of one truth family, billed in full.
+
+The sweep's main judge is now benchmarks/bench_adaptive_strata.py: a prior of truths by
+stratum, judged by regret. This one keeps the frontier-bias benchmark's single truths, the
+rule comparison (`--bands shared|pooled|runs`) and the exact-n* and band agreement on them.
 
 The studies are the frontier-bias benchmark's (`bench_frontier_bias.py`): B_p
 = 32, n = 8..512, every run trained to C_max = 2^22 rollouts and validated on
@@ -54,7 +58,7 @@ EVAL_ROLLOUTS = 300 * 4
 TARGET = {"share": 0.50, "agreement": 0.95, "reward_diff": 0.01}
 BOOTSTRAP = AnalysisSettings().bootstrap      # the analysis's own resamples (analysis.bootstrap)
 MATRIX = {"truth": ("crossover", "saturating", "peaked", "null"), "points_per_doubling": (2, 3, 4),
-          "sigma": (0.013, 0.03), "bands": ("pooled", "runs")}
+          "sigma": (0.013, 0.03), "bands": ("shared", "pooled", "runs")}
 
 
 def study(seed: int, *, truth: str = "crossover", points_per_doubling: int = 4, sigma: float = 0.013) -> pd.DataFrame:
@@ -65,7 +69,7 @@ def study(seed: int, *, truth: str = "crossover", points_per_doubling: int = 4, 
                            noise=EvalNoise(sd=sigma, seed=seed))
 
 
-def run(seeds, probes: int, *, truth="crossover", points_per_doubling=4, sigma=0.013, bands="pooled",
+def run(seeds, probes: int, *, truth="crossover", points_per_doubling=4, sigma=0.013, bands="shared",
         eval_rollouts=EVAL_ROLLOUTS, revive=True, n_boot=BOOTSTRAP) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(one row per seed: share, share_training, share_validation, agreement (the adaptive study names
     the full grid's n*), agreement_band (its n* lies in the full grid's own n* band, NaN with
@@ -144,8 +148,8 @@ def main(argv=None) -> int:
     parser.add_argument("--points-per-doubling", type=int, default=4,
                         help="evaluations per doubling of compute (default: 4; the rule's old headline used 64)")
     parser.add_argument("--sigma", type=float, default=0.013, help="evaluation noise sd (default: 0.013)")
-    parser.add_argument("--bands", choices=("pooled", "runs"), default="pooled",
-                        help="the rule's bands (default: pooled, the schema's)")
+    parser.add_argument("--bands", choices=("shared", "pooled", "runs"), default="shared",
+                        help="the rule's bands (default: shared, the schema's)")
     parser.add_argument("--bootstrap", type=int, default=None,
                         help=f"resamples of the full grid's n* band (default: {BOOTSTRAP}, the analysis's; 0: off)")
     parser.add_argument("--no-revive", action="store_true",
