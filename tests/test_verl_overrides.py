@@ -85,7 +85,7 @@ def test_recipe_overrides_follow_the_split_and_the_batch(run_paths):
 
 def test_a_rung_stops_verl_early_and_keeps_the_full_runs_recipe(run_paths):
     """An adaptive sweep's rung: trainer.total_training_steps is the rung's step and nothing else
-    of the recipe moves (learning rate and warm-up under verl's constant schedule, epochs, seeds,
+    of the recipe moves (learning rate and warm-up, which do not read the total, epochs, seeds,
     validation steps), in both schedules; the stop step is checkpointed by the scheduled mode."""
     cell = Cell("easy", 32, 8, 640, 163840)
     for train in ({}, {"eval_schedule": "steps"}):
@@ -93,7 +93,9 @@ def test_a_rung_stops_verl_early_and_keeps_the_full_runs_recipe(run_paths):
         full = overrides_dict(verl_overrides(cfg, cell, run_paths))
         rung = overrides_dict(verl_overrides(cfg, cell, run_paths, stop_at_step=77))
         assert rung["trainer.total_training_steps"] == "77" and rung["+trainer.isocompute_stop_step"] == "77"
-        assert full["actor_rollout_ref.actor.optim.lr_scheduler_type"] == "constant"
+        # The recipe's schedule as verl's flat cosine counted from 1 (overrides.lr_schedule_overrides).
+        assert (full["actor_rollout_ref.actor.optim.lr_scheduler_type"], full["actor_rollout_ref.actor.optim.min_lr_ratio"],
+                full["actor_rollout_ref.actor.optim.zero_indexed_step"]) == ("cosine", "1.0", "false")
         steps = "[" + ",".join(map(str, cell_recipe(cfg, cell).eval_steps)) + "]"
         assert rung["+trainer.isocompute_eval_steps"] == steps and rung["trainer.v1.trainer_mode"] == \
             "isocompute_scheduled"
