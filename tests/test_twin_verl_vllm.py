@@ -256,8 +256,12 @@ def test_after_each_weight_sync_vllm_samples_with_the_updated_actor(study):
     synced = verdict(pairs)
     assert synced["ok"] and synced["judged"] == [2, 3], synced
     stale = verdict(stale_counterfactual(pairs))
-    assert not stale["ok"] and all("reads the initial weights" in f for f in stale["failures"]), stale
-    assert len(stale["failures"]) == len(synced["judged"])  # every judged step tells the stale engine apart
+    assert not stale["ok"], stale
+    # The relative criterion alone tells the stale engine apart at every judged step (SYNC_TOL, an
+    # absolute bound with room for the rounding, may catch it too: it did here, at 8e-2 and 3e-1).
+    for step in synced["judged"]:
+        assert any(f.startswith(f"step {step}: the rollout reads the initial weights") for f in stale["failures"]), \
+            stale
 
 
 def step_pairs_of(work) -> dict:
