@@ -11,7 +11,15 @@ validation file:
   (3) per-step training reward (critic/score/mean, both backends' name for the mean
       0/1 reward of a step's B_p x n rollouts) over a few steps: within noise, judged
       against the spread of the local backend over two seeds (local vs local is what
-      "noise" means here).
+      "noise" means here);
+  (4) the recipe's learning-rate schedule (train.recipe.warmup_lr, warm-up WARMUP steps):
+      the learning rate of the first updates, from each backend's `actor/lr` (the local
+      backend logs the rate of the step's own update; verl logs the rate its scheduler
+      holds after the step, engine_workers.train_batch -> lr_scheduler_step, i.e. the
+      next update's), must equal the recipe's; and the step-1 update must move the
+      policy: `isocompute/ref_probs_diff_mean` (mean |p_policy - p_base| on the step's
+      sampled tokens, both backends) is 0 at step 1 and, at step 2, above
+      MOVED_MIN and MOVED_FACTOR times step 1's. A failed (4) exits 1.
 
 The loss terms on one fixed batch (item 1) are tests/test_backends_agree_loss.py; this
 script prints their max abs differences too.
@@ -33,7 +41,8 @@ session (about 3-4 minutes on 2 cores) and two local runs (seconds each).
 --quick: the same runs at the smallest sizes (B_p = 2, n = 2, 2 steps, 8 validation
 problems x 4 samples; about 5 minutes on 2 busy cores with the data stages, the verl
 session most of it): what `make test` runs (tests/test_benchmarks.py, a slow test).
-Its numbers are too few to tell the backends apart; it shows the comparison still runs.
+Its numbers are too few to tell the backends apart by reward; it shows the comparison still
+runs, and (4), which needs no statistics, is decided there too.
 """
 
 from __future__ import annotations
@@ -57,6 +66,14 @@ STARTS_ENGINES = "verl's trainer and Ray"
 EXPERIMENT = "tinyverl"  # the e2e test's (tests/test_pipeline_verl_cpu.py), so its data can be reused
 QUICK = {"bp": 2, "n": 2, "steps": 2, "val_problems": 8, "samples": 4}
 FULL = {"bp": 4, "n": 8, "steps": 4, "val_problems": 64, "samples": 16}
+# Warm-up over the first 3 updates: the compared steps are on the ramp (lr/3, 2lr/3, lr), where a
+# schedule indexed from 0 (update 1 at lr 0) differs at every step.
+WARMUP = 3
+# Update 1 moved the policy when step 2's |p_policy - p_base| exceeds both: float32 rounding of
+# probabilities is ~1e-7, an update of lr / 3 ~ 2e-4 moves them by ~1e-4 on this model.
+MOVED_MIN, MOVED_FACTOR = 1e-6, 10
+LR_RTOL = 1e-6
+REF_DIFF = "isocompute/ref_probs_diff_mean"
 VERL_CLUSTER = {"train": {"gpus": 1, "cpus_per_gpu": 8},
                 "verl": {"storage_units": 1, "max_prompt_length": 64, "max_token_len_per_gpu": 512}}
 
@@ -73,7 +90,7 @@ def study_config(B_p: int, n: int, steps: int, backend: str, seed: int = 0, samp
         **TINY_CONFIG, "experiment": EXPERIMENT, "seed": seed,
         "grid": {"easy": {"B_p": [B_p], "n": [n], "B_max": B_p * n, "C_max": B_p * n * steps}},
         "train": {"backend": backend, "device": "cpu", "max_response_length": 16, "lr_base": 1e-3, "B_ref": 8,
-                  "warmup_steps": 1, "probe_problems": 0, "eval_schedule": "steps", "eval_interval": interval},
+                  "warmup_steps": WARMUP, "probe_problems": 0, "eval_schedule": "steps", "eval_interval": interval},
         "eval": {"k": 4, "samples": samples},
         "cluster": VERL_CLUSTER,
     }
@@ -125,6 +142,7 @@ def train(work: Path, out: Path, backend: str, seed: int, B_p: int, n: int, step
     from isocompute import jobs
     from isocompute.config import check_config
     from isocompute.grid import grid_cells
+    from isocompute.train.recipe import cell_recipe
 
     cfg = check_config(json.loads(json.dumps(study_config(B_p, n, steps, backend, seed, samples))))
     (cell,) = grid_cells(cfg)
@@ -143,8 +161,12 @@ def train(work: Path, out: Path, backend: str, seed: int, B_p: int, n: int, step
     wall = run_bounded(argv, out / f"{backend}_s{seed}.log", timeout, env)
     metrics = {int(r["step"]): r["data"] for r in map(json.loads, (run_dir / "metrics.jsonl").read_text().splitlines())}
     rewards = [metrics[s]["critic/score/mean"] for s in range(1, steps + 1)]
+    recipe = cell_recipe(cfg, cell)
     return {"backend": backend, "seed": seed, "wall_s": wall, "rewards": rewards, "B": B_p * n,
-            "step0": avg_at_k(run_dir / "generations" / "0.jsonl")}
+            "step0": avg_at_k(run_dir / "generations" / "0.jsonl"),
+            "logged_lr": [metrics[s].get("actor/lr") for s in range(1, steps + 1)],
+            "recipe_lr": [recipe.lr_at(k) for k in range(1, steps + 2)],
+            "ref_diff": [metrics[s].get(REF_DIFF) for s in range(1, steps + 1)]}
 
 
 def avg_at_k(dump: Path) -> dict:
@@ -177,6 +199,39 @@ def z_score(diff: float, se: float) -> float:
     return diff / se if se > 0 else float("nan")
 
 
+def update_lrs(run: dict) -> dict[int, float]:
+    """{update: learning rate} as the run logged it: the local backend's `actor/lr` at step k is
+    update k's; verl's is update k + 1's (the rate after its scheduler stepped)."""
+    shift = 1 if run["backend"] == "verl" else 0
+    return {k + 1 + shift: lr for k, lr in enumerate(run["logged_lr"]) if lr is not None}
+
+
+def schedule_check(run: dict) -> dict:
+    """(4) for one run: the logged learning rates against the recipe's, and whether update 1
+    moved the policy (step 2's REF_DIFF against step 1's)."""
+    got = update_lrs(run)
+    want = {k: run["recipe_lr"][k - 1] for k in got}
+    lr_ok = bool(got) and all(abs(got[k] - want[k]) <= LR_RTOL * max(want[k], 1e-30) for k in got)
+    diff = run["ref_diff"]
+    moved = (len(diff) >= 2 and None not in diff[:2]
+             and diff[1] > max(MOVED_MIN, MOVED_FACTOR * diff[0]))
+    return {"update_lr": got, "recipe_lr": want, "lr_ok": lr_ok, "ref_diff_steps_1_2": diff[:2],
+            "update_1_moved": bool(moved), "ok": lr_ok and bool(moved)}
+
+
+def schedule_lines(runs: list[dict], checks: list[dict]) -> list[str]:
+    lines = [f"(4) learning rate of the first updates (warm-up {WARMUP}; peak {runs[0]['recipe_lr'][-1]:.3g}) and "
+             "the step-1 update (|p_policy - p_base| at steps 1, 2):"]
+    for r, c in zip(runs, checks):
+        lrs = "  ".join(f"u{k} {v:.3g} (recipe {c['recipe_lr'][k]:.3g})" for k, v in c["update_lr"].items())
+        d1, d2 = [f"{x:.1e}" if x is not None else "-" for x in (c["ref_diff_steps_1_2"] + [None, None])[:2]]
+        lines.append(f"    {r['backend']}_s{r['seed']}: {lrs}; moved {d1} -> {d2}: "
+                     f"{'ok' if c['ok'] else 'FAIL'}"
+                     + ("" if c["lr_ok"] else " (learning rate differs from the recipe)")
+                     + ("" if c["update_1_moved"] else " (update 1 did not move the policy)"))
+    return lines
+
+
 def loss_diffs() -> dict:
     from test_backends_agree_loss import TOL, max_abs_diffs
 
@@ -188,7 +243,7 @@ def loss_diffs() -> dict:
     return {"tolerance": TOL, "max_abs_diff": out}
 
 
-def report(runs: list[dict], losses: dict) -> str:
+def report(runs: list[dict], losses: dict, checks: list[dict]) -> str:
     lines = ["(1) loss terms on one fixed batch, max |local - verl| (tolerance %g):" % losses["tolerance"]]
     for agg, d in losses["max_abs_diff"].items():
         lines.append(f"    {agg:20s} " + "  ".join(f"{k} {v:.1e}" for k, v in d.items()))
@@ -220,6 +275,7 @@ def report(runs: list[dict], losses: dict) -> str:
     for v in verl:
         d = means[f"verl_s{v['seed']}"] - sum(means[f"local_s{r['seed']}"] for r in local) / len(local)
         lines.append(f"    verl - mean(local): {d:+.3f} (z = {d / (se_mean * math.sqrt(1 + 1 / len(local))):+.2f})")
+    lines += schedule_lines(runs, checks)
     lines.append("    wall: " + ", ".join(f"{r['backend']}_s{r['seed']} {r['wall_s']:.0f} s" for r in runs))
     return "\n".join(lines)
 
@@ -257,10 +313,11 @@ def main(argv=None) -> int:
     runs += [train(work, out, "verl", s, args.bp, args.n, args.steps, val, args.timeout, args.samples)
              for s in args.verl_seeds]
     losses = loss_diffs()
-    print(report(runs, losses))
+    checks = [schedule_check(r) for r in runs]
+    print(report(runs, losses, checks))
     if args.out:
-        args.out.write_text(json.dumps({"runs": runs, "losses": losses}, indent=2))
-    return 0
+        args.out.write_text(json.dumps({"runs": runs, "losses": losses, "schedule": checks}, indent=2))
+    return 0 if all(c["ok"] for c in checks) else 1
 
 
 if __name__ == "__main__":

@@ -66,7 +66,9 @@ STUDY = {
 VERL_CELL = ("easy", 4, 8)                          # 5 steps of B = 32
 SDPA = "+actor_rollout_ref.model.override_config.attn_implementation=sdpa"
 VERL = {
-    "train": {"backend": "verl", "max_response_length": 16},
+    # The weight-sync check judges from step 2: update 1 must move the actor well past the rounding
+    # between vLLM and the trainer, so a full learning rate of the CPU twin's size at once.
+    "train": {"backend": "verl", "max_response_length": 16, "lr_base": 1.0e-2, "warmup_steps": 1},
     "grid": {"easy": {"B_p": [VERL_CELL[1]], "n": [VERL_CELL[2]], "B_max": 32, "C_max": 5 * 32}},
     # 8 Ray CPUs on 1 GPU: 3 for verl's workers, 1 for TransferQueue's controller, 3 storage
     # units and 1 to start the rest; verl's default of 8 units would make tq.init wait forever.
@@ -300,26 +302,18 @@ def check_verl(steps: Steps, config: Path) -> dict:
     return result
 
 
-SYNCED, STALE = "training/rollout_probs_diff_mean", "isocompute/ref_probs_diff_mean"
-STALE_FACTOR = 10
-
-
 def weight_sync(metrics: Path) -> dict:
-    """The CPU twin's weight-sync check on the GPU run: per step, verl's rollout-vs-actor log-prob
-    difference on the sampled tokens (SYNCED) beside what it would be were vLLM still holding the
-    initial weights (STALE, the project's trainer mode); from step 2 on the actor has moved, so a
-    working sync keeps SYNCED at least STALE_FACTOR below STALE. Steps that logged neither are
-    left out (verl logs SYNCED only where the rollout returns its log-probs)."""
+    """The CPU twin's weight-sync check on the GPU run, the same function
+    (isocompute.train.backends.verl.weight_sync.verdict): per step, verl's rollout-vs-actor
+    difference on the sampled tokens beside what it would be were vLLM still holding the initial
+    weights; judged from step 2, the first whose rollouts follow a real update (update 1 moves:
+    the recipe's warm-up starts at lr / warmup_steps)."""
+    from isocompute.train.backends.verl.weight_sync import step_pairs, verdict
+
     if not metrics.is_file():
         return {"logged": False, "why": f"no {metrics.name}"}
-    rows = [json.loads(line) for line in metrics.read_text().splitlines() if line.strip()]
-    per_step = {r["step"]: {k: r["data"][k] for k in (SYNCED, STALE) if k in r.get("data", {})} for r in rows}
-    per_step = {s: d for s, d in per_step.items() if d}
-    judged = {s: d for s, d in per_step.items() if s >= 2 and SYNCED in d and STALE in d}
-    out = {"logged": bool(per_step), "per_step": per_step}
-    if judged:
-        out["ok"] = all(d[SYNCED] * STALE_FACTOR < d[STALE] for d in judged.values())
-    return out
+    per_step = step_pairs(metrics)
+    return {"logged": bool(per_step), "per_step": per_step, **verdict(per_step)}
 
 
 def main(argv=None) -> int:

@@ -121,9 +121,15 @@ def test_backends_agree_quick_trains_both_backends_on_the_same_problems(tmp_path
     report = tmp_path / "runs.json"
     out = run_benchmark("bench_backends_agree.py", "--quick", "--study", str(study), "--work", str(tmp_path),
                         "--out", str(report), timeout=1800)
-    for part in ("(1) loss terms", "(2) step-0 validation", "(3) training reward per step"):
+    for part in ("(1) loss terms", "(2) step-0 validation", "(3) training reward per step",
+                 "(4) learning rate of the first updates"):
         assert part in out, out
     got = json.loads(report.read_text())
+    # The same learning rate at every update (verl's logged rate is the next update's), and update 1
+    # moves the policy on both backends (the benchmark exits 1 otherwise: run_benchmark checks it).
+    for r, check in zip(got["runs"], got["schedule"]):
+        assert check["lr_ok"] and check["update_1_moved"], (r["backend"], check)
+    assert {int(k) for k in got["schedule"][-1]["update_lr"]} == set(range(2, QUICK["steps"] + 2))
     assert [(r["backend"], r["seed"]) for r in got["runs"]] == [("local", 0), ("local", 1), ("verl", 0)]
     for r in got["runs"]:
         assert len(r["rewards"]) == QUICK["steps"] and all(0 <= x <= 1 for x in r["rewards"]), r["rewards"]

@@ -73,7 +73,10 @@ def check_recipe(resolved: dict, cfg: dict, cell, stop_at_step: int | None = Non
     assert resolved["data"]["train_batch_size"] == cell.B_p == actor["ppo_mini_batch_size"]
     assert actor["ppo_epochs"] == 1 and rollout["n"] == cell.n == actor["rollout_n"]
     assert actor["optim"]["lr"] == pytest.approx(1e-6 * (B / 1024) ** 0.5)
-    assert actor["optim"]["lr_warmup_steps"] == 10 and actor["optim"]["lr_scheduler_type"] == "constant"
+    # The recipe's warm-up (update 1 at lr / 10) as verl's flat cosine counted from 1.
+    optim = actor["optim"]
+    assert optim["lr_warmup_steps"] == 10 and optim["lr_scheduler_type"] == "cosine"
+    assert optim["min_lr_ratio"] == 1.0 and optim["zero_indexed_step"] is False
     regularized = cell.split in cfg["train"]["regularized_splits"]
     assert actor["use_kl_loss"] is regularized
     assert actor["kl_loss_type"] == "low_var_kl"

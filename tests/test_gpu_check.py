@@ -160,6 +160,7 @@ def test_part_2_judges_vllm_and_the_weight_sync_as_the_cpu_twin_does(tmp_path):
     import pandas as pd
 
     import gpu_check
+    from isocompute.train.backends.verl.weight_sync import STALE, SYNCED
 
     rng = np.random.default_rng(0)
     rates = rng.uniform(0, 1, 400)
@@ -167,13 +168,18 @@ def test_part_2_judges_vllm_and_the_weight_sync_as_the_cpu_twin_does(tmp_path):
     lower = pd.Series(rng.binomial(16, rates * 0.8))
     assert abs(gpu_check.agreement_z(*same, 16)) < gpu_check.Z_BOUND < abs(gpu_check.agreement_z(same[0], lower, 16))
 
-    def metrics(synced_of_step):
+    def metrics(synced_of_step, stale_of_step=lambda s: 0.05 * (s - 1)):
         path = tmp_path / f"metrics{len(list(tmp_path.iterdir()))}.jsonl"
-        path.write_text("\n".join(json.dumps({"step": s, "data": {gpu_check.SYNCED: synced_of_step(s),
-                                                                   gpu_check.STALE: 0.05 * s}})
+        path.write_text("\n".join(json.dumps({"step": s, "data": {SYNCED: synced_of_step(s), STALE: stale_of_step(s)}})
                                   for s in (1, 2, 3)))
         return gpu_check.weight_sync(path)
 
+    # The twin test's criterion (weight_sync.verdict), judged from step 2: step 1's rollouts come
+    # before any update (stale 0, synced the rounding floor), update 1 moved the actor.
     assert metrics(lambda s: 1e-4)["ok"] is True
-    assert metrics(lambda s: 0.05 * s)["ok"] is False  # vLLM as far from the actor as the stale weights
+    assert metrics(lambda s: 0.05 * (s - 1))["ok"] is False  # vLLM as far from the actor as the stale weights
+    # An update 1 at learning rate 0 (verl's schedule indexed from 0): step 2's stale reads the floor,
+    # so nothing tells a stale vLLM from a synced one there.
+    frozen = metrics(lambda s: 1e-4, lambda s: 0.05 * max(0, s - 2) or 1e-4)
+    assert frozen["ok"] is False and any("step 2: the actor moved by rounding only" in f for f in frozen["failures"])
     assert gpu_check.weight_sync(tmp_path / "absent.jsonl")["logged"] is False

@@ -187,6 +187,11 @@ def test_regularisation_only_on_regularized_splits_and_filters(tiny_model_and_sp
     data = [d for s, d in metric_rows(easy) if s > 0]
     assert all("actor/kl_loss" in d and d["actor/kl_coef"] == 1e-3 for d in data)
     assert all(np.isfinite(d["actor/grad_norm"]) for d in data)
+    # How far the policy is from the base model on the step's tokens (verl's trainer mode logs the
+    # same): nothing at step 1, and update 1 (lr / warmup_steps) has moved it by step 2.
+    moved = [d["isocompute/ref_probs_diff_mean"] for d in data]
+    assert moved[0] < 1e-7 < 1e-5 < moved[1], moved
+    assert all("isocompute/ref_probs_diff_mean" not in d for s, d in metric_rows(hard))
 
 
 def test_extra_evaluation_sets_are_validated_at_the_same_steps_and_scored_apart(tiny_model_and_splits):

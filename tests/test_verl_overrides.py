@@ -85,7 +85,7 @@ def test_recipe_overrides_follow_the_split_and_the_batch(run_paths):
 
 def test_a_rung_stops_verl_early_and_keeps_the_full_runs_recipe(run_paths):
     """An adaptive sweep's rung: trainer.total_training_steps is the rung's step and nothing else
-    of the recipe moves (learning rate and warm-up under verl's constant schedule, epochs, seeds,
+    of the recipe moves (learning rate and warm-up, which do not read the total, epochs, seeds,
     validation steps), in both schedules; the stop step is checkpointed by the scheduled mode."""
     cell = Cell("easy", 32, 8, 640, 163840)
     for train in ({}, {"eval_schedule": "steps"}):
@@ -93,7 +93,9 @@ def test_a_rung_stops_verl_early_and_keeps_the_full_runs_recipe(run_paths):
         full = overrides_dict(verl_overrides(cfg, cell, run_paths))
         rung = overrides_dict(verl_overrides(cfg, cell, run_paths, stop_at_step=77))
         assert rung["trainer.total_training_steps"] == "77" and rung["+trainer.isocompute_stop_step"] == "77"
-        assert full["actor_rollout_ref.actor.optim.lr_scheduler_type"] == "constant"
+        # The recipe's schedule as verl's flat cosine counted from 1 (overrides.lr_schedule_overrides).
+        assert (full["actor_rollout_ref.actor.optim.lr_scheduler_type"], full["actor_rollout_ref.actor.optim.min_lr_ratio"],
+                full["actor_rollout_ref.actor.optim.zero_indexed_step"]) == ("cosine", "1.0", "false")
         steps = "[" + ",".join(map(str, cell_recipe(cfg, cell).eval_steps)) + "]"
         assert rung["+trainer.isocompute_eval_steps"] == steps and rung["trainer.v1.trainer_mode"] == \
             "isocompute_scheduled"
@@ -281,3 +283,49 @@ def test_cpu_runs_can_take_verls_own_vllm_rollout(run_paths):
     gpu = verl_cfg()
     assert "cpu_rollout" not in jobs.train_params(gpu, cell)["cluster"]["verl"]
     assert "vllm" not in jobs.train_options(gpu)["cluster"]
+
+
+@pytest.mark.parametrize("warmup", [0, 1, 3, 10])
+def test_verls_own_scheduler_runs_the_recipes_learning_rate_at_every_update(run_paths, warmup):
+    """verl 0.9.1's FSDP engine builds its scheduler from the command's optim keys
+    (FSDPEngine._build_lr_scheduler, total_training_steps injected from the trainer's), runs update
+    k at the rate it holds, then steps it and logs the new rate as actor/lr. Every update's rate
+    must be the recipe's (train.recipe.warmup_lr: update 1 at lr / warmup_steps, not 0), in a full
+    run and in a rung's session, and the logged rate the next update's."""
+    import types
+
+    import torch
+    from verl.workers.config.optimizer import FSDPOptimizerConfig
+    from verl.workers.engine.fsdp.transformer_impl import FSDPEngine
+
+    cell = Cell("easy", 32, 8, 24, 6144)
+    cfg = verl_cfg(train={"warmup_steps": warmup})
+    recipe = cell_recipe(cfg, cell)
+    for stop in (None, 5):
+        over = overrides_dict(verl_overrides(cfg, cell, run_paths, stop_at_step=stop))
+        prefix = "actor_rollout_ref.actor.optim."
+        optim = {k.removeprefix(prefix): hydra_scalar(v) for k, v in over.items() if k.startswith(prefix)}
+        config = FSDPOptimizerConfig(**optim, total_training_steps=int(over["trainer.total_training_steps"]))
+        optimizer = torch.optim.AdamW([torch.nn.Parameter(torch.zeros(1))], lr=config.lr)
+        scheduler = FSDPEngine._build_lr_scheduler(types.SimpleNamespace(optimizer_config=config, rank=1), optimizer)
+        used, logged = [], []
+        for _ in range(cell.M_max if stop is None else stop):
+            used.append(optimizer.param_groups[0]["lr"])
+            scheduler.step()
+            logged.append(scheduler.get_last_lr()[0])
+        want = [recipe.lr_at(k) for k in range(1, len(used) + 2)]
+        assert used == pytest.approx(want[:-1], rel=1e-12, abs=0), (stop, used, want)
+        assert logged == pytest.approx(want[1:], rel=1e-12, abs=0), (stop, logged, want)
+        assert used[0] > 0
+
+
+def hydra_scalar(text: str):
+    """A Hydra override's scalar value as Hydra reads it (bool, int, float or string)."""
+    if text in ("true", "false"):
+        return text == "true"
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text

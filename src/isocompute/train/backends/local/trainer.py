@@ -33,6 +33,23 @@ from isocompute.train.recipe import cell_recipe
 log = logging.getLogger(__name__)
 
 
+# verl's name for the same comparison (train/backends/verl/scheduled.py STALE_PREFIX).
+REF_PROBS_DIFF = "isocompute/ref_probs_diff"
+
+
+def ref_probs_diff(logits, responses, mask, ref_log_prob, temperature: float) -> dict:
+    """How far the policy, before this step's update, is from the base model on the step's sampled
+    tokens: mean and max |p_policy - p_base| of the response tokens, as verl's trainer mode logs it
+    (verl's calculate_debug_metrics with the reference log-probs in the rollout's place). Zero at
+    step 1; at step 2 it measures what update 1 moved (the backends-agree check compares it)."""
+    with torch.no_grad():
+        policy = grpo.token_log_probs(logits.detach() / temperature, responses).exp()
+        diff = (policy - ref_log_prob.exp()).abs()[mask.bool()]
+    if diff.numel() == 0:
+        return {}
+    return {f"{REF_PROBS_DIFF}_mean": float(diff.mean()), f"{REF_PROBS_DIFF}_max": float(diff.max())}
+
+
 class LocalGRPO:
     """State of one local GRPO run: policy, frozen base (when regularised), optimiser, RNGs."""
 
@@ -150,6 +167,8 @@ class LocalGRPO:
             regularised = torch.as_tensor(regularised, device=self.device)
         loss, loss_metrics = grpo.grpo_objective(logits, responses, mask, advantages, self.weights, ref_log_prob,
                                                  regularised)
+        if ref_log_prob is not None:
+            metrics.update(ref_probs_diff(logits, responses, mask, ref_log_prob, self.weights.temperature))
         loss.backward()
         grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), t["grad_clip"])
         self.optimizer.step()

@@ -52,8 +52,10 @@ def check_recipe(train: dict, where: str = "train") -> None:
 
 # verl keys through which the learning rate, or the run's length, would depend on
 # trainer.total_training_steps, which a rung of an adaptive sweep shortens: a
-# cosine schedule decays over it, and without lr_warmup_steps the warm-up is a
-# ratio of it. The recipe's constant schedule with fixed warm-up reads none of it.
+# cosine schedule decays over it unless min_lr_ratio is 1, and without
+# lr_warmup_steps the warm-up is a ratio of it. The recipe's schedule (a flat
+# "cosine" counted from 1 with a fixed warm-up, overrides.lr_schedule_overrides)
+# reads none of it.
 RUNG_UNSAFE_KEYS = tuple(f"actor_rollout_ref.actor.optim.{k}" for k in (
     "lr_scheduler_type", "warmup_style", "lr_warmup_steps", "lr_warmup_steps_ratio", "total_training_steps",
     "min_lr_ratio", "num_cycles")) + ("trainer.total_training_steps", "trainer.total_epochs")

@@ -108,10 +108,10 @@ def recipe_overrides(cfg: dict, cell, stop_at_step: int | None = None) -> dict:
     (its learning rate, warm-up and regularisation from `train.recipe`).
 
     `stop_at_step` (a rung of an adaptive sweep) ends the session there through
-    trainer.total_training_steps and changes nothing else: the learning rate is
-    verl's constant schedule with a fixed warm-up, which does not read the total,
-    and total_epochs, the data order, the seeds and the validation steps stay the
-    full run's, so the next session resumes the run where it stopped.
+    trainer.total_training_steps and changes nothing else: the learning rate
+    (lr_schedule_overrides) does not depend on the total, and total_epochs, the
+    data order, the seeds and the validation steps stay the full run's, so the
+    next session resumes the run where it stopped.
     """
     train, samp, ev = cfg["train"], cfg["sampling"], cfg["eval"]
     recipe = cell_recipe(cfg, cell)
@@ -128,9 +128,7 @@ def recipe_overrides(cfg: dict, cell, stop_at_step: int | None = None) -> dict:
         # One policy update per step (fully on-policy): the mini-batch is the whole batch.
         "actor_rollout_ref.actor.ppo_mini_batch_size": cell.B_p,
         "actor_rollout_ref.actor.ppo_epochs": 1,
-        "actor_rollout_ref.actor.optim.lr": recipe.lr,
-        "actor_rollout_ref.actor.optim.lr_warmup_steps": recipe.warmup_steps,
-        "actor_rollout_ref.actor.optim.lr_scheduler_type": "constant",
+        **lr_schedule_overrides(recipe),
         "actor_rollout_ref.actor.optim.weight_decay": float(train["weight_decay"]),
         "actor_rollout_ref.actor.optim.clip_grad": float(train["grad_clip"]),
         "actor_rollout_ref.actor.clip_ratio": float(train["clip_ratio"]),
@@ -156,6 +154,28 @@ def recipe_overrides(cfg: dict, cell, stop_at_step: int | None = None) -> dict:
         # (an epoch is at least one step), so the step count decides.
         "trainer.total_epochs": max(1, cell.M_max),
         **evaluation_schedule_overrides(cfg, cell, stop_at_step),
+    }
+
+
+def lr_schedule_overrides(recipe) -> dict:
+    """The recipe's learning rate at every update (train.recipe.warmup_lr: update k at
+    lr * min(1, k / warmup_steps), update 1 already moving), through verl 0.9.1's own options.
+
+    verl's "constant" schedule (verl.utils.torch_functional.get_constant_schedule_with_warmup,
+    a LambdaLR indexed from 0) runs update k at lr * min(1, (k - 1) / warmup_steps): update 1
+    at lr 0, the whole warm-up one update late. Its "cosine" schedule takes zero_indexed_step
+    false (counting from 1: update k at lr * min(1, k / warmup_steps) during the warm-up), and
+    with min_lr_ratio 1 its decay is flat at lr (cos * 0 + 1, floored at 1): the recipe's
+    schedule exactly, on the CPU and on GPUs alike (verl's FSDP engine builds it, both
+    devices), and independent of total_training_steps, so a rung's shorter session keeps it.
+    """
+    optim = "actor_rollout_ref.actor.optim"
+    return {
+        f"{optim}.lr": recipe.lr,
+        f"{optim}.lr_warmup_steps": recipe.warmup_steps,
+        f"{optim}.lr_scheduler_type": "cosine",
+        f"{optim}.zero_indexed_step": False,
+        f"{optim}.min_lr_ratio": 1.0,
     }
 
 
