@@ -198,8 +198,9 @@ def _adaptive_lines(cfg: dict, costs: pd.DataFrame, adaptive: dict) -> list[str]
     return [f"adaptive sweep ({mode}): whole bill {per_stratum.min():.0%} ({lo}) to {per_stratum.max():.0%} ({hi}) "
             f"of the grid's, by when n* moves; ~{gpu:,.0f} GPU-hours instead of ~{full:,.0f} averaged over the "
             f"strata ({bill:.0%}: training rollouts {share:.0%}, validation generations {val_share:.0%})",
-            "  the saving depends on the truth: a late crossover or n* still climbing keeps more runs training; "
-            "per stratum: " + ", ".join(f"{k} {v:.0%}" for k, v in per_stratum.items()),
+            "  the saving depends on the truth: on when n* moves, and on whether n matters at all (where it does "
+            "not, the model cannot rule out that one run pulls ahead); per stratum: "
+            + ", ".join(f"{k} {v:.0%}" for k, v in per_stratum.items()),
             f"  expected from replaying the rule (bands {sw['bands']}, eta {sw['eta']:.4g}, {sw['rungs']} rungs, "
             f"z {sw['z']}, epsilon {sw['epsilon']:g}) on {rep['seed'].nunique()} synthetic studies per split and "
             f"stratum shaped like this grid (its cells, C_max, validation steps and {cfg['splits']['val_size']} x "
