@@ -8,6 +8,12 @@ CPython 3.12 on linux x86_64 (manylinux 2.28). The yaml records the lock's sha25
 comment, so Snakemake, which hashes the yaml's text, rebuilds an environment when its
 lock changes.
 
+The analysis environment is resolved under the test venv's constraints (constraints.txt,
+the one home of those pins): every package it shares with the test venv, numpy, scipy and
+pandas included, is at the version the tests run, so the tables the tests check byte for
+byte (benchmarks/check_analysis_tables.py) are computed by the same numerics on the
+cluster. A bump in constraints.txt makes the analysis lock stale (`--check` says so).
+
 Two inputs are derived here from verl.in, never edited by hand, both with Snakemake added
 (pyproject's dependencies that the cluster list leaves to the submit host) and without the
 wheels verl.in names by URL (flash-attn):
@@ -51,6 +57,11 @@ LOCK_HASH_LINE = re.compile(r"^# pip lock: (?P<file>\S+) sha256:(?P<sha>[0-9a-f]
 # torch/transformers pins the cluster list repeats (verl-0.9.1.dist-info/METADATA).
 VERL_VLLM_EXTRA_REST = ("mbridge",)
 TWIN_WITHOUT = ("snakemake-executor-plugin-slurm",)
+# Resolved under constraints.txt, the test venv's exact versions (see the module docstring).
+# Not the verl env or its derivations: vLLM and verl hold numpy, torch, transformers... to
+# other versions there.
+TESTED_ENVS = ("analysis",)
+TEST_CONSTRAINTS = ENVS.parent / "constraints.txt"
 
 
 class LockError(RuntimeError):
@@ -68,6 +79,11 @@ def lock_path(name: str) -> Path:
 def overrides_path(name: str) -> Path | None:
     path = ENVS / f"{name}.overrides.txt"
     return path if path.exists() else None
+
+
+def constraints_path(name: str) -> Path | None:
+    """constraints.txt for the environments resolved at the test venv's versions, else None."""
+    return TEST_CONSTRAINTS if name in TESTED_ENVS else None
 
 
 def requirement_lines(text: str) -> list[str]:
@@ -153,6 +169,8 @@ def compile_lock(name: str, output: Path) -> None:
            "--no-config", "-o", str(output)]
     if overrides_path(name):
         cmd += ["--override", str(overrides_path(name))]
+    if constraints_path(name):
+        cmd += ["--constraint", str(constraints_path(name))]
     with tempfile.TemporaryDirectory() as tmp:
         # the input without its direct URLs (see direct_urls)
         src = Path(tmp) / f"{name}.in"
@@ -168,6 +186,8 @@ def compile_lock(name: str, output: Path) -> None:
     text = output.read_text().replace(str(src), f"envs/{name}.in").replace(f"-r {name}.in", f"-r envs/{name}.in")
     if overrides_path(name):
         text = text.replace(str(overrides_path(name)), f"envs/{name}.overrides.txt")
+    if constraints_path(name):
+        text = text.replace(str(constraints_path(name)), "constraints.txt")
     output.write_text(f"# Resolved from envs/{name}.in by `python envs/lock.py` (uv, CPython {PYTHON_VERSION},"
                       f" {PLATFORM}). Do not edit.\n" + text)
 
