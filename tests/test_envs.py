@@ -202,6 +202,30 @@ def test_the_analysis_environment_is_part_of_the_gpu_environment():
     assert not missing, f"envs/analysis.lock.txt has packages envs/verl.lock.txt lacks: {sorted(missing)}"
 
 
+# The numerics of the analysis: the golden tables (benchmarks/check_analysis_tables.py) are
+# checked byte for byte in the test venv, whose versions constraints.txt pins.
+ANALYSIS_NUMERICS = ("numpy", "scipy", "pandas")
+
+
+def test_the_analysis_lock_runs_the_tested_numerics():
+    """The cluster's analysis env computes the tables with the numpy, scipy and pandas every test
+    venv runs (constraints.txt), so the tables checked identical in the tests are the cluster's."""
+    tested, locked = constraint_versions(), locked_versions("analysis")
+    for name in ANALYSIS_NUMERICS:
+        assert name in tested and name in locked, f"{name}: constraints.txt {tested.get(name)}, lock {locked.get(name)}"
+    differ = {n: (locked[n], tested[n]) for n in ANALYSIS_NUMERICS if locked[n] != tested[n]}
+    assert not differ, ("envs/analysis.lock.txt runs other numerics than the tests (lock, constraints.txt): "
+                        f"{differ}; run python envs/lock.py analysis")
+
+
+def test_the_analysis_lock_has_the_tested_version_of_every_package_the_tests_pin():
+    """Not only the numerics: every package of the analysis lock that the test venv also has is at
+    the test venv's version (envs/lock.py resolves the analysis env under constraints.txt)."""
+    tested, locked = constraint_versions(), locked_versions("analysis")
+    differ = {n: (v, tested[n]) for n, v in locked.items() if n in tested and v != tested[n]}
+    assert not differ, f"envs/analysis.lock.txt (lock, constraints.txt): {differ}; run python envs/lock.py analysis"
+
+
 # --- the locks: resolved by uv (needs the package index) ---------------------------------
 
 NETWORK_ERRORS = ("dns error", "error sending request", "Failed to fetch", "Could not connect", "client error (Connect)",
