@@ -4,9 +4,10 @@
 Each conda environment envs/<name>.yaml has its pip requirements in envs/<name>.in (what a
 person edits) and their resolution in envs/<name>.lock.txt (what <name>.post-deploy.sh
 installs, hashes checked), resolved by uv for the platform the environments target:
-CPython 3.12 on linux x86_64 (manylinux 2.28). The yaml records the lock's sha256 in a
-comment, so Snakemake, which hashes the yaml's text, rebuilds an environment when its
-lock changes.
+CPython 3.12 on linux x86_64 (manylinux 2.28). The yaml records in comments the sha256 of
+the lock and of envs/install-env.sh (which <name>.post-deploy.sh runs): Snakemake hashes the
+yaml's text and the post-deploy script's, not the files the script reads, so these lines are
+what rebuild an environment when its lock or the install script changes.
 
 The analysis environment is resolved under the test venv's constraints (constraints.txt,
 the one home of those pins): every package it shares with the test venv, numpy, scipy and
@@ -53,6 +54,7 @@ TWIN = "cpu-twin"
 GPU_CHECK = "gpu-check"
 DERIVED = (TWIN, GPU_CHECK)
 LOCK_HASH_LINE = re.compile(r"^# pip lock: (?P<file>\S+) sha256:(?P<sha>[0-9a-f]{64})$", re.M)
+INSTALL_HASH_LINE = re.compile(r"^# install script: (?P<file>\S+) sha256:(?P<sha>[0-9a-f]{64})$", re.M)
 # What verl 0.9.1's `vllm` extra requires beyond the verl-core extra, vllm itself and the
 # torch/transformers pins the cluster list repeats (verl-0.9.1.dist-info/METADATA).
 VERL_VLLM_EXTRA_REST = ("mbridge",)
@@ -200,13 +202,26 @@ def recorded_lock_hash(name: str) -> str | None:
     return m["sha"] if m else None
 
 
+def install_script() -> Path:
+    """envs/install-env.sh, which every <name>.post-deploy.sh runs."""
+    return ENVS / "install-env.sh"
+
+
+def recorded_install_hash(name: str) -> str | None:
+    m = INSTALL_HASH_LINE.search((ENVS / f"{name}.yaml").read_text())
+    return m["sha"] if m else None
+
+
 def record_lock_hash(name: str) -> None:
+    """Write into envs/<name>.yaml the sha256 of its lock and of envs/install-env.sh."""
     yaml = ENVS / f"{name}.yaml"
-    line = f"# pip lock: {name}.lock.txt sha256:{sha256(lock_path(name))}"
     text = yaml.read_text()
-    if not LOCK_HASH_LINE.search(text):
-        raise LockError(f"{yaml}: no '# pip lock: {name}.lock.txt sha256:...' line to update")
-    yaml.write_text(LOCK_HASH_LINE.sub(line, text))
+    for pattern, line in ((LOCK_HASH_LINE, f"# pip lock: {name}.lock.txt sha256:{sha256(lock_path(name))}"),
+                          (INSTALL_HASH_LINE, f"# install script: install-env.sh sha256:{sha256(install_script())}")):
+        if not pattern.search(text):
+            raise LockError(f"{yaml}: no '{line.rsplit(':', 1)[0]}:...' line to update")
+        text = pattern.sub(line, text)
+    yaml.write_text(text)
 
 
 def main(argv=None) -> int:
@@ -241,6 +256,8 @@ def main(argv=None) -> int:
             if args.check:
                 if recorded_lock_hash(name) != sha256(lock_path(name)):
                     stale.append(f"envs/{name}.yaml records another sha256 than envs/{name}.lock.txt's")
+                if recorded_install_hash(name) != sha256(install_script()):
+                    stale.append(f"envs/{name}.yaml records another sha256 than envs/install-env.sh's")
             else:
                 record_lock_hash(name)
     for s in stale:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import re
+import shutil
 import tomllib
 from pathlib import Path
 
@@ -136,16 +137,63 @@ def test_verl_env_pins_hydra_and_omegaconf():
 
 def test_each_conda_env_is_python_and_pip_and_records_its_lock():
     """The yaml builds Python 3.12 and pip only (the pip packages come from the lock, through
-    the post-deploy script), and names the lock's sha256, so that Snakemake, which hashes the
-    yaml's text, builds a new environment for a new lock."""
+    the post-deploy script), and names the sha256 of the lock and of envs/install-env.sh, so that
+    Snakemake, which hashes the yaml's text, builds a new environment for a new lock or install
+    script."""
     assert {p.stem for p in ENV_FILES} == set(lock.CONDA_ENVS)
     for env in ENV_FILES:
         deps = yaml.safe_load(env.read_text())["dependencies"]
         assert deps == ["python=3.12", "pip"], f"{env.name}: pip packages belong in {env.stem}.in, got {deps}"
         assert lock.recorded_lock_hash(env.stem) == lock.sha256(lock.lock_path(env.stem)), (
             f"{env.name} records another sha256 than {env.stem}.lock.txt's: run python envs/lock.py")
+        assert lock.recorded_install_hash(env.stem) == lock.sha256(lock.install_script()), (
+            f"{env.name} records another sha256 than install-env.sh's: run python envs/lock.py {env.stem}")
         post = (REPO / "envs" / f"{env.stem}.post-deploy.sh").read_text()
         assert f'install-env.sh" {env.stem}' in post, f"{env.stem}.post-deploy.sh does not install its lock"
+
+
+def snakemake_env_hash(env_file: Path) -> str:
+    """The hash Snakemake names the conda env of `env_file` by (its .snakemake/conda/<hash>),
+    computed by Snakemake's own code (snakemake.deployment.conda.Env.hash: the yaml's text, the
+    post-deploy script's, a pin file's, the envs folder), with a stand-in for the workflow."""
+    from types import SimpleNamespace
+
+    from snakemake.deployment.conda import Env
+
+    class Sources:  # the workflow's source cache, for local files
+        def exists(self, f):
+            return Path(f.get_path_or_uri(secret_free=True)).exists()
+
+        def open(self, f, mode="r"):
+            return open(f.get_path_or_uri(secret_free=True), mode)
+
+    workflow = SimpleNamespace(sourcecache=Sources(), runtime_paths=[],
+                               persistence=SimpleNamespace(conda_env_path=str(env_file.parent / ".snakemake" / "conda")),
+                               deployment_settings=SimpleNamespace(apptainer_args=""))
+    env = Env(workflow, env_file=str(env_file))
+    env._conda = SimpleNamespace(platform="linux-64")  # names the pin file; conda itself is not needed
+    assert env.post_deploy_file is not None, f"Snakemake finds no post-deploy script beside {env_file}"
+    return env.hash
+
+
+@pytest.mark.parametrize("changed", ["{name}.lock.txt", "install-env.sh"], ids=["lock", "install-script"])
+@pytest.mark.parametrize("name", lock.CONDA_ENVS)
+def test_a_new_lock_or_install_script_is_a_new_snakemake_env(name, changed, tmp_path, monkeypatch):
+    """Snakemake hashes the yaml and the post-deploy script, not the files that script reads:
+    the lock and envs/install-env.sh reach the env's hash through the digests the yaml records
+    (envs/lock.py writes them), so a change to either is a new environment."""
+    envs = tmp_path / "envs"
+    shutil.copytree(REPO / "envs", envs)
+    monkeypatch.setattr(lock, "ENVS", envs)
+    yaml_file = envs / f"{name}.yaml"
+    before = snakemake_env_hash(yaml_file)
+    lock.record_lock_hash(name)  # what `python envs/lock.py` does after resolving
+    assert snakemake_env_hash(yaml_file) == before, "recording unchanged digests changed the env's hash"
+    with open(envs / changed.format(name=name), "a") as f:
+        f.write("# changed\n")
+    assert snakemake_env_hash(yaml_file) == before  # Snakemake does not read the file itself
+    lock.record_lock_hash(name)
+    assert snakemake_env_hash(yaml_file) != before, f"a changed {changed.format(name=name)} is the same Snakemake env"
 
 
 @pytest.mark.parametrize("name", LOCKED)
