@@ -18,7 +18,9 @@ fi
 lock="$src/envs/$name.lock.txt"
 [ -f "$lock" ] || { echo "isocompute: $lock: no such lock (python envs/lock.py writes it)" >&2; exit 1; }
 python -m pip install --no-deps --require-hashes -r "$lock"
-urls=$(sed -n 's/^\(https\?:\/\/[^ #]*\).*/\1/p' "$src/envs/$name.in")
+# each URL whole, pip's #sha256=<hex> fragment included (pip checks the download against it);
+# a comment after it, past a space, is not part of it
+urls=$(sed -n 's/^\(https\?:\/\/[^ ]*\).*/\1/p' "$src/envs/$name.in")
 if [ -n "$urls" ]; then
     # shellcheck disable=SC2086
     python -m pip install --no-deps $urls

@@ -9,8 +9,10 @@ index; without the network they say so and skip, the offline checks still run.""
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 import shutil
+import subprocess
 import tomllib
 from pathlib import Path
 
@@ -241,6 +243,28 @@ def test_flash_attn_by_url_finds_its_requirements_in_the_lock():
     [url] = lock.direct_urls("verl")
     assert "/flash_attn-" in url and "cp312" in url and "linux_x86_64" in url, url
     assert {"torch", "einops"} <= set(locked_versions("verl"))
+
+
+def test_install_env_passes_a_wheels_sha256_fragment_to_pip(tmp_path):
+    """A wheel envs/<name>.in names by URL with pip's `#sha256=` fragment reaches pip with it (pip
+    then checks the download against it), in the order install-env.sh installs: the lock with
+    hashes required, the URL wheels, this checkout. (`python` is a stand-in that logs its arguments.)"""
+    repo, stub = tmp_path / "repo", tmp_path / "bin"
+    (repo / "envs").mkdir(parents=True)
+    stub.mkdir()
+    shutil.copy(REPO / "pyproject.toml", repo / "pyproject.toml")
+    shutil.copy(REPO / "envs" / "install-env.sh", repo / "envs" / "install-env.sh")
+    (repo / "envs" / "t.lock.txt").write_text("")
+    url = "https://example.org/wheels/a-1.0-cp312-cp312-linux_x86_64.whl#sha256=" + "ab" * 32
+    (repo / "envs" / "t.in").write_text(f"# comment\nnumpy>=2\n{url}  # CUDA-only\n")
+    (stub / "python").write_text('#!/bin/sh\nprintf "%s\\n" "$*" >> "$PIP_CALLS"\n')
+    (stub / "python").chmod(0o755)
+    env = dict(os.environ, PATH=f"{stub}{os.pathsep}{os.environ['PATH']}", PIP_CALLS=str(tmp_path / "calls"))
+    subprocess.run(["bash", "envs/install-env.sh", "t"], cwd=repo, env=env, check=True, capture_output=True)
+    assert (tmp_path / "calls").read_text().splitlines() == [
+        f"-m pip install --no-deps --require-hashes -r {repo}/envs/t.lock.txt",
+        f"-m pip install --no-deps {url}",
+        f"-m pip install --no-deps -e {repo}"]
 
 
 def test_the_analysis_environment_is_part_of_the_gpu_environment():
