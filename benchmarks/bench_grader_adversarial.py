@@ -100,7 +100,7 @@ class Peer:
 
 
 def _decided_by_a_limit(timeout_s: float) -> str:
-    """The review's cases (issue 41): how many come back as their written limit says, and the worst time."""
+    """The review's cases (a new user's adversarial answers): how many come back as their written limit says, and the worst time."""
     from isocompute.grading import adversarial, grade_with_reason
 
     limited = []

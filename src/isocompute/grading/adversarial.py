@@ -182,7 +182,7 @@ def _fibonacci_ratio(n: int) -> str:
     return f"\\frac{{{b}}}{{{a}}}"
 
 
-# The cases a review tried as a new user would (issue 41), each decided before math-verify by a
+# The cases a review tried as a new user would, each decided before math-verify by a
 # written limit (`limits`, `extract.MAX_NESTING`): nine that took math-verify its whole budget
 # and retry (10.9-12.1 s each at the production deadline), all turned away as too large, right
 # or not; seven right answers math-verify could not read in time, five now read as right and
