@@ -59,6 +59,22 @@ class Horizon(NamedTuple):
         return np.array([float(self.c_max)])
 
 
+def draw_trend_curves(trend: dict, n: np.ndarray, R0: float, grid: np.ndarray, rng: np.random.Generator,
+                      draws: int = DRAWS, inflation: float = 1.0):
+    """`draws` joint draws of a trend fit's parameters (`fits.pooled.fit_trend`; Gaussian, covariance
+    `trend_covariance` times inflation^2) as curves of the runs `n` (R,) on `grid` (G,): (curves
+    (K, R, G), (A (K, R), log C_mid (K, R), B (K, 1, 1))). The draws come from the covariance's
+    non-negative part: pinv's rounding can leave an eigenvalue a hair below 0."""
+    degree = (trend["theta"].size - 1) // 2 - 1             # theta: B, then A's and log C_mid's coefficients
+    theta = rng.multivariate_normal(trend["theta"], trend_covariance(trend) * inflation ** 2, size=draws,
+                                    method="eigh", check_valid="ignore")
+    X = _design(np.log2(np.asarray(n, dtype=float)), trend["centre"], degree)                 # (R, degree + 1)
+    A, log_mid = theta[:, 1:degree + 2] @ X.T, theta[:, degree + 2:] @ X.T                    # (K, R)
+    B = np.maximum(theta[:, :1, None], 1e-6)
+    curves = R0 + (A - R0)[:, :, None] * expit(B * (np.log(grid)[None, None, :] - log_mid[:, :, None]))
+    return curves, (A, log_mid, B)
+
+
 def pooled_chances(seen: pd.DataFrame, fits: pd.DataFrame, ahead: Horizon, *, metric: str, degree: int,
                    seed: int = 0) -> pd.DataFrame:
     """Each run's chance of being n* at some compute ahead of it, under its B_p's trend model.
@@ -86,11 +102,7 @@ def pooled_chances(seen: pd.DataFrame, fits: pd.DataFrame, ahead: Horizon, *, me
         trend = fit_trend(points, R0, g[["n", "A", "B", "C_mid"]], degree=degree)
         if trend is None:
             continue
-        theta = rng.multivariate_normal(trend["theta"], trend_covariance(trend), size=DRAWS, method="eigh")
-        X = _design(np.log2(g["n"].to_numpy(dtype=float)), trend["centre"], degree)          # (R, degree + 1)
-        A, log_mid = theta[:, 1:degree + 2] @ X.T, theta[:, degree + 2:] @ X.T                # (K, R)
-        B = np.maximum(theta[:, :1, None], 1e-6)
-        curves = R0 + (A - R0)[:, :, None] * expit(B * (np.log(grid)[None, None, :] - log_mid[:, :, None]))
+        curves, (A, log_mid, B) = draw_trend_curves(trend, g["n"].to_numpy(dtype=float), R0, grid, rng)
         reached = g["compute_max"].to_numpy(dtype=float)
         active = reached + B_p * g["n"].to_numpy(dtype=float) > rung_compute * (1 - 1e-9)
         curves = np.where(active[None, :, None], curves, -np.inf)

@@ -28,15 +28,12 @@ from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
-from scipy.special import expit
 
-from isocompute.analysis.adaptive.pooled import Horizon, trend_covariance
+from isocompute.analysis.adaptive.pooled import DRAWS, Horizon, draw_trend_curves
 from isocompute.analysis.fits.noise import cell_arrays
-from isocompute.analysis.fits.pooled import _design, fit_trend
+from isocompute.analysis.fits.pooled import fit_trend
 from isocompute.analysis.fits.sigmoid import USABLE
 
-DRAWS = 4000          # parameter draws per B_p: the tail share 1 - Phi(2.5) = 0.6% is ~25 draws
-SHARED_COLUMNS = ["B_p", "n", "p_matters", "p_revive", "model", "insured"]
 
 
 class Ensemble(NamedTuple):
@@ -82,14 +79,8 @@ def trend_ensemble(seen: pd.DataFrame, fits: pd.DataFrame, B_p, ahead: Horizon, 
     if trend is None:
         return None
     n = group["n"].to_numpy(dtype=float)
-    X = _design(np.log2(n), trend["centre"], degree)                                        # (R, degree + 1)
-    # eigh draws from the covariance's non-negative part: pinv's rounding can leave an eigenvalue a hair below 0
-    theta = rng.multivariate_normal(trend["theta"], trend_covariance(trend) * inflation ** 2, size=draws,
-                                    method="eigh", check_valid="ignore")
-    A, log_mid = theta[:, 1:degree + 2] @ X.T, theta[:, degree + 2:] @ X.T                  # (K, R)
-    B = np.maximum(theta[:, :1, None], 1e-6)
     grid = ahead.grid
-    curves = R0 + (A - R0)[:, :, None] * expit(B * (np.log(grid)[None, None, :] - log_mid[:, :, None]))
+    curves, _ = draw_trend_curves(trend, n, R0, grid, rng, draws=draws, inflation=inflation)
     reached = group["compute_max"].to_numpy(dtype=float)
     active = reached + B_p * n > ahead.c_from * (1 - 1e-9)
     return Ensemble(n=n, reached=reached, active=active, grid=grid, curves=curves)
