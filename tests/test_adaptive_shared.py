@@ -131,6 +131,14 @@ def test_each_stratum_draws_its_shape(stratum):
         from isocompute.analysis.fits.sigmoid import sigmoid_reward
         clean = sigmoid_reward(2 * start, params["R0"], params["A"], params["B"], params["C_mid"])
         assert truth.reward(b, n, 2 * start) == pytest.approx(clean - drop)
+        # worth is the best checkpoint so far: above the collapsed reward, and what it was before
+        fine = np.geomspace(C_MAX / 2 ** 24, 2 * start, 20_001)
+        assert truth.value(b, n, 2 * start) == pytest.approx(truth.reward(b, n, fine).max(), abs=1e-4)
+        assert truth.value(b, n, 2 * start) > truth.reward(b, n, 2 * start) + 0.5 * drop
+        assert np.array_equal(truth.value(b, n, fine), np.maximum.accumulate(truth.value(b, n, fine)))
+    else:                                               # curves that only rise: worth is the reward
+        grid = np.geomspace(C_MAX / 2 ** 10, C_MAX, 33)
+        assert all(np.array_equal(truth.value(b, n, grid), truth.reward(b, n, grid)) for b in B_PS for n in NS)
     with pytest.raises(ValueError, match="unknown stratum"):
         draw_truth("sideways", 0)
 

@@ -38,6 +38,7 @@ SPAN_DOUBLINGS = 10                 # the probes, and the first matched evaluati
 CLIMB_MARGIN = 0.005                # an n beyond the grid better than its best by this: n* still climbing
 LATE, EARLY = 2.0, 5.0              # lambda bounds of the crossover strata
 MAX_TRIES = 5_000
+VALUE_SPAN, VALUE_POINTS = 24, 8_193  # a run's best checkpoint: searched over 2^-24..1 of its compute
 
 
 @dataclass(frozen=True)
@@ -61,9 +62,23 @@ class Truth:
                 r = r - drop * np.clip(np.log2(np.maximum(c, 1e-300) / start), 0.0, 1.0)
         return r
 
+    def value(self, B_p, n, compute) -> np.ndarray:
+        """What run (B_p, n) is worth with `compute` to spend: the true reward of its best checkpoint
+        so far, max over c <= compute of `reward` (the study's frontier is a running maximum,
+        METHODS 6, so the n* it names at a budget is the n whose best checkpoint there is best).
+        Equal to `reward` for a curve that only rises; after a collapse, the reward before it."""
+        c = np.atleast_1d(np.asarray(compute, dtype=float))
+        if (B_p, n) not in self.collapse and self.params[(B_p, n)]["A"] >= self.params[(B_p, n)]["R0"]:
+            return self.reward(B_p, n, np.asarray(compute, dtype=float))
+        top = float(np.max(c))
+        grid = np.union1d(np.geomspace(top / 2 ** VALUE_SPAN, top, VALUE_POINTS), c)
+        running = np.maximum.accumulate(np.append(self.params[(B_p, n)]["R0"], self.reward(B_p, n, grid)))
+        out = running[np.searchsorted(grid, c, side="right")]      # R0 in front: the points <= c
+        return out.reshape(np.shape(compute)) if np.ndim(compute) else out[0]
+
     def best(self, B_p, ns, compute) -> np.ndarray:
-        """The true frontier over `ns` at `compute`: (G,)."""
-        return np.max([self.reward(B_p, n, compute) for n in ns], axis=0)
+        """The true frontier over `ns` at `compute` (best checkpoints so far, `value`): (G,)."""
+        return np.max([self.value(B_p, n, compute) for n in ns], axis=0)
 
 
 def _log_uniform(rng, lo, hi):
