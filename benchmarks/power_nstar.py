@@ -30,11 +30,19 @@ tables/fits.csv):
         the embedded range, and over every design's range reaching below 2^10 (2^9).
         Easy A = 0.637, 0.693, 0.736 (fits: 0.62-0.71); Hard 0.043, 0.049, 0.054 (0.039-0.049).
   null  every n on the rise truth's n = 4 curve: n does not matter.
+  fitted (--truth-from results/<experiment>/analysis) a finished study's own fits per (B_p, n),
+        extrapolated along its trend in log2 n and by its sigmoids in compute
+        (`power_truth.FittedTruth`); its null puts every n of a B_p on that B_p's n = 4 curve.
+        The script also prints, per B_p, the compute from which n = 8 stays ahead of 4 on the
+        study's fits, with the interval over its bootstrap replicates (bootstrap_fits.csv), or
+        how often the replicates say it never does.
+Beside the power, ">4": P(some B_p establishes the rise and its n* band at its last comparable
+budget lies above 4), the power to establish a rise beyond n = 4.
 Assumed, not measured: seeds differ only by their evaluation noise (one seed per
 cell cannot show run-to-run variation); seeds are pooled by the analysis (its
 bootstrap then draws seeds). Averaging k seeds would equal k times the problems here.
 
-    PYTHONPATH=src:benchmarks .venv/bin/python benchmarks/power_nstar.py [--seeds 20] [--bootstrap 50] [--designs E4 E9] [--quick] [--out power.csv]
+    PYTHONPATH=src:benchmarks .venv/bin/python benchmarks/power_nstar.py [--seeds 20] [--bootstrap 50] [--designs E4 E9] [--quick] [--truth-from results/replicate/analysis] [--out power.csv]
 """
 
 from __future__ import annotations
@@ -44,6 +52,7 @@ import sys
 import time
 import warnings
 from dataclasses import dataclass, fields
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -51,6 +60,7 @@ from scipy.optimize import brentq
 
 from bench_coverage import EVAL_SAMPLES, analyse, rate   # the tool's chain and the interval, as bench_coverage uses them
 from power_cost import UnitCosts, job_seconds, packed_wall
+from power_truth import FittedTruth, overtake, overtake_interval
 
 from isocompute.analysis.fits.settings import AnalysisSettings
 from isocompute.analysis.fits.sigmoid import sigmoid_reward
@@ -91,11 +101,30 @@ def truth(split: str, kind: str):
     return lambda B_p, n: {**_base(split, n), "A": A[min(n, N_SAT)]}
 
 
-def true_n_star(split: str, compute) -> np.ndarray:
-    """The rise truth's n* at `compute` (its largest candidate is 64)."""
+def true_n_star(split: str, compute, params=None, B_p: int = 0) -> np.ndarray:
+    """The rise truth's n* at `compute` (its largest candidate is 64); `params` another truth's."""
     ns = 2 ** np.arange(1, 7)
-    params = truth(split, "rise")
-    return ns[np.array([sigmoid_reward(compute, **params(0, n)) for n in ns]).argmax(0)]
+    params = params or truth(split, "rise")
+    return ns[np.array([sigmoid_reward(compute, **params(B_p, n)) for n in ns]).argmax(0)]
+
+
+@dataclass(frozen=True)
+class HandTruth:
+    """The hand-made truth of a split (`truth`): n* 2 -> 8 over the embedded range."""
+
+    split: str
+    name: str = "hand-made"
+
+    def truth(self, kind: str):
+        return truth(self.split, kind)
+
+
+def truths_of(split: str, fitted_dir) -> list:
+    """The truths a split's designs are judged on: the fitted one first where `fitted_dir`/{split}/tables
+    holds a finished study's fits, then the hand-made one."""
+    tables = None if fitted_dir is None else Path(fitted_dir) / split / "tables"
+    fitted = [FittedTruth.from_tables(tables)] if tables is not None and (tables / "fits.csv").is_file() else []
+    return fitted + [HandTruth(split)]
 
 
 @dataclass(frozen=True)
@@ -143,21 +172,35 @@ def design_cost(d: Design, units: UnitCosts, cores: int) -> dict:
             "cpu_s": sum(seconds), "wall_min": packed_wall(seconds, cores) / 60}
 
 
-def simulate(d: Design, kind: str, seed: int) -> pd.DataFrame:
-    """One replication's evaluation table: the design's cells, its schedule, binomial noise."""
+def simulate(d: Design, kind: str, seed: int, source=None) -> pd.DataFrame:
+    """One replication's evaluation table: the design's cells, its schedule, binomial noise; the truth
+    `source` (default the hand-made one)."""
     keep = {(c.B_p, c.n) for c in d.cells()}
-    evals = synthetic_study(d.B_p, d.n, c_max=d.c_max, eval_steps=d.steps_of, params=truth(d.split, kind),
+    params = (source or HandTruth(d.split)).truth(kind)
+    evals = synthetic_study(d.B_p, d.n, c_max=d.c_max, eval_steps=d.steps_of, params=params,
                             noise=EvalNoise(problems=d.problems, samples=EVAL_SAMPLES, seeds=d.seeds, seed=seed))
     cell = list(zip(evals["B_p"], evals["n"]))
     return evals[[c in keep for c in cell]].reset_index(drop=True)
 
 
-def one_replication(d: Design, kind: str, seed: int, settings: AnalysisSettings) -> dict:
-    out = analyse(simulate(d, kind, seed), settings, budgets=(d.c_max,))
+def beyond(front: pd.DataFrame, law: pd.DataFrame, n: int = 4) -> float:
+    """1 when some B_p establishes a rise (its law's claim) and its n* band at its last comparable
+    budget lies above `n` (n_star_lo > n): the tool says n* rose beyond n."""
+    comparable = front[front["comparable"].to_numpy(dtype=bool)]
+    for B_p, claim in zip(law["B_p"], law["claim"].astype(str)):
+        last = comparable[comparable["B_p"] == B_p].tail(1)
+        if claim == RISES and len(last) and float(last["n_star_lo"].iloc[0]) > n:
+            return 1.0
+    return 0.0
+
+
+def one_replication(d: Design, kind: str, seed: int, settings: AnalysisSettings, source=None) -> dict:
+    out = analyse(simulate(d, kind, seed, source), settings, budgets=(d.c_max,))
     claims = out["n_star_fit"]["claim"].astype(str).tolist()
     front = out["frontier"]
     ends = front[front["comparable"].to_numpy(dtype=bool)]["compute"]
     return {"rises": float(RISES in claims), "falls": float(FALLS in claims),
+            "beyond4": beyond(front, out["n_star_fit"]),
             "n_effect": float(np.mean([c != NO_EFFECT for c in claims])) if claims else np.nan,
             "lo": float(ends.min()) if len(ends) else np.nan, "hi": float(ends.max()) if len(ends) else np.nan}
 
@@ -187,13 +230,15 @@ DESIGNS = (
 QUICK = ("E2 val 400", "E10 C 2^17 val 400")
 
 
-def evaluate(d: Design, seeds: int, settings: AnalysisSettings, units: UnitCosts, cores: int) -> dict:
-    reps = {kind: [one_replication(d, kind, s, settings) for s in range(seeds)] for kind in ("rise", "null")}
-    row = {"design": d.name, "describe": d.describe(), **{f.name: getattr(d, f.name) for f in fields(d)},
-           "seeds_run": seeds, **design_cost(d, units, cores)}
+def evaluate(d: Design, seeds: int, settings: AnalysisSettings, units: UnitCosts, cores: int, source=None) -> dict:
+    source = source or HandTruth(d.split)
+    reps = {kind: [one_replication(d, kind, s, settings, source) for s in range(seeds)] for kind in ("rise", "null")}
+    row = {"design": d.name, "truth": source.name, "describe": d.describe(),
+           **{f.name: getattr(d, f.name) for f in fields(d)}, "seeds_run": seeds, **design_cost(d, units, cores)}
     rise, null = reps["rise"], reps["null"]
     row["power"], row["power_n"], row["power_lo"], row["power_hi"] = rate([r["rises"] for r in rise])
     row["power_k"] = int(sum(r["rises"] for r in rise))
+    row["beyond4"], _, row["beyond4_lo"], row["beyond4_hi"] = rate([r["beyond4"] for r in rise])
     row["wrong_way"] = int(sum(r["falls"] for r in rise))
     wrong = [max(r["rises"], r["falls"]) for r in null]
     row["false"], row["false_n"], row["false_lo"], row["false_hi"] = rate(wrong)
@@ -202,46 +247,71 @@ def evaluate(d: Design, seeds: int, settings: AnalysisSettings, units: UnitCosts
     row["n_effect_null"] = float(np.nanmean([r["n_effect"] for r in null]))
     lo, hi = np.nanmedian([r["lo"] for r in rise]), np.nanmedian([r["hi"] for r in rise])
     row["range"] = f"2^{np.log2(lo):.1f}-2^{np.log2(hi):.0f}" if np.isfinite(lo) else "-"
-    row["true_n_star"] = (f"{true_n_star(d.split, lo)}->{true_n_star(d.split, hi)}" if np.isfinite(lo) else "-")
+    params, mid = source.truth("rise"), d.B_p[len(d.B_p) // 2]
+    row["true_n_star"] = (f"{true_n_star(d.split, lo, params, mid)}->{true_n_star(d.split, hi, params, mid)}"
+                          if np.isfinite(lo) else "-")
     return row
 
 
 def print_table(table: pd.DataFrame, gpu_speedup: float) -> None:
-    head = (f"{'design':<31}{'what':<52}{'range':>13}{'true n*':>8}{'power':>7}{'k/N':>7}{'95% CI':>13}"
-            f"{'false':>7}{'k/N':>7}{'95% CI':>13}{'F: n':>6}{'jobs':>5}{'rollouts':>10}{'val smp':>10}"
-            f"{'wall min':>9}{'GPU min*':>9}")
+    head = (f"{'design':<31}{'truth':<10}{'what':<52}{'range':>13}{'true n*':>8}{'power':>7}{'k/N':>7}{'95% CI':>13}"
+            f"{'>4':>6}{'95% CI':>13}{'false':>7}{'k/N':>7}{'95% CI':>13}{'F: n':>6}{'jobs':>5}{'rollouts':>10}"
+            f"{'val smp':>10}{'wall min':>9}{'GPU min*':>9}")
     print(head)
     print("-" * len(head))
     for r in table.itertuples():
-        print(f"{r.design:<31}{r.describe:<52}{r.range:>13}{r.true_n_star:>8}{r.power:>7.2f}"
-              f"{f'{r.power_k}/{r.power_n}':>7}{f'[{r.power_lo:.2f},{r.power_hi:.2f}]':>13}{r.false:>7.2f}"
+        print(f"{r.design:<31}{r.truth:<10}{r.describe:<52}{r.range:>13}{r.true_n_star:>8}{r.power:>7.2f}"
+              f"{f'{r.power_k}/{r.power_n}':>7}{f'[{r.power_lo:.2f},{r.power_hi:.2f}]':>13}{r.beyond4:>6.2f}"
+              f"{f'[{r.beyond4_lo:.2f},{r.beyond4_hi:.2f}]':>13}{r.false:>7.2f}"
               f"{f'{r.false_k}/{r.false_n}':>7}{f'[{r.false_lo:.2f},{r.false_hi:.2f}]':>13}{r.n_effect_rise:>6.2f}"
               f"{r.jobs:>5}{r.rollouts:>10.3g}{r.val_samples:>10.3g}{r.wall_min:>9.1f}{r.wall_min / gpu_speedup:>9.1f}")
-    print("power: some B_p claims 'rises: established' on the rise truth; false: some B_p claims a rise or a fall "
+    print("power: some B_p claims 'rises: established' on the rise truth; >4: some B_p establishes the rise and "
+          "its n* band at its last comparable budget lies above 4; false: some B_p claims a rise or a fall "
           "on the null; CI: Clopper-Pearson 95%; F: n: share of B_p whose F-test finds n matters (rise truth); "
-          f"range: the comparable compute range (median); * GPU: a guess, {gpu_speedup:g}x this machine's cores")
+          f"range: the comparable compute range (median); * GPU: a guess, {gpu_speedup:g}x this machine's cores; "
+          "truth: fitted (a finished study's fits, --truth-from) or hand-made (n* 2 -> 8, module doc)")
 
 
-def choose(table: pd.DataFrame, gpu_speedup: float) -> str:
-    """Per split: the cheapest design with power and false claims on target (point estimates), or the most powerful."""
+def choose(table: pd.DataFrame, gpu_speedup: float, column: str = "power", what: str = "power") -> str:
+    """Per split and truth: the cheapest design with `column` and false claims on target (point estimates),
+    or the one with the most."""
     lines = []
-    for split, sub in table.groupby("split", sort=False):
-        ok = sub[(sub["power"] >= TARGET["power"]) & (sub["false"] <= TARGET["false_claim"])]
+    for (split, source), sub in table.groupby(["split", "truth"], sort=False):
+        ok = sub[(sub[column] >= TARGET["power"]) & (sub["false"] <= TARGET["false_claim"])]
         if ok.empty:
-            best = sub.sort_values(["power", "wall_min"], ascending=[False, True]).iloc[0]
-            lines.append(f"{split}: no design reaches power >= {TARGET['power']:.0%} with false claims <= "
-                         f"{TARGET['false_claim']:.0%}; the most powerful: {best['design']} ({best['describe']}), "
-                         f"power {best['power']:.2f}, {best['wall_min']:.0f} min wall")
+            best = sub.sort_values([column, "wall_min"], ascending=[False, True]).iloc[0]
+            lines.append(f"{split}, {source} truth: no design reaches {what} >= {TARGET['power']:.0%} with false "
+                         f"claims <= {TARGET['false_claim']:.0%}; the most: {best['design']} ({best['describe']}), "
+                         f"{what} {best[column]:.2f}, {best['wall_min']:.0f} min wall")
             continue
         pick = ok.sort_values("wall_min").iloc[0]
-        lines.append(f"{split}: cheapest design with power >= {TARGET['power']:.0%} and false claims <= "
-                     f"{TARGET['false_claim']:.0%}: {pick['design']} ({pick['describe']}): power {pick['power']:.2f} "
-                     f"[{pick['power_lo']:.2f}, {pick['power_hi']:.2f}], false {pick['false']:.2f} "
-                     f"[{pick['false_lo']:.2f}, {pick['false_hi']:.2f}], {pick['rollouts']:.3g} training rollouts + "
-                     f"{pick['val_samples']:.3g} validation samples, {pick['wall_min']:.0f} min wall")
+        lines.append(f"{split}, {source} truth: cheapest design with {what} >= {TARGET['power']:.0%} and false "
+                     f"claims <= {TARGET['false_claim']:.0%}: {pick['design']} ({pick['describe']}): {what} "
+                     f"{pick[column]:.2f} [{pick[column + '_lo']:.2f}, {pick[column + '_hi']:.2f}], false "
+                     f"{pick['false']:.2f} [{pick['false_lo']:.2f}, {pick['false_hi']:.2f}], {pick['rollouts']:.3g} "
+                     f"training rollouts + {pick['val_samples']:.3g} validation samples, {pick['wall_min']:.0f} min wall")
         if pick["wall_min"] > TARGET["wall_min"]:
             lines.append(f"  it does not fit in {TARGET['wall_min']:.0f} min on this machine; on one GPU "
                          f"(a guess: {gpu_speedup:g}x) about {pick['wall_min'] / gpu_speedup:.0f} min")
+    return "\n".join(lines)
+
+
+def overtakes(fitted_dir, splits) -> str:
+    """Per split with a finished study under `fitted_dir` and per B_p: the compute from which n = 8 stays
+    ahead of n = 4 on the study's fits, with the interval over its bootstrap replicates."""
+    lines = []
+    for split in splits:
+        tables = Path(fitted_dir) / split / "tables"
+        if not (tables / "bootstrap_fits.csv").is_file():
+            continue
+        fitted, boot = FittedTruth.from_tables(tables), pd.read_csv(tables / "bootstrap_fits.csv")
+        for B_p in sorted(fitted.cells):
+            point = overtake(fitted.params(B_p, 4), fitted.params(B_p, 8))
+            iv = overtake_interval(boot, B_p, 4, 8)
+            fmt = lambda v: "never" if not np.isfinite(v) else f"2^{v:.1f}"  # noqa: E731
+            lines.append(f"{split} B_p {B_p}: n = 8 overtakes 4 at {fmt(np.log2(max(point, 1.0)))} on the fits; "
+                         f"over {iv['replicates']} bootstrap replicates median {fmt(iv['log2_median'])}, 95% "
+                         f"[{fmt(iv['log2_lo'])}, {fmt(iv['log2_hi'])}], never in {iv['never']:.0%}")
     return "\n".join(lines)
 
 
@@ -259,8 +329,14 @@ def main(argv=None) -> int:
     for f in fields(UnitCosts):
         parser.add_argument(f"--{f.name.replace('_', '-')}", type=float, default=f.default,
                             help=f"seconds (default: {f.default:g}, measured on results/embedded; power_cost.py)")
+    parser.add_argument("--truth-from", default=None, metavar="ANALYSIS_DIR",
+                        help="a finished study's analysis folder (results/<experiment>/analysis): each split's "
+                             "designs are also judged on its fits (power_truth.FittedTruth), and n = 8's overtaking "
+                             "of 4 is estimated from them")
     parser.add_argument("--out", default=None, help="write the table as CSV")
     args = parser.parse_args(argv)
+    if args.truth_from is not None and not Path(args.truth_from).is_dir():
+        parser.error(f"--truth-from {args.truth_from}: not a folder (expected results/<experiment>/analysis)")
     seeds, n_boot, names = (3, 40, QUICK) if args.quick else (args.seeds, args.bootstrap, args.designs)
     designs = [d for d in DESIGNS if names is None or any(d.name.split()[0] == x.split()[0] for x in names)]
     if not designs or seeds < 1:
@@ -270,14 +346,19 @@ def main(argv=None) -> int:
     start = time.perf_counter()
     rows = []
     for d in designs:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            rows.append(evaluate(d, seeds, settings, units, args.cores))
-        print(f"  {d.name}: {time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)
+        for source in truths_of(d.split, args.truth_from):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                rows.append(evaluate(d, seeds, settings, units, args.cores, source))
+            print(f"  {d.name} ({source.name}): {time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)
     table = pd.DataFrame(rows)
     print(f"{seeds} seeds per design and truth, {n_boot} bootstrap replicates, {args.cores} cores; {units}")
+    if args.truth_from is not None:
+        print(f"fitted truth: the fits in {args.truth_from}/<split>/tables (power_truth.FittedTruth)")
+        print(overtakes(args.truth_from, sorted({d.split for d in designs})))
     print_table(table, args.gpu_speedup)
     print(choose(table, args.gpu_speedup))
+    print(choose(table, args.gpu_speedup, "beyond4", "power beyond n = 4"))
     print(f"{time.perf_counter() - start:.0f} s")
     if args.out:
         table.to_csv(args.out, index=False)

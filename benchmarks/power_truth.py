@@ -1,0 +1,127 @@
+"""A truth for the power analysis taken from a finished study's own fits, and when one n overtakes another.
+
+`FittedTruth.from_tables(DIR)` reads `DIR/fits.csv` (a split's analysis tables,
+results/{experiment}/analysis/{split}/tables) and gives the sigmoid of every (B_p, n) the
+study fitted: R0, A, B, C_mid as the analysis fitted them (the trend model's values where it
+pooled the runs). An n the study did not train is extrapolated along the study's own trend:
+A and log C_mid quadratic in log2 n, per B_p, fitted to that B_p's runs (degree 1 with three
+runs, flat with fewer), B the B_p's mean. A B_p the study did not train takes the nearest
+trained B_p (in log2). Its null puts every n of a B_p on the curve of `null_n` (default 4).
+
+`overtake(fits, B_p, low, high)` is the compute from which run `high` stays ahead of run
+`low` on their fitted curves (inf where it never does up to `c_hi`, or, with A_high <= A_low,
+at any compute); `overtake_interval` gives it per bootstrap replicate of the analysis
+(bootstrap_fits.csv): the median, the 95% interval, and the share of replicates in which
+`high` never overtakes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from isocompute.analysis.fits.sigmoid import sigmoid_reward
+
+USABLE = ("ok", "constant")
+PARAMS = ("R0", "A", "B", "C_mid")
+
+
+def _usable(fits: pd.DataFrame) -> pd.DataFrame:
+    ok = fits[fits["status"].isin(USABLE) & (fits["C_mid"] > 0)]
+    return ok.groupby(["B_p", "n"], as_index=False)[list(PARAMS)].mean()      # seeds: one curve per cell
+
+
+@dataclass(frozen=True)
+class FittedTruth:
+    """Per B_p: its runs' n and fitted (R0, A, B, C_mid) arrays."""
+
+    cells: dict
+    null_n: int = 4
+    source: str = ""
+
+    @classmethod
+    def from_tables(cls, tables, null_n: int = 4) -> "FittedTruth":
+        path = Path(tables) / "fits.csv" if Path(tables).is_dir() else Path(tables)
+        if not path.is_file():
+            raise FileNotFoundError(f"{path}: no fits table (expected a finished study's "
+                                    f"results/<experiment>/analysis/<split>/tables/fits.csv)")
+        fits = pd.read_csv(path)
+        missing = [c for c in ("B_p", "n", "status", *PARAMS) if c not in fits.columns]
+        if missing:
+            raise ValueError(f"{path}: missing column {missing[0]!r} (expected fits.csv of the analysis)")
+        ok = _usable(fits)
+        if ok.empty:
+            raise ValueError(f"{path}: no usable fit (status ok or constant with C_mid > 0)")
+        cells = {int(b): g.sort_values("n").reset_index(drop=True) for b, g in ok.groupby("B_p")}
+        return cls(cells, null_n, str(path))
+
+    @property
+    def name(self) -> str:
+        return "fitted"
+
+    def _group(self, B_p: int) -> pd.DataFrame:
+        keys = np.array(sorted(self.cells))
+        return self.cells[int(keys[np.argmin(np.abs(np.log2(keys) - np.log2(B_p)))])]
+
+    def params(self, B_p: int, n: int) -> dict:
+        """The fitted sigmoid of (B_p, n); off the study's n, extrapolated along its trend in log2 n."""
+        g = self._group(B_p)
+        hit = g[g["n"] == n]
+        if len(hit):
+            return {k: float(hit[k].iloc[0]) for k in PARAMS}
+        x = np.log2(g["n"].to_numpy(dtype=float))
+        degree = min(2, len(x) - 1)
+        at = np.log2(float(n))
+        A = float(np.polyval(np.polyfit(x, g["A"].to_numpy(dtype=float), degree), at)) if degree else float(g["A"].mean())
+        log_mid = np.log(g["C_mid"].to_numpy(dtype=float))
+        mid = float(np.exp(np.polyval(np.polyfit(x, log_mid, degree), at))) if degree else float(np.exp(log_mid.mean()))
+        return {"R0": float(g["R0"].mean()), "A": float(np.clip(A, 0.0, 1.0)), "B": float(g["B"].mean()), "C_mid": mid}
+
+    def truth(self, kind: str):
+        """params(B_p, n) of the fitted ('rise') truth, or of its null: every n on null_n's curve."""
+        if kind == "null":
+            return lambda B_p, n: self.params(B_p, self.null_n)
+        if kind != "rise":
+            raise ValueError(f"unknown truth kind {kind!r}: expected 'rise' or 'null'")
+        return self.params
+
+    def n_star(self, B_p: int, ns, compute) -> np.ndarray:
+        """The truth's n* among `ns` at each compute."""
+        ns = np.asarray(ns)
+        curves = np.array([sigmoid_reward(np.asarray(compute, dtype=float), **self.params(B_p, int(n))) for n in ns])
+        return ns[curves.argmax(0)]
+
+
+def overtake(params_low: dict, params_high: dict, c_hi: float = 2.0 ** 40, points: int = 4001) -> float:
+    """The compute from which the `high` curve stays above the `low` one, up to c_hi: inf where it is not
+    ahead at c_hi or its asymptote A is not above low's (it then never stays ahead); 0 where always ahead."""
+    if params_high["A"] <= params_low["A"]:
+        return float("inf")
+    grid = np.geomspace(1.0, c_hi, points)
+    ahead = sigmoid_reward(grid, **params_high) > sigmoid_reward(grid, **params_low)
+    if not ahead[-1]:
+        return float("inf")
+    behind = np.flatnonzero(~ahead)
+    return 0.0 if not behind.size else float(grid[behind[-1] + 1])
+
+
+def overtake_interval(boot: pd.DataFrame, B_p: int, low: int, high: int, ci: float = 0.95) -> dict:
+    """`overtake` of n = high over n = low at B_p in each bootstrap replicate (bootstrap_fits.csv):
+    median and `ci` interval of log2 compute (inf counted as never), and the share that never overtake."""
+    rows = boot[(boot["B_p"] == B_p) & boot["n"].isin([low, high]) & boot["status"].isin(USABLE)]
+    at = []
+    for _, g in rows.groupby("replicate"):
+        if set(g["n"]) != {low, high}:
+            continue
+        p = {int(n): {k: float(r[k]) for k in PARAMS} for n, r in g.set_index("n").iterrows()}
+        at.append(overtake(p[low], p[high]))
+    at = np.log2(np.maximum(np.array(at, dtype=float), 1.0)) if at else np.array([])
+    if not at.size:
+        return {"replicates": 0, "never": np.nan, "log2_median": np.nan, "log2_lo": np.nan, "log2_hi": np.nan}
+    q = (1 - ci) / 2
+    lo, med, hi = np.quantile(at, [q, 0.5, 1 - q], method="inverted_cdf")   # inf sorts last: "never"
+    return {"replicates": int(at.size), "never": float(np.isinf(at).mean()), "log2_median": float(med),
+            "log2_lo": float(lo), "log2_hi": float(hi)}
