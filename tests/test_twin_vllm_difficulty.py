@@ -40,15 +40,17 @@ bfloat16, for GPUs), so the two draw from the same distribution up to kernel rou
 from __future__ import annotations
 
 import json
-import math
 import subprocess
 import sys
 
 import pandas as pd
 import pytest
 
-from conftest import TINY_CONFIG, make_study_dir
+from conftest import REPO, TINY_CONFIG, make_study_dir
 from twin_env import require_twin, run_twin_study
+
+sys.path.insert(0, str(REPO / "benchmarks"))
+from gpu_check import Z_BOUND, agreement_z  # noqa: E402  (the statistic the GPU check runs on CUDA)
 
 pytestmark = [pytest.mark.slow, pytest.mark.engine]  # tests/conftest.py: the engine tests
 
@@ -74,7 +76,7 @@ CONFIG = {
 }
 RESULTS = f"results/{EXPERIMENT}"
 SPLITS = f"{RESULTS}/splits/splits.json"
-Z_BOUND, P_BOUND, SIGN_FLIPS = 4.0, 1e-3, 4000
+P_BOUND, SIGN_FLIPS = 1e-3, 4000
 # Twice the study's temperature, at its top-p: the size of mistake the power above is measured for.
 TEMPERATURE_OFF = 1.2
 TIMEOUT_S = 1800
@@ -111,15 +113,6 @@ def counts_of(table: pd.DataFrame) -> pd.Series:
     return table.set_index("problem_id")["correct"].astype(int)
 
 
-def agreement_z(x: pd.Series, y: pd.Series, n: int = SAMPLES) -> float:
-    """z of the difference of the mean pass rates of paired Binomial(n) counts (module docstring)."""
-    x, y = x.align(y, join="inner")
-    p = (x + y) / (2 * n)
-    var = (2 * n * p * (1 - p) * (2 * n) / (2 * n - 1)).sum() / (n * len(x)) ** 2
-    diff = (x - y).sum() / (n * len(x))
-    return diff / math.sqrt(var) if var > 0 else (0.0 if diff == 0 else math.inf)
-
-
 def dispersion_p(x: pd.Series, y: pd.Series, n: int = SAMPLES, draws: int = 2000, seed: int = 0) -> float:
     """Bootstrap p-value of S = sum (x_i - y_i)^2 under equal per-problem rates (module docstring)."""
     import numpy as np
@@ -145,7 +138,7 @@ def concentration_p(x: pd.Series, y: pd.Series, draws: int = SIGN_FLIPS, seed: i
 def disagreement(x: pd.Series, y: pd.Series) -> tuple[bool, str]:
     """Whether counts `x` and `y` differ beyond sampling error by any of the three statistics, and the line
     that says how they read."""
-    z, s, c = agreement_z(x, y), dispersion_p(x, y), concentration_p(x, y)
+    z, s, c = agreement_z(x, y, SAMPLES), dispersion_p(x, y), concentration_p(x, y)
     line = (f"mean pass rate {x.mean() / SAMPLES:.4f} against {y.mean() / SAMPLES:.4f}: z = {z:+.2f}, "
             f"p(S) = {s:.4f}, p(C) = {c:.4f}")
     return abs(z) >= Z_BOUND or s <= P_BOUND or c <= P_BOUND, line
