@@ -13,7 +13,7 @@ Each study is replayed by `adaptive.replay.replay` with the sweep's schema defau
 - wrong by regret: the true worth of the sweep's n* is more than epsilon (sweep.epsilon,
   0.01) below the best n's; the full grid's own rate beside it (its n* from all the data).
   A run's worth at a budget is the true reward of its best checkpoint so far (`Truth.value`):
-  the study's frontier is a running maximum (METHODS 6), so the n* it names is a claim about
+  the study's frontier is a running maximum (docs/methods.md, section 6), so the n* it names is a claim about
   best checkpoints. It differs from the reward at the budget only after a collapse (the
   unstable stratum), where the rate judged by the reward at the budget is printed beside it
   (wrong_now, grid_wrong_now);

@@ -65,7 +65,8 @@ class Truth:
     def value(self, B_p, n, compute) -> np.ndarray:
         """What run (B_p, n) is worth with `compute` to spend: the true reward of its best checkpoint
         so far, max over c <= compute of `reward` (the study's frontier is a running maximum,
-        METHODS 6, so the n* it names at a budget is the n whose best checkpoint there is best).
+        docs/methods.md, section 6, so the n* it names at a budget is the n whose best checkpoint
+        there is best).
         Equal to `reward` for a curve that only rises; after a collapse, the reward before it."""
         c = np.atleast_1d(np.asarray(compute, dtype=float))
         if (B_p, n) not in self.collapse and self.params[(B_p, n)]["A"] >= self.params[(B_p, n)]["R0"]:
