@@ -6,13 +6,13 @@ training rollout and a cost per validation sample (problems x 4 samples at
 each evaluation). The step term is not optional: at a fixed C_max the
 embedded study's B = 8 runs took 85 s and its B = 256 runs 15 s, so a model
 in rollouts alone would price them the same. The defaults were measured on
-the finished embedded study (`measure`: a least-squares fit of each run's
+a finished study (`measure`, on `make replicate`: a least-squares fit of each run's
 wall time less its evaluation time on its steps and rollouts, from
 runs/{split}/{cell}/metrics.jsonl and run.json; the start-up is the job's
 wall time in benchmarks/train/**/*.tsv less the run's own). Jobs are packed
 onto `cores` parallel workers, longest first.
 
-    PYTHONPATH=src .venv/bin/python benchmarks/power_cost.py [results/embedded]   # re-measure
+    PYTHONPATH=src .venv/bin/python benchmarks/power_cost.py [results/replicate [PROBLEMS]]   # re-measure
 """
 
 from __future__ import annotations
@@ -30,12 +30,14 @@ EVAL_SAMPLES = 4        # avg@4
 
 @dataclass(frozen=True)
 class UnitCosts:
-    """Seconds per unit of work of one job on one core (defaults: measured on results/embedded)."""
+    """Seconds per unit of work of one job on one core (defaults: measured on `make replicate` of
+    2026-12-03, results/replicate with 400 validation problems, the machine shared with tests part
+    of the time; the release before measured 0.0695, 0.00120, 0.000628 and 10.7 on results/embedded)."""
 
-    per_step: float = 0.0695          # optimizer step (generation call, update, logging)
-    per_rollout: float = 0.00120      # training rollout
-    per_val_sample: float = 0.000628  # validation sample (0.251 s per evaluation of 100 problems x 4)
-    per_job: float = 10.7             # start-up and wrap-up of a job
+    per_step: float = 0.0368          # optimizer step (generation call, update, logging)
+    per_rollout: float = 0.000861     # training rollout
+    per_val_sample: float = 0.000409  # validation sample (0.65 s per evaluation of 400 problems x 4)
+    per_job: float = 3.92             # start-up and wrap-up of a job
 
 
 def job_seconds(steps: int, rollouts: int, evaluations: int, problems: int, units: UnitCosts) -> float:
@@ -81,7 +83,7 @@ def measure(results: Path, problems: int = 100) -> tuple[UnitCosts, pd.DataFrame
 
 def main(argv=None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    units, runs = measure(Path(args[0] if args else "results/embedded"))
+    units, runs = measure(Path(args[0] if args else "results/replicate"), int(args[1]) if len(args) > 1 else 400)
     print(runs.round(2).to_string(index=False))
     err = runs["model_s"] - runs["job_s"]
     print(f"\n{units}\nmodel - measured job seconds: mean {err.mean():+.2f}, sd {err.std():.2f}, "
