@@ -142,14 +142,17 @@ def judge(task: tuple) -> dict:
         if n_boot:
             res = with_grid_band(res, evals, n_boot)
     pr = res["probes"]
-    def regret(col, worth):
-        best = np.array([np.max([worth(b, k, c) for k in NS]) for b, c in zip(pr["B_p"], pr["compute"])])
-        n = pr[col].to_numpy(dtype=float)
-        got = np.array([worth(b, int(k), c) if np.isfinite(k) else -np.inf
-                        for b, k, c in zip(pr["B_p"], n, pr["compute"])]).ravel()
-        return best - got
-    wrong, wrong_full = (regret(col, truth.value) > p.epsilon + 1e-12 for col in ("n_star_adaptive", "n_star_full"))
-    now, now_full = (regret(col, truth.reward) > p.epsilon + 1e-12 for col in ("n_star_adaptive", "n_star_full"))
+    def wrong_by(worth):
+        """Per answer column (the sweep's, the full grid's): whether each probe's n* is worth more than
+        epsilon less than the best n by `worth`, each (probe, n) worth computed once."""
+        W = np.array([[float(worth(b, k, c)) for k in NS] for b, c in zip(pr["B_p"], pr["compute"])])
+        best = W.max(axis=1)
+        for col in ("n_star_adaptive", "n_star_full"):
+            got = np.array([W[i, NS.index(int(k))] if np.isfinite(k) else -np.inf
+                            for i, k in enumerate(pr[col].to_numpy(dtype=float))])
+            yield best - got > p.epsilon + 1e-12
+    wrong, wrong_full = wrong_by(truth.value)
+    now, now_full = wrong_by(truth.reward)
     out_band = int((~pr["in_band"]).sum()) if "in_band" in pr else np.nan
     sigma, ppd = setting(ts)
     return {"stratum": stratum, "truth": ts, "noise_seed": ns_, "sigma": sigma, "per_doubling": ppd,
