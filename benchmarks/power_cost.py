@@ -12,7 +12,7 @@ runs/{split}/{cell}/metrics.jsonl and run.json; the start-up is the job's
 wall time in benchmarks/train/**/*.tsv less the run's own). Jobs are packed
 onto `cores` parallel workers, longest first.
 
-    PYTHONPATH=src .venv/bin/python benchmarks/power_cost.py [results/replicate [PROBLEMS]]   # re-measure
+    PYTHONPATH=src .venv/bin/python benchmarks/power_cost.py [results/replicate]   # re-measure
 """
 
 from __future__ import annotations
@@ -63,11 +63,12 @@ def _run_rows(results: Path):
         tsv = results / "benchmarks" / "train" / split / f"{cell}.tsv"
         job = float(pd.read_csv(tsv, sep="\t")["s"].iloc[0]) if tsv.exists() else np.nan
         yield {"split": split, "cell": cell, "steps": run["steps"], "rollouts": run["steps"] * run["B_p"] * run["n"],
-               "evaluations": len(evals), "eval_s": sum(evals), "wall_s": run["wall_s"], "job_s": job}
+               "evaluations": len(evals), "problems": run["val_problems"], "eval_s": sum(evals),
+               "wall_s": run["wall_s"], "job_s": job}
 
 
-def measure(results: Path, problems: int = 100) -> tuple[UnitCosts, pd.DataFrame]:
-    """Per-unit costs from a finished study's run logs (its validation had `problems` problems),
+def measure(results: Path) -> tuple[UnitCosts, pd.DataFrame]:
+    """Per-unit costs from a finished study's run logs (each run's validation size from its run.json),
     and the table of runs they came from (with the model's prediction of each job)."""
     runs = pd.DataFrame(list(_run_rows(Path(results))))
     if runs.empty:
@@ -75,15 +76,16 @@ def measure(results: Path, problems: int = 100) -> tuple[UnitCosts, pd.DataFrame
     X = runs[["steps", "rollouts"]].to_numpy(dtype=float)
     (per_step, per_rollout), *_ = np.linalg.lstsq(X, (runs["wall_s"] - runs["eval_s"]).to_numpy(), rcond=None)
     units = UnitCosts(per_step=float(per_step), per_rollout=float(per_rollout),
-                      per_val_sample=float(runs["eval_s"].sum() / runs["evaluations"].sum() / (problems * EVAL_SAMPLES)),
+                      per_val_sample=float(runs["eval_s"].sum()
+                                           / (runs["evaluations"] * runs["problems"] * EVAL_SAMPLES).sum()),
                       per_job=float((runs["job_s"] - runs["wall_s"]).mean()))
-    runs["model_s"] = [job_seconds(r.steps, r.rollouts, r.evaluations, problems, units) for r in runs.itertuples()]
+    runs["model_s"] = [job_seconds(r.steps, r.rollouts, r.evaluations, r.problems, units) for r in runs.itertuples()]
     return units, runs
 
 
 def main(argv=None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    units, runs = measure(Path(args[0] if args else "results/replicate"), int(args[1]) if len(args) > 1 else 400)
+    units, runs = measure(Path(args[0] if args else "results/replicate"))
     print(runs.round(2).to_string(index=False))
     err = runs["model_s"] - runs["job_s"]
     print(f"\n{units}\nmodel - measured job seconds: mean {err.mean():+.2f}, sd {err.std():.2f}, "

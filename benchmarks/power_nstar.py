@@ -101,9 +101,9 @@ def truth(split: str, kind: str):
     return lambda B_p, n: {**_base(split, n), "A": A[min(n, N_SAT)]}
 
 
-def true_n_star(split: str, compute, params=None, B_p: int = 0) -> np.ndarray:
-    """The rise truth's n* at `compute` (its largest candidate is 64); `params` another truth's."""
-    ns = 2 ** np.arange(1, 7)
+def true_n_star(split: str, compute, params=None, B_p: int = 0, ns=tuple(2 ** np.arange(1, 7))) -> np.ndarray:
+    """The rise truth's n* among `ns` (default 2..64) at `compute`; `params` another truth's (at `B_p`)."""
+    ns = np.asarray(ns)
     params = params or truth(split, "rise")
     return ns[np.array([sigmoid_reward(compute, **params(B_p, n)) for n in ns]).argmax(0)]
 
@@ -334,7 +334,7 @@ def main(argv=None) -> int:
     parser.add_argument("--gpu-speedup", type=float, default=10.0, help="a guess at one GPU's throughput (default: 10x)")
     for f in fields(UnitCosts):
         parser.add_argument(f"--{f.name.replace('_', '-')}", type=float, default=f.default,
-                            help=f"seconds (default: {f.default:g}, measured on results/embedded; power_cost.py)")
+                            help=f"seconds (default: {f.default:g}, measured on results/replicate; power_cost.py)")
     parser.add_argument("--truth-from", default=None, metavar="ANALYSIS_DIR",
                         help="a finished study's analysis folder (results/<experiment>/analysis): each split's "
                              "designs are also judged on its fits (power_truth.FittedTruth), and n = 8's overtaking "
@@ -355,8 +355,9 @@ def main(argv=None) -> int:
     settings = AnalysisSettings(bootstrap=n_boot)
     start = time.perf_counter()
     rows = []
+    sources = {split: truths_of(split, args.truth_from, args.truth) for split in {d.split for d in designs}}
     for d in designs:
-        for source in truths_of(d.split, args.truth_from, args.truth):
+        for source in sources[d.split]:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 rows.append(evaluate(d, seeds, settings, units, args.cores, source))

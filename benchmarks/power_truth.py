@@ -88,12 +88,6 @@ class FittedTruth:
             raise ValueError(f"unknown truth kind {kind!r}: expected 'rise' or 'null'")
         return self.params
 
-    def n_star(self, B_p: int, ns, compute) -> np.ndarray:
-        """The truth's n* among `ns` at each compute."""
-        ns = np.asarray(ns)
-        curves = np.array([sigmoid_reward(np.asarray(compute, dtype=float), **self.params(B_p, int(n))) for n in ns])
-        return ns[curves.argmax(0)]
-
 
 def overtake(params_low: dict, params_high: dict, c_hi: float = 2.0 ** 40, points: int = 4001) -> float:
     """The compute from which the `high` curve stays above the `low` one, up to c_hi: inf where it is not

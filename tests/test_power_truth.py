@@ -52,7 +52,7 @@ def test_fitted_truth_returns_the_fits_and_extrapolates_along_the_trend(tables):
     assert truth.params(8, 4) == pytest.approx(_curve(4))               # an untrained B_p: the nearest in log2
     null = truth.truth("null")
     assert all(null(4, n) == truth.params(4, 4) for n in (2, 8, 64))
-    assert list(truth.n_star(4, NS, [1e1, 1e9])) == [2, 16]
+    assert list(power_nstar.true_n_star("easy", [1e1, 1e9], truth.params, 4, ns=NS)) == [2, 16]
     with pytest.raises(ValueError, match="unknown truth kind"):
         truth.truth("sideways")
 
