@@ -12,7 +12,7 @@ runs/{split}/{cell}/metrics.jsonl and run.json; the start-up is the job's
 wall time in benchmarks/train/**/*.tsv less the run's own). Jobs are packed
 onto `cores` parallel workers, longest first.
 
-    PYTHONPATH=src .venv/bin/python benchmarks/power_cost.py [results/replicate]   # re-measure
+    PYTHONPATH=src .venv/bin/python benchmarks/power_cost.py [results/replicate_pilot]   # re-measure
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ EVAL_SAMPLES = 4        # avg@4
 @dataclass(frozen=True)
 class UnitCosts:
     """Seconds per unit of work of one job on one core (defaults: measured on `make replicate` of
-    2026-12-03, results/replicate with 400 validation problems, the machine shared with tests part
+    2026-12-03, results/replicate_pilot with 400 validation problems, the machine shared with tests part
     of the time; the release before measured 0.0695, 0.00120, 0.000628 and 10.7 on results/embedded)."""
 
     per_step: float = 0.0368          # optimizer step (generation call, update, logging)
@@ -85,7 +85,7 @@ def measure(results: Path) -> tuple[UnitCosts, pd.DataFrame]:
 
 def main(argv=None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    units, runs = measure(Path(args[0] if args else "results/replicate"))
+    units, runs = measure(Path(args[0] if args else "results/replicate_pilot"))
     print(runs.round(2).to_string(index=False))
     err = runs["model_s"] - runs["job_s"]
     print(f"\n{units}\nmodel - measured job seconds: mean {err.mean():+.2f}, sd {err.std():.2f}, "

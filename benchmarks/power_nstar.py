@@ -42,7 +42,7 @@ Assumed, not measured: seeds differ only by their evaluation noise (one seed per
 cell cannot show run-to-run variation); seeds are pooled by the analysis (its
 bootstrap then draws seeds). Averaging k seeds would equal k times the problems here.
 
-    PYTHONPATH=src:benchmarks .venv/bin/python benchmarks/power_nstar.py [--seeds 20] [--bootstrap 50] [--designs E4 E9] [--quick] [--truth-from results/replicate/analysis] [--out power.csv]
+    PYTHONPATH=src:benchmarks .venv/bin/python benchmarks/power_nstar.py [--seeds 20] [--bootstrap 50] [--designs E4 E9] [--quick] [--truth-from results/replicate_pilot/analysis] [--out power.csv]
 """
 
 from __future__ import annotations
@@ -334,7 +334,7 @@ def main(argv=None) -> int:
     parser.add_argument("--gpu-speedup", type=float, default=10.0, help="a guess at one GPU's throughput (default: 10x)")
     for f in fields(UnitCosts):
         parser.add_argument(f"--{f.name.replace('_', '-')}", type=float, default=f.default,
-                            help=f"seconds (default: {f.default:g}, measured on results/replicate; power_cost.py)")
+                            help=f"seconds (default: {f.default:g}, measured on results/replicate_pilot; power_cost.py)")
     parser.add_argument("--truth-from", default=None, metavar="ANALYSIS_DIR",
                         help="a finished study's analysis folder (results/<experiment>/analysis): each split's "
                              "designs are also judged on its fits (power_truth.FittedTruth), and n = 8's overtaking "

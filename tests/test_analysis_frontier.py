@@ -114,6 +114,23 @@ def test_grid_cells_adds_listed_cells_beyond_b_max():
                                  "grid": {"easy": {**grid, "cells": [[128, 1024]]}}}))
 
 
+def test_first_replicate_trains_new_seeds_on_the_same_cells():
+    """A confirmation study (config/replicate.yaml) starts past its pilot's replicates: new run
+    directories, new training seeds, the same cells; a grid without the key is unchanged."""
+    from isocompute.config import check_config
+    from isocompute.grid import grid_cells
+    from isocompute.train.recipe import run_seed
+
+    grid = {"B_p": [16], "n": [2, 4], "B_max": 256, "C_max": 1024, "seeds": 2}
+    cfg = check_config({"splits": {"names": ["easy"]}, "grid": {"easy": grid}})
+    assert "first_replicate" not in cfg["grid"]["easy"]          # no default: old params stay as they were
+    assert [c.name for c in grid_cells(cfg)] == ["bp16_n2", "bp16_n2_s1", "bp16_n4", "bp16_n4_s1"]
+    later = check_config({"splits": {"names": ["easy"]}, "grid": {"easy": {**grid, "first_replicate": 2}}})
+    cells = grid_cells(later)
+    assert [c.name for c in cells] == ["bp16_n2_s2", "bp16_n2_s3", "bp16_n4_s2", "bp16_n4_s3"]
+    assert [run_seed(later, c) for c in cells] == [later["seed"] + r for r in (2, 3, 2, 3)]
+
+
 @pytest.fixture(scope="module")
 def synthetic_q1():
     evals = synthetic_evals(B_ps=(32, 64), ns=(8, 16, 32, 64, 128, 256), points=120)

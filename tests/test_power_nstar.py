@@ -18,8 +18,9 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 import power_nstar  # noqa: E402
 from power_cost import UnitCosts, packed_wall  # noqa: E402
 
-# Sum of the job wall seconds (column s) in results/replicate/benchmarks/train/{split}/*.tsv of
-# `make replicate` on 2026-12-03 (E12 on Easy and Hard, 2 seeds per cell), which the defaults were measured on.
+# Sum of the job wall seconds (column s) in results/replicate_pilot/benchmarks/train/{split}/*.tsv of
+# the replication pilot (config/replicate_pilot.yaml) on 2026-12-03 (E12 on Easy and Hard, 2 seeds per cell), which the
+# defaults were measured on.
 MEASURED_JOB_S = {"easy": 2567.1, "hard": 1930.1}
 
 
@@ -46,7 +47,7 @@ def test_null_truth_is_one_curve_in_the_embedded_reward_range(split):
 
 @pytest.mark.parametrize("split", ["easy", "hard"])
 def test_cost_model_prices_the_replication_jobs_as_measured(split):
-    design = replace(_design("E12"), seeds=2)                 # config/replicate.yaml
+    design = replace(_design("E12"), seeds=2)                 # config/replicate_pilot.yaml
     if split == "hard":
         design = replace(design, split="hard", n=(2, 4, 8, 16), B_max=64)
     cost = power_nstar.design_cost(design, UnitCosts(), cores=2)

@@ -37,6 +37,13 @@ class Cell:
         return run_name(self.B_p, self.n, self.replicate_suffix)
 
 
+def replicates(spec: dict) -> range:
+    """A split's seed replicates: `seeds` of them from `first_replicate` (default 0), each training
+    with seed + replicate."""
+    first = int(spec.get("first_replicate", 0))
+    return range(first, first + int(spec.get("seeds", 1)))
+
+
 def grid_cells(config: dict) -> list[Cell]:
     """Every cell of every split's grid with B_p * n <= B_max, and its listed `cells`,
     M_max = C_max // (B_p * n).
@@ -53,7 +60,7 @@ def grid_cells(config: dict) -> list[Cell]:
                               f"(splits.names is {splits})")
         kept = [Cell(split, B_p, n, spec["C_max"] // (B_p * n), spec["C_max"], r)
                 for B_p in sorted(set(spec["B_p"])) for n in sorted(set(spec["n"]))
-                if B_p * n <= min(spec["B_max"], spec["C_max"]) for r in range(spec.get("seeds", 1))]
+                if B_p * n <= min(spec["B_max"], spec["C_max"]) for r in replicates(spec)]
         # grid.<split>.cells is optional with no default: absent is none (a job's JobConfig has
         # no .get default, so ask whether the rule passed it).
         for i, (B_p, n) in enumerate(spec["cells"] if "cells" in spec else []):
@@ -61,7 +68,7 @@ def grid_cells(config: dict) -> list[Cell]:
                 raise ConfigError(f"config key 'grid.{split}.cells[{i}]': B_p * n = {B_p * n} exceeds C_max = "
                                   f"{spec['C_max']}, so the run could not take a step")
             kept += [Cell(split, B_p, n, spec["C_max"] // (B_p * n), spec["C_max"], r)
-                     for r in range(spec.get("seeds", 1))]
+                     for r in replicates(spec)]
         kept = sorted(set(kept))
         if not kept:
             smallest = min(spec["B_p"]) * min(spec["n"])
