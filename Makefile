@@ -1,6 +1,6 @@
 # Two commands: `make run` (the embedded study end to end) and `make test` (`make check`:
 # its fast tier, minutes); `make replicate`
-# runs the larger laptop replication of the paper's question (about an hour and a half).
+# runs the larger laptop replication of the paper's question.
 # Both create .venv at the repo root when absent and install the project with
 # its pinned dependencies; torch is installed first with an exact pin so that
 # a CPU machine takes the CPU wheel instead of a multi-GB CUDA build.

@@ -48,6 +48,7 @@ import warnings
 
 import numpy as np
 import pandas as pd
+import yaml
 
 from isocompute.analysis.adaptive.replay import replay, with_grid_band
 from isocompute.analysis.adaptive.strata import B_PS, C_MAX, NS, SPAN_DOUBLINGS, STRATA, Truth, draw_truth
@@ -247,7 +248,7 @@ def main(argv=None) -> int:
     unknown = [s for s in strata if s not in STRATA]
     if unknown:
         parser.error(f"unknown stratum {unknown[0]!r}: expected some of {', '.join(STRATA)}")
-    params = {k: float(v) if k != "bands" else v for k, v in (kv.split("=", 1) for kv in args.set)}
+    params = {k: yaml.safe_load(v) for k, v in (kv.split("=", 1) for kv in args.set)}
     if args.bands:
         params["bands"] = args.bands
     params = SweepSettings.of(params).rule()
