@@ -153,3 +153,43 @@ def test_replay_reports_the_grid_band_when_asked(crossover):
     assert {"n_star_lo", "n_star_hi", "in_band"} <= set(pr.columns)
     assert (pr["n_star_lo"] <= pr["n_star_hi"]).all() and 0 <= res["in_band"] <= 1
     assert isinstance(pd.Series(pr["in_band"]).iloc[0], (bool, np.bool_))
+
+
+def test_a_run_trained_to_the_rung_is_a_rival_though_its_last_evaluation_is_below_it(crossover):
+    """At 4 evaluations per doubling rounded to whole steps, B_p 32's n = 8 and 512 have their last
+    evaluation a quarter doubling below the rung C_max / 2^1.5. Told they trained to the rung (as
+    the replay and the pipeline tell it), the model counts them: n = 512 is a rival of n = 128,
+    whose chance to matter falls from 1, and n = 8 is judged, not taken for a run stopped earlier."""
+    from isocompute.analysis.adaptive.rule import decide
+
+    _, evals = crossover
+    rung = C_MAX / 2 ** 1.5
+    last = evals[evals["compute"] <= rung * (1 + 1e-9)].groupby(["B_p", "n"])["compute"].max()
+    short = [(b, n) for (b, n), c in last.items() if c + b * n <= rung * (1 - 1e-9)]
+    assert (32, 8) in short and (32, 512) in short
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        guessed = decide(evals, rung_compute=rung, c_max=C_MAX).set_index(["B_p", "n"])
+        told = decide(evals, rung_compute=rung, c_max=C_MAX, trained=list(last.index)).set_index(["B_p", "n"])
+    assert guessed.loc[(32, 128), "p_n_star"] == 1.0 and told.loc[(32, 128), "p_n_star"] < 0.5
+    for key in [(32, 8), (32, 512)]:
+        assert guessed.loc[key, "reason"] == "stopped at an earlier rung"
+        assert told.loc[key, "reason"] != "stopped at an earlier rung"
+
+
+def test_the_straight_trend_takes_the_draws_the_data_do_not_need_a_curvature_for():
+    """`lower_degree_weight`: the BIC posterior of the trend one degree lower. Equal fits: the
+    curvature's two parameters are not worth their 2 ln N, the straight trend weighs N / (N + 1);
+    a curvature that lowers the SSE by far more than 2 ln N takes (almost) all the weight; the
+    weight falls as the gain grows; no lower fit, no weight."""
+    from isocompute.analysis.adaptive.shared import lower_degree_weight
+
+    trend = {"sse": 100.0, "n_points": 200}
+    weight = lambda gain: lower_degree_weight(trend, {"sse": 100.0 + gain}, 2)  # noqa: E731
+    assert weight(0.0) == pytest.approx(200 / 201)
+    assert weight(60.0) < 1e-5
+    assert weight(0.0) > weight(10.0) > weight(2 * np.log(200)) > weight(20.0)
+    assert weight(2 * np.log(200)) == pytest.approx(0.5)
+    assert lower_degree_weight(trend, None, 2) == 0.0
+    badly = {"sse": 400.0, "n_points": 200}            # reduced chi-square 400 / 193: a gain counts that much less
+    assert lower_degree_weight(badly, {"sse": 400.0 + 2 * np.log(200) * 400 / 193}, 2) == pytest.approx(0.5)

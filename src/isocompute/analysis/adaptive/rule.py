@@ -261,7 +261,7 @@ def decide(evals: pd.DataFrame, *, rung_compute: float, c_max: float, params: Sw
     out = prune(bands, neighbours=p.neighbours, min_evals=p.min_evals, frontier=p.frontier, c_max=c_max)
     if p.bands == "shared" and p.frontier == "fixed_B_p":
         out, chances = apply_shared(out, seen, fits, Horizon(rung_compute, c_max, p.grid_points), params=p,
-                                    settings=s)
+                                    settings=s, trained=trained)
     elif p.bands == "pooled" and p.frontier == "fixed_B_p" and "model" in fits.columns:
         chances = pooled_chances(seen, fits, Horizon(rung_compute, c_max, p.grid_points), metric=metric,
                                  degree=s.pool_degree)
@@ -329,13 +329,17 @@ def apply_pooled(decisions: pd.DataFrame, chances: pd.DataFrame, *, z: float, ma
 
 
 def apply_shared(decisions: pd.DataFrame, seen: pd.DataFrame, fits: pd.DataFrame, ahead: Horizon, *,
-                 params: SweepSettings, settings: AnalysisSettings) -> tuple[pd.DataFrame, pd.DataFrame]:
+                 params: SweepSettings, settings: AnalysisSettings, trained=None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The per-run decisions (`prune`) with the shared model's stops added (`adaptive.shared`).
 
     Per B_p whose trend model is in force: the runs the per-run rule lets go on that the model may
     judge (enough evaluations, data within `params.reach` doublings of C_max) stop when the model
     says a run going on stays within `params.epsilon` of them at every compute ahead in all but
-    1 - Phi(z) of its draws; finished runs are rivals, never candidates. Returns (the decisions,
+    1 - Phi(z) of its draws; finished runs are rivals, never candidates. `trained`: the (B_p, n)
+    trained to this rung (`decide`'s); without it, a run whose last evaluation is within one step
+    of the rung. (A run's evaluations need not reach its rung: on a schedule of a few points per
+    doubling, rounded to whole steps, the last one may sit a quarter doubling below it, and such
+    a run, judged stopped, would be neither a rival nor a candidate.) Returns (the decisions,
     with p_n_star the chance to matter; the chances, columns B_p, n, p_revive, for the revival of
     runs stopped at earlier rungs: NaN where the model is not in force)."""
     out = decisions.copy()
@@ -348,6 +352,9 @@ def apply_shared(decisions: pd.DataFrame, seen: pd.DataFrame, fits: pd.DataFrame
         ens = trend_ensemble(seen, fits, B_p, ahead, how, rng)
         if ens is None:
             continue
+        if trained is not None:
+            keys = {(float(b), float(n)) for b, n in trained}
+            ens = ens._replace(active=np.array([(float(B_p), float(n)) in keys for n in ens.n], dtype=bool))
         idx = [int(np.flatnonzero((out["B_p"] == B_p).to_numpy() & (out["n"] == n).to_numpy())[0]) for n in ens.n]
         sub = out.loc[idx]
         finished = sub["reason"].eq("reached C_max").to_numpy()

@@ -7,7 +7,10 @@ one B_p are not unrelated: the analysis pools them (`fits.pooled`: one B, A and 
 polynomials in log2 n), and here the rule uses that model to predict every run at once.
 Its parameters' sampling distribution (Gaussian, from the fit's Jacobian, widened by the
 reduced chi-square when above 1) is drawn `DRAWS` times; every draw gives every run of the
-B_p a curve, so a young run's prediction borrows from its neighbours in n.
+B_p a curve, so a young run's prediction borrows from its neighbours in n. The draws mix the
+trend of the analysis' degree with the one a degree lower, by their BIC weights
+(`lower_degree_weight`): a curvature in n the data do not ask for would otherwise keep the
+runs at the ends and the middle of the grid going to C_max on a null.
 
 The question asked of the draws is the one the study answers, judged by regret: a run may
 stop when, in at least 1 - Phi(z) of the draws, at every compute ahead some run that goes
@@ -28,6 +31,7 @@ from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
+from scipy.special import expit
 
 from isocompute.analysis.adaptive.pooled import DRAWS, Horizon, draw_trend_curves
 from isocompute.analysis.fits.noise import cell_arrays
@@ -78,12 +82,37 @@ def trend_ensemble(seen: pd.DataFrame, fits: pd.DataFrame, B_p, ahead: Horizon, 
     trend = None if init.empty else fit_trend(points, R0, init, degree=degree)
     if trend is None:
         return None
+    lower = fit_trend(points, R0, init, degree=degree - 1) if degree > 1 else None
     n = group["n"].to_numpy(dtype=float)
     grid = ahead.grid
     curves, _ = draw_trend_curves(trend, n, R0, grid, rng, draws=draws, inflation=inflation)
+    w_lower = lower_degree_weight(trend, lower, degree)
+    if w_lower > 0:
+        curves_lower, _ = draw_trend_curves(lower, n, R0, grid, rng, draws=draws, inflation=inflation)
+        pick = rng.random(draws) < w_lower
+        curves[pick] = curves_lower[pick]
     reached = group["compute_max"].to_numpy(dtype=float)
     active = reached + B_p * n > ahead.c_from * (1 - 1e-9)
     return Ensemble(n=n, reached=reached, active=active, grid=grid, curves=curves)
+
+
+def lower_degree_weight(trend: dict, lower: dict | None, degree: int) -> float:
+    """The weight of the trend one degree lower (`lower`, nested in `trend` of `degree`) in the
+    model's draws: its BIC posterior probability against `trend` (equal prior odds), from the
+    weighted SSEs, each scaled by `trend`'s reduced chi-square when above 1, and 2 ln N per two
+    extra parameters (N: the points both are fitted to). 0 without a lower fit.
+
+    A quadratic in log2 n is wide where its curvature is not pinned: with one run at each end and
+    one in the middle it lets each of them pull ahead in some draws, so on a null (every n the
+    same) three runs per B_p trained to C_max under it, for a curvature the data do not ask for.
+    Averaged with the straight trend by the evidence, the curvature stays where the data need it
+    (a peaked truth) and drops out where they do not."""
+    if lower is None:
+        return 0.0
+    points = max(int(trend["n_points"]), 2)
+    scale = max(1.0, trend["sse"] / max(points - (3 + 2 * degree), 1))
+    delta = (lower["sse"] - trend["sse"]) / scale - 2 * np.log(points)     # BIC(lower) - BIC(trend)
+    return float(expit(-0.5 * delta))
 
 
 def chance_to_matter(ens: Ensemble, i: int, rivals: np.ndarray, epsilon: float) -> float:
