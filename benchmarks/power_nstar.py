@@ -227,6 +227,10 @@ DESIGNS = (
     # have n = 8 overtaking 4 (near 2^15.5): that B_p, trained further
     Design("E14 B_p 16 C 2^17 4/dbl", B_p=(16,), c_max=2.0 ** 17, problems=400, per_doubling=4),
     Design("E15 B_p 16 C 2^18 4/dbl", B_p=(16,), c_max=2.0 ** 18, problems=400, per_doubling=4),
+    # added with the fitted truth of `make replicate` (E15 on new seeds), where n = 8 overtakes 4 only
+    # near 2^17.8 and 16 overtakes 8 near 2^19.4: the same B_p, trained further
+    Design("E16 B_p 16 C 2^19 4/dbl", B_p=(16,), c_max=2.0 ** 19, problems=400, per_doubling=4),
+    Design("E17 B_p 16 C 2^20 4/dbl", B_p=(16,), c_max=2.0 ** 20, problems=400, per_doubling=4),
     Design("H0 embedded", split="hard", B_p=(4, 8, 16), n=(2, 4, 8, 16), c_max=2.0 ** 12, B_max=64),
     Design("H1 C 2^15 val 400", split="hard", B_p=(4,), n=(2, 4, 8, 16), c_max=2.0 ** 15, problems=400, B_max=64),
     Design("H2 C 2^17 val 400", split="hard", B_p=(4,), n=(2, 4, 8, 16), c_max=2.0 ** 17, problems=400, B_max=64),
