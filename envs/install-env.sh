@@ -2,9 +2,10 @@
 # Installs envs/<name>.lock.txt into the active environment (the python on PATH), hashes
 # checked and nothing else resolved, then the wheels envs/<name>.in names by URL (no
 # dependencies: theirs are in the lock), then the isocompute package from this checkout
-# (editable, no dependencies). <name>.post-deploy.sh calls it; Snakemake runs that from the
-# directory it was started in -- the repository root, as docs/cluster.md says; set
-# ISOCOMPUTE_SRC to the checkout otherwise.
+# (editable, no dependencies, built by the lock's setuptools: nothing fetched unhashed).
+# <name>.post-deploy.sh calls it; Snakemake runs that from the directory it was started in
+# -- the repository root, as docs/cluster.md says; set ISOCOMPUTE_SRC to the checkout
+# otherwise.
 #
 #   bash envs/install-env.sh verl|analysis
 set -euo pipefail
@@ -25,4 +26,6 @@ if [ -n "$urls" ]; then
     # shellcheck disable=SC2086
     python -m pip install --no-deps $urls
 fi
-python -m pip install --no-deps -e "$src"
+# the package's build backend (setuptools) is the lock's, hash-checked above: no build
+# isolation, no index, so this step fetches nothing
+python -m pip install --no-deps --no-build-isolation --no-index -e "$src"

@@ -5,9 +5,10 @@ Each conda environment envs/<name>.yaml has its pip requirements in envs/<name>.
 person edits) and their resolution in envs/<name>.lock.txt (what <name>.post-deploy.sh
 installs, hashes checked), resolved by uv for the platform the environments target:
 CPython 3.12 on linux x86_64 (manylinux 2.28). The yaml records in comments the sha256 of
-the lock and of envs/install-env.sh (which <name>.post-deploy.sh runs): Snakemake hashes the
-yaml's text and the post-deploy script's, not the files the script reads, so these lines are
-what rebuild an environment when its lock or the install script changes.
+the lock, of the input (its URL lines are installed too) and of envs/install-env.sh (which
+<name>.post-deploy.sh runs): Snakemake hashes the yaml's text and the post-deploy script's,
+not the files the script reads, so these lines are what rebuild an environment when its lock,
+its URL wheels or the install script change.
 
 The analysis environment is resolved under the test venv's constraints (constraints.txt,
 the one home of those pins): every package it shares with the test venv, numpy, scipy and
@@ -55,6 +56,7 @@ GPU_CHECK = "gpu-check"
 DERIVED = (TWIN, GPU_CHECK)
 LOCK_HASH_LINE = re.compile(r"^# pip lock: (?P<file>\S+) sha256:(?P<sha>[0-9a-f]{64})$", re.M)
 INSTALL_HASH_LINE = re.compile(r"^# install script: (?P<file>\S+) sha256:(?P<sha>[0-9a-f]{64})$", re.M)
+INPUT_HASH_LINE = re.compile(r"^# pip input: (?P<file>\S+) sha256:(?P<sha>[0-9a-f]{64})$", re.M)
 # What verl 0.9.1's `vllm` extra requires beyond the verl-core extra, vllm itself and the
 # torch/transformers pins the cluster list repeats (verl-0.9.1.dist-info/METADATA).
 VERL_VLLM_EXTRA_REST = ("mbridge",)
@@ -212,11 +214,18 @@ def recorded_install_hash(name: str) -> str | None:
     return m["sha"] if m else None
 
 
+def recorded_input_hash(name: str) -> str | None:
+    m = INPUT_HASH_LINE.search((ENVS / f"{name}.yaml").read_text())
+    return m["sha"] if m else None
+
+
 def record_lock_hash(name: str) -> None:
-    """Write into envs/<name>.yaml the sha256 of its lock and of envs/install-env.sh."""
+    """Write into envs/<name>.yaml the sha256 of its lock, of its input envs/<name>.in (whose URL
+    lines envs/install-env.sh installs besides the lock) and of envs/install-env.sh."""
     yaml = ENVS / f"{name}.yaml"
     text = yaml.read_text()
     for pattern, line in ((LOCK_HASH_LINE, f"# pip lock: {name}.lock.txt sha256:{sha256(lock_path(name))}"),
+                          (INPUT_HASH_LINE, f"# pip input: {name}.in sha256:{sha256(input_path(name))}"),
                           (INSTALL_HASH_LINE, f"# install script: install-env.sh sha256:{sha256(install_script())}")):
         if not pattern.search(text):
             raise LockError(f"{yaml}: no '{line.rsplit(':', 1)[0]}:...' line to update")
@@ -258,6 +267,8 @@ def main(argv=None) -> int:
                     stale.append(f"envs/{name}.yaml records another sha256 than envs/{name}.lock.txt's")
                 if recorded_install_hash(name) != sha256(install_script()):
                     stale.append(f"envs/{name}.yaml records another sha256 than envs/install-env.sh's")
+                if recorded_input_hash(name) != sha256(input_path(name)):
+                    stale.append(f"envs/{name}.yaml records another sha256 than envs/{name}.in's")
             else:
                 record_lock_hash(name)
     for s in stale:

@@ -128,12 +128,24 @@ def installed(python312, tmp_path_factory) -> Path:
     _skip_without_index(proc)
     assert proc.returncode == 0, f"analysis.post-deploy.sh failed ({proc.returncode}):\n{proc.stderr[-4000:]}"
     assert "--require-hashes" in (REPO / "envs" / "install-env.sh").read_text()
+    env_dir.joinpath("post-deploy.log").write_text(proc.stdout + proc.stderr)
     return env_dir
 
 
 def in_env(env_dir: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([str(env_dir / "bin" / "python"), *args], cwd="/", env=activated(env_dir),
                           capture_output=True, text=True, timeout=300)
+
+
+def test_the_package_is_built_by_the_locks_setuptools_with_nothing_fetched(installed):
+    """The editable install of isocompute runs without build isolation and without the index: its
+    build backend is the setuptools the lock installed, hash-checked, not one pip fetches unhashed
+    into an isolated build (pip prints "Installing build dependencies" when it does)."""
+    log = (installed / "post-deploy.log").read_text()
+    assert "Installing build dependencies" not in log, log[-2000:]
+    out = in_env(installed, "-c", "import importlib.metadata as m; print(m.version('setuptools'))")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == lock_pins()["setuptools"]
 
 
 def test_the_environment_is_cpython_312(installed):

@@ -150,6 +150,9 @@ def test_each_conda_env_is_python_and_pip_and_records_its_lock():
             f"{env.name} records another sha256 than {env.stem}.lock.txt's: run python envs/lock.py")
         assert lock.recorded_install_hash(env.stem) == lock.sha256(lock.install_script()), (
             f"{env.name} records another sha256 than install-env.sh's: run python envs/lock.py {env.stem}")
+        assert lock.recorded_input_hash(env.stem) == lock.sha256(lock.input_path(env.stem)), (
+            f"{env.name} records another sha256 than {env.stem}.in's (its URL wheels): run python envs/lock.py "
+            f"{env.stem}")
         post = (REPO / "envs" / f"{env.stem}.post-deploy.sh").read_text()
         assert f'install-env.sh" {env.stem}' in post, f"{env.stem}.post-deploy.sh does not install its lock"
 
@@ -178,12 +181,14 @@ def snakemake_env_hash(env_file: Path) -> str:
     return env.hash
 
 
-@pytest.mark.parametrize("changed", ["{name}.lock.txt", "install-env.sh"], ids=["lock", "install-script"])
+@pytest.mark.parametrize("changed", ["{name}.lock.txt", "{name}.in", "install-env.sh"],
+                         ids=["lock", "input", "install-script"])
 @pytest.mark.parametrize("name", lock.CONDA_ENVS)
 def test_a_new_lock_or_install_script_is_a_new_snakemake_env(name, changed, tmp_path, monkeypatch):
     """Snakemake hashes the yaml and the post-deploy script, not the files that script reads:
-    the lock and envs/install-env.sh reach the env's hash through the digests the yaml records
-    (envs/lock.py writes them), so a change to either is a new environment."""
+    the lock, the input (its URL wheels: verl.in's flash-attn) and envs/install-env.sh reach the
+    env's hash through the digests the yaml records (envs/lock.py writes them), so a change to
+    any of them is a new environment."""
     envs = tmp_path / "envs"
     shutil.copytree(REPO / "envs", envs)
     monkeypatch.setattr(lock, "ENVS", envs)
@@ -264,7 +269,7 @@ def test_install_env_passes_a_wheels_sha256_fragment_to_pip(tmp_path):
     assert (tmp_path / "calls").read_text().splitlines() == [
         f"-m pip install --no-deps --require-hashes -r {repo}/envs/t.lock.txt",
         f"-m pip install --no-deps {url}",
-        f"-m pip install --no-deps -e {repo}"]
+        f"-m pip install --no-deps --no-build-isolation --no-index -e {repo}"]
 
 
 def test_the_analysis_environment_is_part_of_the_gpu_environment():
