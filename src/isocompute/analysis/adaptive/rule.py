@@ -254,6 +254,7 @@ def decide(evals: pd.DataFrame, *, rung_compute: float, c_max: float, params: Sw
     if not 0 < rung_compute <= c_max:
         raise ValueError(f"need 0 < rung_compute <= c_max, got {rung_compute!r} and {c_max!r}")
     evals = check_evals(evals, metric)
+    keys = None if trained is None else {(float(b), float(n)) for b, n in trained}
     seen = evals[evals["compute"] <= rung_compute * (1 + 1e-9)]
     seen, fits, _ = fit_study(seen, s)
     bands = prediction_bands(seen, fits, c_max=c_max, c_from=rung_compute, metric=metric, z=p.z,
@@ -261,7 +262,7 @@ def decide(evals: pd.DataFrame, *, rung_compute: float, c_max: float, params: Sw
     out = prune(bands, neighbours=p.neighbours, min_evals=p.min_evals, frontier=p.frontier, c_max=c_max)
     if p.bands == "shared" and p.frontier == "fixed_B_p":
         out, chances = apply_shared(out, seen, fits, Horizon(rung_compute, c_max, p.grid_points), params=p,
-                                    settings=s, trained=trained)
+                                    settings=s, trained=keys)
     elif p.bands == "pooled" and p.frontier == "fixed_B_p" and "model" in fits.columns:
         chances = pooled_chances(seen, fits, Horizon(rung_compute, c_max, p.grid_points), metric=metric,
                                  degree=s.pool_degree)
@@ -269,10 +270,9 @@ def decide(evals: pd.DataFrame, *, rung_compute: float, c_max: float, params: Sw
     else:
         chances = pd.DataFrame()
     one_more = out["reached"].to_numpy(dtype=float) + out["B_p"].to_numpy(dtype=float) * out["n"].to_numpy(dtype=float)
-    if trained is None:
+    if keys is None:
         stopped = one_more <= rung_compute * (1 - 1e-9)
     else:
-        keys = {(float(b), float(n)) for b, n in trained}
         stopped = np.array([(float(b), float(n)) not in keys for b, n in zip(out["B_p"], out["n"])], dtype=bool)
     stopped &= one_more <= c_max * (1 + 1e-9)              # a run at C_max has nothing left to resume
     # Shared bands: a stopped run resumes only when its chance to matter is beyond a z/2 band's
@@ -335,11 +335,8 @@ def apply_shared(decisions: pd.DataFrame, seen: pd.DataFrame, fits: pd.DataFrame
     Per B_p whose trend model is in force: the runs the per-run rule lets go on that the model may
     judge (enough evaluations, data within `params.reach` doublings of C_max) stop when the model
     says a run going on stays within `params.epsilon` of them at every compute ahead in all but
-    1 - Phi(z) of its draws; finished runs are rivals, never candidates. `trained`: the (B_p, n)
-    trained to this rung (`decide`'s); without it, a run whose last evaluation is within one step
-    of the rung. (A run's evaluations need not reach its rung: on a schedule of a few points per
-    doubling, rounded to whole steps, the last one may sit a quarter doubling below it, and such
-    a run, judged stopped, would be neither a rival nor a candidate.) Returns (the decisions,
+    1 - Phi(z) of its draws; finished runs are rivals, never candidates. `trained`: the set of
+    (B_p, n), as floats, trained to this rung (`shared.trend_ensemble`'s). Returns (the decisions,
     with p_n_star the chance to matter; the chances, columns B_p, n, p_revive, for the revival of
     runs stopped at earlier rungs: NaN where the model is not in force)."""
     out = decisions.copy()
@@ -349,12 +346,9 @@ def apply_shared(decisions: pd.DataFrame, seen: pd.DataFrame, fits: pd.DataFrame
     c_max = ahead.c_max
     rows = []
     for B_p in sorted(out["B_p"].unique()):
-        ens = trend_ensemble(seen, fits, B_p, ahead, how, rng)
+        ens = trend_ensemble(seen, fits, B_p, ahead, how, rng, trained=trained)
         if ens is None:
             continue
-        if trained is not None:
-            keys = {(float(b), float(n)) for b, n in trained}
-            ens = ens._replace(active=np.array([(float(B_p), float(n)) in keys for n in ens.n], dtype=bool))
         idx = [int(np.flatnonzero((out["B_p"] == B_p).to_numpy() & (out["n"] == n).to_numpy())[0]) for n in ens.n]
         sub = out.loc[idx]
         finished = sub["reason"].eq("reached C_max").to_numpy()

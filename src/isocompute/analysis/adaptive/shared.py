@@ -64,10 +64,15 @@ class TrendDraws(NamedTuple):
 
 
 def trend_ensemble(seen: pd.DataFrame, fits: pd.DataFrame, B_p, ahead: Horizon, how: TrendDraws,
-                   rng: np.random.Generator) -> Ensemble | None:
+                   rng: np.random.Generator, trained: set | None = None) -> Ensemble | None:
     """The curve draws of B_p's runs under its trend model (`how`), or None where the model is not in
     force: fewer than degree + 2 usable runs, a failed fit, or the F-test against the run-by-run fits
-    (`pool_p` of `fits`, computed by the analysis) rejecting it at `how.alpha` or not computable."""
+    (`pool_p` of `fits`, computed by the analysis) rejecting it at `how.alpha` or not computable.
+    `trained`: the set of (B_p, n), as floats, trained to this rung (the ensemble's `active`); without
+    it, the runs whose last evaluation is within one step of the rung. A run's evaluations need not
+    reach its rung: on a schedule of a few points per doubling, rounded to whole steps, the last one
+    may sit a quarter doubling below it, and such a run, taken for stopped, would be neither a rival
+    nor a candidate."""
     metric, degree, alpha, draws, inflation = how
     group = fits[(fits["B_p"] == B_p) & fits["status"].isin(USABLE)].sort_values("n")
     p = group["pool_p"].to_numpy(dtype=float) if "pool_p" in group.columns else np.array([np.nan])
@@ -92,7 +97,10 @@ def trend_ensemble(seen: pd.DataFrame, fits: pd.DataFrame, B_p, ahead: Horizon, 
         pick = rng.random(draws) < w_lower
         curves[pick] = curves_lower[pick]
     reached = group["compute_max"].to_numpy(dtype=float)
-    active = reached + B_p * n > ahead.c_from * (1 - 1e-9)
+    if trained is None:
+        active = reached + B_p * n > ahead.c_from * (1 - 1e-9)
+    else:
+        active = np.array([(float(B_p), float(k)) in trained for k in n], dtype=bool)
     return Ensemble(n=n, reached=reached, active=active, grid=grid, curves=curves)
 
 
