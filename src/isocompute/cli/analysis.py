@@ -69,6 +69,7 @@ SETTING_OPTIONS = {"method": ("--method",), "metric": ("--metric",), "bin_width"
                    "observed_range": ("--observed-range",), "record_z": ("--record-z",),
                    "se_window": ("--se-window",), "pool": ("--pool",), "pool_degree": ("--pool-degree",),
                    "pool_alpha": ("--pool-alpha",), "n_effect_alpha": ("--n-effect-alpha",),
+                   "collapse_alpha": ("--collapse-alpha",), "collapse_window": ("--collapse-window",),
                    "max_extrapolation": ("--max-extrapolation",)}
 
 
@@ -182,6 +183,12 @@ def _add_settings(p: argparse.ArgumentParser, d: dict) -> None:
     opt("n_effect_alpha", type=float, metavar="P",
         help=f"noise method, pool trend: F-test level at which the runs of a B_p stop sharing one curve "
              f"(n matters); below it n* is undetermined (default: {d['n_effect_alpha']})")
+    opt("collapse_alpha", type=float, metavar="P",
+        help=f"noise method: level of the test for a run's collapse (fitted up to it, held flat after it; "
+             f"0: no test; default: {d['collapse_alpha']})")
+    opt("collapse_window", type=_positive_int, metavar="K",
+        help=f"noise method, collapse test: evaluations before a cut its later ones are compared with "
+             f"(default: {d['collapse_window']})")
     opt("max_extrapolation", type=float, metavar="F",
         help=f"recommendations.csv: its last budget this many times above the studied range "
              f"(default: {d['max_extrapolation']:g})")

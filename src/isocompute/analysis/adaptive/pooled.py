@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import expit
 
+from isocompute.analysis.fits.collapse import held
 from isocompute.analysis.fits.noise import cell_arrays
 from isocompute.analysis.fits.pooled import _design, fit_trend
 from isocompute.analysis.fits.sigmoid import USABLE
@@ -64,15 +65,24 @@ def draw_trend_curves(trend: dict, n: np.ndarray, R0: float, grid: np.ndarray, r
     """`draws` joint draws of a trend fit's parameters (`fits.pooled.fit_trend`; Gaussian, covariance
     `trend_covariance` times inflation^2) as curves of the runs `n` (R,) on `grid` (G,): (curves
     (K, R, G), (A (K, R), log C_mid (K, R), B (K, 1, 1))). The draws come from the covariance's
-    non-negative part: pinv's rounding can leave an eigenvalue a hair below 0."""
+    non-negative part: pinv's rounding can leave an eigenvalue a hair below 0. `grid` may be (R, G),
+    one row per run (a collapsed run's grid held, `held_grid`)."""
     degree = (trend["theta"].size - 1) // 2 - 1             # theta: B, then A's and log C_mid's coefficients
     theta = rng.multivariate_normal(trend["theta"], trend_covariance(trend) * inflation ** 2, size=draws,
                                     method="eigh", check_valid="ignore")
     X = _design(np.log2(np.asarray(n, dtype=float)), trend["centre"], degree)                 # (R, degree + 1)
     A, log_mid = theta[:, 1:degree + 2] @ X.T, theta[:, degree + 2:] @ X.T                    # (K, R)
     B = np.maximum(theta[:, :1, None], 1e-6)
-    curves = R0 + (A - R0)[:, :, None] * expit(B * (np.log(grid)[None, None, :] - log_mid[:, :, None]))
+    at = np.broadcast_to(np.asarray(grid, dtype=float), (A.shape[1], np.shape(grid)[-1]))         # (R, G)
+    curves = R0 + (A - R0)[:, :, None] * expit(B * (np.log(at)[None, :, :] - log_mid[:, :, None]))
     return curves, (A, log_mid, B)
+
+
+def held_grid(grid: np.ndarray, fits: pd.DataFrame) -> np.ndarray:
+    """(R, G) `grid` as each run of `fits` sees it: held flat from its hold_from on (a collapsed
+    run, `fits.collapse`; a table without the column holds nothing)."""
+    hold = fits["hold_from"].to_numpy(dtype=float) if "hold_from" in fits.columns else np.full(len(fits), np.nan)
+    return held(np.asarray(grid, dtype=float)[None, :], hold[:, None])
 
 
 def pooled_chances(seen: pd.DataFrame, fits: pd.DataFrame, ahead: Horizon, *, metric: str, degree: int,
@@ -102,7 +112,8 @@ def pooled_chances(seen: pd.DataFrame, fits: pd.DataFrame, ahead: Horizon, *, me
         trend = fit_trend(points, R0, g[["n", "A", "B", "C_mid"]], degree=degree)
         if trend is None:
             continue
-        curves, (A, log_mid, B) = draw_trend_curves(trend, g["n"].to_numpy(dtype=float), R0, grid, rng)
+        curves, (A, log_mid, B) = draw_trend_curves(trend, g["n"].to_numpy(dtype=float), R0, held_grid(grid, g),
+                                                    rng)
         reached = g["compute_max"].to_numpy(dtype=float)
         active = reached + B_p * g["n"].to_numpy(dtype=float) > rung_compute * (1 - 1e-9)
         curves = np.where(active[None, :, None], curves, -np.inf)
@@ -111,7 +122,8 @@ def pooled_chances(seen: pd.DataFrame, fits: pd.DataFrame, ahead: Horizon, *, me
             ahead = grid > reached[i] * (1 + 1e-9)
             chance = float(((curves[:, i, :] >= top - 1e-12) & ahead[None, :]).any(axis=1).mean())
             # A stopped run, put back among the competitors: its trend curve against theirs.
-            own = R0 + (A[:, i] - R0)[:, None] * expit(B[:, 0] * (np.log(grid)[None, :] - log_mid[:, i, None]))
+            own = R0 + (A[:, i] - R0)[:, None] * expit(B[:, 0] * (np.log(held_grid(grid, g)[i])[None, :]
+                                                                   - log_mid[:, i, None]))
             revive = float((own >= top - 1e-12).any(axis=1).mean())
             rows.append({"B_p": B_p, "n": n, "p_n_star": chance if active[i] else np.nan,
                          "p_revive": np.nan if active[i] else revive, "model": "trend"})

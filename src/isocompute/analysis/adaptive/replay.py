@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from isocompute.analysis.adaptive.rule import decide
+from isocompute.analysis.fits.collapse import held
 from isocompute.analysis.fits.fitter import Fitter, fit_study
 from isocompute.analysis.fits.settings import AnalysisSettings
 from isocompute.analysis.fits.sigmoid import USABLE, sigmoid_reward
@@ -141,8 +142,9 @@ def grid_n_star_bands(evals: pd.DataFrame, budgets, settings: AnalysisSettings, 
     replicate's frontier over the runs' observed range (tied n spanning the band), percentiles at
     the settings' ci. Columns B_p, compute, n_star_lo, n_star_hi."""
     s = replace(settings, method="noise", bootstrap=int(resamples))
+    seen, _, _ = fit_study(evals, s)             # standard errors and collapse marks, as the analysis has them
     parts = []
-    for B_p, cell in evals.groupby("B_p", sort=True):
+    for B_p, cell in seen.groupby("B_p", sort=True):
         boot = bootstrap_fits(cell, Fitter(s))
         n_star, n_max, _ = replicate_frontiers(boot, np.asarray(budgets, dtype=float), extrapolate=False, ties=True)
         lo, hi = n_star_band(n_star, n_max, 50 * (1 - s.ci), 50 * (1 + s.ci))
@@ -156,11 +158,14 @@ def fitted_regret(fits: pd.DataFrame, probes: pd.DataFrame, column: str) -> np.n
     grid's fits standing in for the truth on a real study. NaN where the probe has no answer."""
     out = np.full(len(probes), np.nan)
     ok = fits[fits["status"].isin(USABLE)]
+    if "hold_from" not in ok.columns:
+        ok = ok.assign(hold_from=np.nan)
     for k, (B_p, c, n) in enumerate(zip(probes["B_p"], probes["compute"], probes[column])):
         g = ok[(ok["B_p"] == B_p) & (ok["compute_max"] >= c * (1 - 1e-9))]
         if g.empty or not np.isfinite(n) or not (g["n"] == n).any():
             continue
-        r = sigmoid_reward(c, g["R0"].to_numpy(float), g["A"].to_numpy(float), g["B"].to_numpy(float),
+        hold = g["hold_from"].to_numpy(float)
+        r = sigmoid_reward(held(c, hold), g["R0"].to_numpy(float), g["A"].to_numpy(float), g["B"].to_numpy(float),
                            g["C_mid"].to_numpy(float))
         out[k] = float(np.max(r) - r[np.flatnonzero(g["n"].to_numpy() == n)[0]])
     return out

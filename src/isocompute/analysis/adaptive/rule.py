@@ -35,6 +35,7 @@ from isocompute.analysis.adaptive.shared import (TrendDraws, extrapolation_doubl
 from isocompute.analysis.fits.fitter import fit_study
 from isocompute.analysis.fits.noise import NOISE_FIT_GRID, cell_arrays
 from isocompute.analysis.fits.settings import AnalysisSettings
+from isocompute.analysis.fits.collapse import held
 from isocompute.analysis.fits.sigmoid import OK, USABLE, sigmoid_reward
 from isocompute.analysis.inputs.check import check_evals
 from isocompute.sweep import SweepSettings
@@ -129,10 +130,11 @@ def prediction_bands(evals: pd.DataFrame, fits: pd.DataFrame, *, c_max: float, c
         fitted = arr is not None and bool(np.isfinite(arr["weights"]).all())
         reward = lo = hi = np.full(grid.size, np.nan)
         if fitted:
+            at = held(grid, getattr(row, "hold_from", np.nan))      # a collapsed run: held flat (fits.collapse)
             reward = (np.full(grid.size, row.R0) if row.status != OK
-                      else sigmoid_reward(grid, row.R0, row.A, row.B, row.C_mid))
+                      else sigmoid_reward(at, row.R0, row.A, row.B, row.C_mid))
             a_max = max(NOISE_FIT_GRID.a_max - row.R0, 0.0)
-            lo, hi = _cell_band(arr, row.R0, grid, z=z, a_max=a_max, c_hi=c_max)
+            lo, hi = _cell_band(arr, row.R0, at, z=z, a_max=a_max, c_hi=c_max)
         parts.append(pd.DataFrame({"B_p": row.B_p, "n": row.n, "compute": grid, "reward": reward,
                                    "reward_lo": lo, "reward_hi": hi, "reached": float(row.compute_max),
                                    "fitted": fitted, "n_evals": int(row.n_evals)}))

@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import expit
 
-from isocompute.analysis.adaptive.pooled import DRAWS, Horizon, draw_trend_curves
+from isocompute.analysis.adaptive.pooled import DRAWS, Horizon, draw_trend_curves, held_grid
 from isocompute.analysis.fits.noise import cell_arrays
 from isocompute.analysis.fits.pooled import fit_trend
 from isocompute.analysis.fits.sigmoid import USABLE
@@ -90,10 +90,11 @@ def trend_ensemble(seen: pd.DataFrame, fits: pd.DataFrame, B_p, ahead: Horizon, 
     lower = fit_trend(points, R0, init, degree=degree - 1) if degree > 1 else None
     n = group["n"].to_numpy(dtype=float)
     grid = ahead.grid
-    curves, _ = draw_trend_curves(trend, n, R0, grid, rng, draws=draws, inflation=inflation)
+    at = held_grid(grid, group)                          # a collapsed run's curve held flat
+    curves, _ = draw_trend_curves(trend, n, R0, at, rng, draws=draws, inflation=inflation)
     w_lower = lower_degree_weight(trend, lower, degree)
     if w_lower > 0:
-        curves_lower, _ = draw_trend_curves(lower, n, R0, grid, rng, draws=draws, inflation=inflation)
+        curves_lower, _ = draw_trend_curves(lower, n, R0, at, rng, draws=draws, inflation=inflation)
         pick = rng.random(draws) < w_lower
         curves[pick] = curves_lower[pick]
     reached = group["compute_max"].to_numpy(dtype=float)

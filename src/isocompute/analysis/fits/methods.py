@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from isocompute.analysis.fits.collapse import COLUMN as COLLAPSED, mark_collapses
 from isocompute.analysis.fits.noise import (NOISE_FIT_GRID, add_standard_errors, cell_arrays, fit_curves_noise,
                                             fit_weighted, noise_fit_grid, pooled_base, residual_se)
 from isocompute.analysis.fits.pooled import get_pool
@@ -38,8 +39,9 @@ class Method:
     def default_grid(self) -> FitGrid:
         raise NotImplementedError
 
-    def fit_grid(self, pool: str, pool_degree: int, pool_alpha: float, n_effect_alpha: float) -> FitGrid:
-        """The fit grid with the analysis section's pooling keys."""
+    def fit_grid(self, pool: str, pool_degree: int, pool_alpha: float, n_effect_alpha: float,
+                 collapse_alpha: float = 0.0, collapse_window: int = 8) -> FitGrid:
+        """The fit grid with the analysis section's pooling (and collapse) keys."""
         return self.default_grid()
 
     def fit_curves(self, evals, metric, *, bin_width=0.01, ema_alpha=None, min_compute=None, grid=None,
@@ -99,8 +101,8 @@ class NoiseMethod(Method):
     def default_grid(self):
         return NOISE_FIT_GRID
 
-    def fit_grid(self, pool, pool_degree, pool_alpha, n_effect_alpha):
-        return noise_fit_grid(pool, pool_degree, pool_alpha, n_effect_alpha)
+    def fit_grid(self, pool, pool_degree, pool_alpha, n_effect_alpha, collapse_alpha=0.0, collapse_window=8):
+        return noise_fit_grid(pool, pool_degree, pool_alpha, n_effect_alpha, collapse_alpha, collapse_window)
 
     def fit_curves(self, evals, metric, *, bin_width=0.01, ema_alpha=None, min_compute=None, grid=None, R0=None):
         return fit_curves_noise(evals, metric, R0=R0, min_compute=min_compute,
@@ -113,6 +115,11 @@ class NoiseMethod(Method):
         fits = self.fit_curves(evals, metric, R0=pooled_base(evals, metric)["R0"], **fit_kw)
         if se_source == "unknown":
             evals = evals.assign(**{se_column(metric): residual_se(fits)})
+        # A run that collapses is fitted up to its collapse and held flat after it (fits.collapse).
+        grid = fit_kw.get("grid") or NOISE_FIT_GRID
+        evals = mark_collapses(evals, metric, alpha=grid.collapse_alpha, window=grid.collapse_window)
+        if evals[COLLAPSED].any():
+            fits = self.fit_curves(evals, metric, R0=pooled_base(evals, metric)["R0"], **fit_kw)
         base = pd.DataFrame([{"metric": metric, **pooled_base(evals, metric), "se_source": se_source,
                               "se_median": float(evals[se_column(metric)].median())}])
         return evals, fits, base

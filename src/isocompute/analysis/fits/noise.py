@@ -18,6 +18,7 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
+from isocompute.analysis.fits.collapse import COLUMN as COLLAPSED
 from isocompute.analysis.fits.grid_search import Search, Sums, _grid_fit
 from isocompute.analysis.fits.pooled import get_pool
 from isocompute.analysis.fits.progress import progress
@@ -37,17 +38,20 @@ from isocompute.config import schema_defaults
 _DEFAULTS = schema_defaults("analysis")
 NOISE_FIT_GRID = FitGrid(a_step=0.001, c_mid_points=120, c_mid_margin=0.5, pool=_DEFAULTS["pool"],
                          pool_degree=_DEFAULTS["pool_degree"], pool_alpha=_DEFAULTS["pool_alpha"],
-                         null_alpha=_DEFAULTS["n_effect_alpha"])
+                         null_alpha=_DEFAULTS["n_effect_alpha"], collapse_alpha=_DEFAULTS["collapse_alpha"],
+                         collapse_window=_DEFAULTS["collapse_window"])
 # Evaluations averaged for the success rate behind each standard error (analysis.se_window).
 SE_SMOOTH_WINDOW = _DEFAULTS["se_window"]
 
 
 def noise_fit_grid(pool: str = _DEFAULTS["pool"], degree: int = _DEFAULTS["pool_degree"],
-                   alpha: float = _DEFAULTS["pool_alpha"], null_alpha: float = _DEFAULTS["n_effect_alpha"]) -> FitGrid:
-    """The noise method's fit settings with the analysis section's pooling keys."""
+                   alpha: float = _DEFAULTS["pool_alpha"], null_alpha: float = _DEFAULTS["n_effect_alpha"],
+                   collapse_alpha: float = _DEFAULTS["collapse_alpha"],
+                   collapse_window: int = _DEFAULTS["collapse_window"]) -> FitGrid:
+    """The noise method's fit settings with the analysis section's pooling and collapse keys."""
     return replace(NOISE_FIT_GRID, pool=get_pool(pool).name, pool_degree=degree, pool_alpha=alpha,
-                   null_alpha=null_alpha)
-NOISE_COLUMNS = FIT_COLUMNS + ["se", "n_evals"]
+                   null_alpha=null_alpha, collapse_alpha=collapse_alpha, collapse_window=collapse_window)
+NOISE_COLUMNS = FIT_COLUMNS + ["se", "n_evals", "hold_from"]
 
 _AVG_AT_K = re.compile(r"^avg@(\d+)$")
 
@@ -172,6 +176,9 @@ def cell_arrays(cell: pd.DataFrame, metric: str, min_compute: float | None = Non
     pos = cell[cell["compute"] > 0]
     c = pos["compute"].to_numpy(dtype=float)
     keep = np.ones(c.size, dtype=bool) if min_compute is None else c >= min_compute
+    collapsed = pos[COLLAPSED].to_numpy(dtype=bool) if COLLAPSED in pos.columns else np.zeros(c.size, dtype=bool)
+    hold_from = float(c[keep & ~collapsed].max()) if (keep & collapsed).any() and (keep & ~collapsed).any() else np.nan
+    keep &= ~collapsed
     return {
         "compute": c[keep], "values": pos[metric].to_numpy(dtype=float)[keep],
         "weights": _weights(pos, metric)[keep],
@@ -180,6 +187,7 @@ def cell_arrays(cell: pd.DataFrame, metric: str, min_compute: float | None = Non
         "compute_min": float(c.min()) if c.size else np.nan,
         "compute_max": float(cell["compute"].max()) if len(cell) else np.nan,
         "se": float(np.median(1 / np.sqrt(_weights(pos, metric)))) if se_column(metric) in pos.columns else np.nan,
+        "hold_from": hold_from,
     }
 
 
@@ -211,7 +219,7 @@ def fit_curves_noise(evals: pd.DataFrame, metric: str = "avg@4", *, R0: float | 
         if "B_p" in row and "n" in row and arr["compute_range"] is not None:
             arrays[(row["B_p"], row["n"])] = arr
         row.update(R0=R0, compute_min=arr["compute_min"], compute_max=arr["compute_max"], se=arr["se"],
-                   n_evals=int(arr["compute"].size))
+                   n_evals=int(arr["compute"].size), hold_from=arr["hold_from"])
         if not np.isfinite(R0):
             row.update(A=np.nan, B=np.nan, C_mid=np.nan, sse=np.nan, n_points=0, status=NO_BASE)
         elif arr["compute_range"] is None:

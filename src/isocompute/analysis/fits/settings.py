@@ -51,6 +51,8 @@ class AnalysisSettings:
     pool_degree: int = _D["pool_degree"]
     pool_alpha: float = _D["pool_alpha"]
     n_effect_alpha: float = _D["n_effect_alpha"]
+    collapse_alpha: float = _D["collapse_alpha"]
+    collapse_window: int = _D["collapse_window"]
     max_extrapolation: float = _D["max_extrapolation"]
     seed: int = 0
     # not in the config
@@ -99,7 +101,8 @@ class AnalysisSettings:
         """The fit grid in force: `fit_grid`, else the method's with the pool keys."""
         if self.fit_grid is not None:
             return self.fit_grid
-        return self.strategy.fit_grid(self.pool, self.pool_degree, self.pool_alpha, self.n_effect_alpha)
+        return self.strategy.fit_grid(self.pool, self.pool_degree, self.pool_alpha, self.n_effect_alpha,
+                                      self.collapse_alpha, self.collapse_window)
 
     def frontier_kw(self) -> dict:
         """The keywords of a frontier: its grid, and whether curves count beyond their runs' data."""

@@ -65,6 +65,8 @@ class FitGrid:
     pool_degree: int = 2           # pool 'trend': the trend's degree in log2 n ...
     pool_alpha: float = 0.01       # ... unless an F-test rejects the trend at this level (fits.pooled)
     null_alpha: float = 0.05       # pool 'trend': one curve for all n unless an F-test rejects it at this level
+    collapse_alpha: float = 0.0    # noise method: test each run for a collapse at this level (0: no test; fits.collapse)
+    collapse_window: int = 8       # ... against the mean of this many evaluations before the cut
 
 
 def sigmoid_reward(compute, R0, A, B, C_mid) -> np.ndarray:

@@ -23,7 +23,7 @@ from isocompute.analysis.fits.sigmoid import USABLE
 from isocompute.analysis.frontier.envelope import Curves, comparable, envelope, run_curves, study_grid
 from isocompute.analysis.frontier.nstar import GOOD_LAW, LAW_PARAMS, LawGrid, fit_n_star_laws
 
-BOOT_COLUMNS = ["replicate", "B_p", "n", "R0", "A", "B", "C_mid", "status", "compute_min", "compute_max"]
+BOOT_COLUMNS = ["replicate", "B_p", "n", "R0", "A", "B", "C_mid", "status", "compute_min", "compute_max", "hold_from"]
 DRAW_COLUMNS = ["replicate", *LAW_PARAMS, "status"]
 BAND_COLUMNS = ["reward_lo", "reward_hi", "n_star_lo", "n_star_hi", "log2_n_star_avg_lo", "log2_n_star_avg_hi"]
 
@@ -54,7 +54,7 @@ def bootstrap_fits(evals: pd.DataFrame, fitter: Fitter) -> pd.DataFrame:
     own step-0 value); the noise method refits all drawn points by weighted
     least squares, with the fitter's pooled `R0` (default: pooled from the table).
     Returns one row per (replicate, cell): replicate, B_p, n, R0, A, B,
-    C_mid, status, compute_min, compute_max.
+    C_mid, status, compute_min, compute_max, hold_from (`fits.collapse`).
     """
     s, m = fitter.settings, fitter.method
     n_boot, seed, grid = s.bootstrap, s.seed, s.grid
@@ -80,7 +80,8 @@ def bootstrap_fits(evals: pd.DataFrame, fitter: Fitter) -> pd.DataFrame:
         parts.append(pd.DataFrame({
             "replicate": np.arange(n_boot), "B_p": B_p, "n": n, "R0": cell_R0,
             "A": res["A"], "B": res["B"], "C_mid": res["C_mid"], "status": res["status"],
-            "sse": res["sse"], "compute_min": arr["compute_min"], "compute_max": arr["compute_max"]}))
+            "sse": res["sse"], "compute_min": arr["compute_min"], "compute_max": arr["compute_max"],
+            "hold_from": arr.get("hold_from", np.nan)}))
     if not parts:
         return pd.DataFrame(columns=BOOT_COLUMNS)
     boot = m.pool_replicates(pd.concat(parts, ignore_index=True), drawn, R0, grid)

@@ -18,6 +18,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
+from isocompute.analysis.fits.collapse import held
 from isocompute.analysis.fits.sigmoid import USABLE, sigmoid_reward
 
 
@@ -34,8 +35,9 @@ def compute_grid(compute, points: int = 100, lo: float | None = None, hi: float 
 
 class Curves(NamedTuple):
     """K fitted curves, each field an array (..., K) (a leading axis holds bootstrap
-    replicates): the sigmoid's parameters, whether the fit is usable, and the compute range of
-    its run's data (`compute_min` None: no lower end)."""
+    replicates): the sigmoid's parameters, whether the fit is usable, the compute range of
+    its run's data (`compute_min` None: no lower end), and where a collapsed run's curve is held
+    flat (`hold_from`, NaN or None: nowhere; `fits.collapse`)."""
 
     R0: np.ndarray
     A: np.ndarray
@@ -44,6 +46,7 @@ class Curves(NamedTuple):
     usable: np.ndarray
     compute_max: np.ndarray
     compute_min: np.ndarray | None = None
+    hold_from: np.ndarray | None = None
 
     @classmethod
     def of(cls, table: pd.DataFrame, shape=None) -> "Curves":
@@ -51,15 +54,17 @@ class Curves(NamedTuple):
         shape = (len(table),) if shape is None else shape
         col = lambda name: table[name].to_numpy(dtype=float).reshape(shape)  # noqa: E731
         return cls(col("R0"), col("A"), col("B"), col("C_mid"), table["status"].isin(USABLE).to_numpy().reshape(shape),
-                   col("compute_max"), col("compute_min"))
+                   col("compute_max"), col("compute_min"), col("hold_from") if "hold_from" in table.columns else None)
 
 
 def curve_values(curves: Curves, grid, *, extrapolate: bool = True) -> np.ndarray:
     """(..., K, G) each curve's reward on `grid`, NaN where the curve is not usable or (without
-    `extrapolate`) outside [compute_min, compute_max]: what the frontier takes the maximum of."""
+    `extrapolate`) outside [compute_min, compute_max]: what the frontier takes the maximum of. A
+    held curve (`hold_from`, a collapsed run) is flat from hold_from on."""
     g = np.asarray(grid, dtype=float)
     expand = lambda x: np.asarray(x, dtype=float)[..., None]  # noqa: E731
-    values = sigmoid_reward(g, expand(curves.R0), expand(curves.A), expand(curves.B), expand(curves.C_mid))
+    at = g if curves.hold_from is None else held(g, expand(curves.hold_from))     # a collapsed run: held flat
+    values = sigmoid_reward(at, expand(curves.R0), expand(curves.A), expand(curves.B), expand(curves.C_mid))
     ok = np.asarray(curves.usable, dtype=bool)[..., None] & np.isfinite(values)   # (..., K, G)
     if not extrapolate:
         ok &= g <= expand(curves.compute_max) * (1 + 1e-12)
