@@ -80,3 +80,21 @@ def test_the_frontier_keeps_a_collapsed_runs_best_checkpoint():
     _, plain, _ = fit_study(evals, AnalysisSettings(method="noise", bootstrap=0, collapse_alpha=0.0))
     assert plain["hold_from"].isna().all()
     assert frontier(plain, [C_MAX])["n_star"].iloc[0] != 16
+
+
+def test_a_dip_of_two_evaluations_is_held_by_the_analysis_but_not_by_the_rule_at_each_rung(monkeypatch):
+    """The rule tests every run anew at each rung: at the analysis' level a dip the run recovers
+    from would be held flat at one rung after another, so the rule shares the level over its rungs."""
+    from isocompute.analysis.adaptive import rule
+    from isocompute.sweep import SweepSettings
+
+    y = np.r_[np.full(10, 0.03), 0.012, 0.012]            # a dip of two evaluations, 2.5 standard errors
+    z_dip = collapse_cut(y, np.full(12, 0.008), alpha=0.05, window=8)
+    assert z_dip[0] is not None and collapse_cut(y, np.full(12, 0.008), alpha=0.05 / 11, window=8)[0] is None
+    seen_alpha = []
+    real = rule.fit_study
+    monkeypatch.setattr(rule, "fit_study", lambda ev, s: (seen_alpha.append(s.collapse_alpha), real(ev, s))[1])
+    _, evals = _study(0)
+    rule.decide(evals, rung_compute=C_MAX / 4, c_max=C_MAX)
+    rungs = len(SweepSettings.of(None).budgets(C_MAX))
+    assert seen_alpha == [AnalysisSettings().collapse_alpha / rungs]

@@ -35,8 +35,9 @@ from isocompute.train.recipe import cell_config, cell_recipe, validation_steps
 PLAN_REPLAY_SEEDS = 1
 REPLAY_COLUMNS = ["split", "stratum", "seed", "share", "share_training", "share_validation", "agreement",
                   "right_by_regret", "reward_diff"]
-_RULE_MODULES = ("adaptive.rule", "adaptive.pooled", "adaptive.shared", "adaptive.strata", "adaptive.replay", "fits.synthetic", "fits.sigmoid", "fits.noise",
-                 "fits.pooled", "frontier.envelope", "pipeline")
+_RULE_MODULES = ("adaptive.rule", "adaptive.pooled", "adaptive.shared", "adaptive.strata", "adaptive.replay",
+                 "fits.synthetic", "fits.sigmoid", "fits.noise", "fits.collapse", "fits.methods", "fits.pooled",
+                 "frontier.envelope", "pipeline")
 
 
 def cell_costs(cfg: dict) -> pd.DataFrame:

@@ -253,6 +253,9 @@ def decide(evals: pd.DataFrame, *, rung_compute: float, c_max: float, params: Sw
     s = replace(settings or AnalysisSettings(), method="noise")
     metric = s.metric
     p = SweepSettings.of(params)
+    # Every rung tests the runs for a collapse anew: its level shared over the rungs (Bonferroni), so
+    # that a dip a run recovers from is not held flat at one rung after another.
+    s = replace(s, collapse_alpha=s.collapse_alpha / len(p.budgets(c_max)))
     if not 0 < rung_compute <= c_max:
         raise ValueError(f"need 0 < rung_compute <= c_max, got {rung_compute!r} and {c_max!r}")
     evals = check_evals(evals, metric)
