@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import replace
 import sys
 import time
 import warnings
@@ -108,8 +109,9 @@ def oracle_share(truth: Truth, evals: pd.DataFrame, epsilon: float, eval_rollout
 def calibration(truth: Truth, evals: pd.DataFrame, p: SweepSettings) -> dict:
     """The shared model's 95% band at C_max against the truth, fitted on the grid's data up to each
     rung but the last: {doublings from C_max: (runs covered, runs judged)} over the B_p where the
-    model is in force (`shared.trend_ensemble`)."""
+    model is in force (`shared.trend_ensemble`), its collapse test at the rule's level (`rule.decide`)."""
     s = AnalysisSettings(method="noise")
+    s = replace(s, collapse_alpha=s.collapse_alpha / len(p.budgets(C_MAX)))
     out = {}
     rng = np.random.default_rng(0)
     for budget in p.budgets(C_MAX)[:-1]:

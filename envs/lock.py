@@ -199,24 +199,30 @@ def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def recorded_lock_hash(name: str) -> str | None:
-    m = LOCK_HASH_LINE.search((ENVS / f"{name}.yaml").read_text())
-    return m["sha"] if m else None
-
-
 def install_script() -> Path:
     """envs/install-env.sh, which every <name>.post-deploy.sh runs."""
     return ENVS / "install-env.sh"
 
 
-def recorded_install_hash(name: str) -> str | None:
-    m = INSTALL_HASH_LINE.search((ENVS / f"{name}.yaml").read_text())
+# What envs/<name>.yaml records a sha256 of (so that Snakemake, which hashes the yaml's text, builds
+# a new env when one changes): label -> (its line, the file's name in the line, the file).
+RECORDED = {
+    "lock": (LOCK_HASH_LINE, "# pip lock: {name}.lock.txt", lock_path),
+    "input": (INPUT_HASH_LINE, "# pip input: {name}.in", input_path),
+    "install script": (INSTALL_HASH_LINE, "# install script: install-env.sh", lambda name: install_script()),
+}
+
+
+def recorded_hash(name: str, what: str) -> str | None:
+    """The sha256 envs/<name>.yaml records of `what` (a key of RECORDED), or None."""
+    m = RECORDED[what][0].search((ENVS / f"{name}.yaml").read_text())
     return m["sha"] if m else None
 
 
-def recorded_input_hash(name: str) -> str | None:
-    m = INPUT_HASH_LINE.search((ENVS / f"{name}.yaml").read_text())
-    return m["sha"] if m else None
+def stale_records(name: str) -> list[str]:
+    """What envs/<name>.yaml records another sha256 of than the file's own."""
+    return [f"envs/{name}.yaml records another sha256 than {file(name).relative_to(ENVS.parent)}'s"
+            for what, (_, _, file) in RECORDED.items() if recorded_hash(name, what) != sha256(file(name))]
 
 
 def record_lock_hash(name: str) -> None:
@@ -224,9 +230,8 @@ def record_lock_hash(name: str) -> None:
     lines envs/install-env.sh installs besides the lock) and of envs/install-env.sh."""
     yaml = ENVS / f"{name}.yaml"
     text = yaml.read_text()
-    for pattern, line in ((LOCK_HASH_LINE, f"# pip lock: {name}.lock.txt sha256:{sha256(lock_path(name))}"),
-                          (INPUT_HASH_LINE, f"# pip input: {name}.in sha256:{sha256(input_path(name))}"),
-                          (INSTALL_HASH_LINE, f"# install script: install-env.sh sha256:{sha256(install_script())}")):
+    for pattern, head, file in RECORDED.values():
+        line = f"{head.format(name=name)} sha256:{sha256(file(name))}"
         if not pattern.search(text):
             raise LockError(f"{yaml}: no '{line.rsplit(':', 1)[0]}:...' line to update")
         text = pattern.sub(line, text)
@@ -263,12 +268,7 @@ def main(argv=None) -> int:
                     lock_path(name).write_text(new)
         if name in CONDA_ENVS:
             if args.check:
-                if recorded_lock_hash(name) != sha256(lock_path(name)):
-                    stale.append(f"envs/{name}.yaml records another sha256 than envs/{name}.lock.txt's")
-                if recorded_install_hash(name) != sha256(install_script()):
-                    stale.append(f"envs/{name}.yaml records another sha256 than envs/install-env.sh's")
-                if recorded_input_hash(name) != sha256(input_path(name)):
-                    stale.append(f"envs/{name}.yaml records another sha256 than envs/{name}.in's")
+                stale += stale_records(name)
             else:
                 record_lock_hash(name)
     for s in stale:

@@ -146,13 +146,10 @@ def test_each_conda_env_is_python_and_pip_and_records_its_lock():
     for env in ENV_FILES:
         deps = yaml.safe_load(env.read_text())["dependencies"]
         assert deps == ["python=3.12", "pip"], f"{env.name}: pip packages belong in {env.stem}.in, got {deps}"
-        assert lock.recorded_lock_hash(env.stem) == lock.sha256(lock.lock_path(env.stem)), (
-            f"{env.name} records another sha256 than {env.stem}.lock.txt's: run python envs/lock.py")
-        assert lock.recorded_install_hash(env.stem) == lock.sha256(lock.install_script()), (
-            f"{env.name} records another sha256 than install-env.sh's: run python envs/lock.py {env.stem}")
-        assert lock.recorded_input_hash(env.stem) == lock.sha256(lock.input_path(env.stem)), (
-            f"{env.name} records another sha256 than {env.stem}.in's (its URL wheels): run python envs/lock.py "
-            f"{env.stem}")
+        assert set(lock.RECORDED) == {"lock", "input", "install script"}
+        assert all(lock.recorded_hash(env.stem, what) for what in lock.RECORDED), f"{env.name}: a digest line is missing"
+        stale = lock.stale_records(env.stem)
+        assert not stale, f"{stale}: run python envs/lock.py {env.stem}"
         post = (REPO / "envs" / f"{env.stem}.post-deploy.sh").read_text()
         assert f'install-env.sh" {env.stem}' in post, f"{env.stem}.post-deploy.sh does not install its lock"
 
@@ -199,7 +196,10 @@ def test_a_new_lock_or_install_script_is_a_new_snakemake_env(name, changed, tmp_
     with open(envs / changed.format(name=name), "a") as f:
         f.write("# changed\n")
     assert snakemake_env_hash(yaml_file) == before  # Snakemake does not read the file itself
+    assert lock.stale_records(name) == [f"envs/{name}.yaml records another sha256 than "
+                                        f"envs/{changed.format(name=name)}'s"]   # what lock.py --check prints
     lock.record_lock_hash(name)
+    assert lock.stale_records(name) == []
     assert snakemake_env_hash(yaml_file) != before, f"a changed {changed.format(name=name)} is the same Snakemake env"
 
 
