@@ -26,6 +26,10 @@ wheels verl.in names by URL (flash-attn):
 - GPU check part 2's (envs/gpu-check.in): the cluster stack itself, CUDA vLLM included,
   which benchmarks/gpu_check_install.sh installs on a GPU node.
 
+What only a GPU node fetches (the cluster lock's pins with no hash in the twin's lock,
+`cuda_only`) is checked without a GPU by downloading each file pip would pick for CPython 3.12
+on linux x86_64 and hashing it against the lock (`verify_artifacts`; tests/test_envs.py).
+
     python envs/lock.py            # re-resolve every lock (pins already locked stay)
     python envs/lock.py --check    # exit 1 when a lock is not what its input resolves to
 
@@ -236,6 +240,87 @@ def record_lock_hash(name: str) -> None:
             raise LockError(f"{yaml}: no '{line.rsplit(':', 1)[0]}:...' line to update")
         text = pattern.sub(line, text)
     yaml.write_text(text)
+
+
+PIN_LINE = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^]]*\])?==(?P<version>\S+)")
+HASH_OPTION = re.compile(r"--hash=sha256:(?P<sha>[0-9a-f]{64})")
+SIMPLE_INDEX = "https://pypi.org/simple"
+FILE_LINK = re.compile(r'href="(?P<url>[^"#]+)#sha256=(?P<sha>[0-9a-f]{64})"[^>]*>(?P<file>[^<]+)<')
+
+
+def locked_hashes(name: str) -> dict[tuple[str, str], set[str]]:
+    """(package, version) -> the sha256 hashes envs/<name>.lock.txt allows for it."""
+    out: dict[tuple[str, str], set[str]] = {}
+    pin = None
+    for line in lock_path(name).read_text().splitlines():
+        m = PIN_LINE.match(line)
+        if m:
+            pin = (canonical(m["name"]), m["version"])
+            out[pin] = set()
+        for h in HASH_OPTION.finditer(line):
+            if pin is not None:
+                out[pin].add(h["sha"])
+    return out
+
+
+def cuda_only(name: str = "verl", twin: str = TWIN) -> dict[tuple[str, str], set[str]]:
+    """The pins of envs/<name>.lock.txt whose artifacts the CPU twin never installs (no hash in
+    common with envs/<twin>.lock.txt): what only a GPU node's install fetches."""
+    seen = set().union(*locked_hashes(twin).values())
+    return {pin: hashes for pin, hashes in locked_hashes(name).items() if not hashes & seen}
+
+
+def _fits_the_cluster(file: str) -> bool:
+    """Whether a wheel installs on CPython 3.12, linux x86_64 (an sdist: no)."""
+    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
+    try:
+        tags = parse_wheel_filename(file)[3]
+    except InvalidWheelFilename:
+        return False
+    for t in tags:
+        platform = t.platform == "any" or ("linux" in t.platform and "x86_64" in t.platform)
+        python = t.interpreter in ("py3", "py312", "cp312") or (
+            t.abi == "abi3" and t.interpreter.startswith("cp3") and int(t.interpreter[3:] or 0) <= 12)
+        if platform and python:
+            return True
+    return False
+
+
+def index_files(package: str, timeout: float = 60) -> list[tuple[str, str, str]]:
+    """(file, url, sha256) of every file of `package` on PyPI's simple index."""
+    import html
+    import urllib.request
+
+    with urllib.request.urlopen(f"{SIMPLE_INDEX}/{canonical(package)}/", timeout=timeout) as r:
+        page = r.read().decode()
+    return [(m["file"], html.unescape(m["url"]), m["sha"]) for m in FILE_LINK.finditer(page)]
+
+
+def download_sha256(url: str, timeout: float = 120) -> str:
+    """The sha256 of what `url` serves, streamed (nothing is written, nothing imported)."""
+    import urllib.request
+
+    digest = hashlib.sha256()
+    with urllib.request.urlopen(url, timeout=timeout) as r:
+        for chunk in iter(lambda: r.read(1 << 22), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def verify_artifacts(pins: dict[tuple[str, str], set[str]]) -> list[str]:
+    """Download the file pip would install on the cluster (CPython 3.12, linux x86_64) of each
+    pin, and check its bytes against the lock's hashes. Returns what failed (empty: all good)."""
+    problems = []
+    for (package, version), hashes in sorted(pins.items()):
+        files = [(f, u, h) for f, u, h in index_files(package) if h in hashes and _fits_the_cluster(f)]
+        if not files:
+            problems.append(f"{package}=={version}: no wheel for CPython 3.12 / linux x86_64 among the lock's hashes")
+        for file, url, sha in files:
+            got = download_sha256(url)
+            if got != sha:
+                problems.append(f"{package}=={version}: {file} has sha256 {got}, the lock says {sha}")
+    return problems
 
 
 def main(argv=None) -> int:

@@ -250,6 +250,65 @@ def test_flash_attn_by_url_finds_its_requirements_in_the_lock():
     assert {"torch", "einops"} <= set(locked_versions("verl"))
 
 
+@pytest.mark.parametrize("name", lock.CONDA_ENVS + lock.DERIVED)
+def test_every_wheel_named_by_url_is_pinned_by_its_sha256(name):
+    """A wheel off the package index (verl.in's flash-attn) carries pip's `#sha256=` fragment, so
+    that pip checks the download as --require-hashes checks the lock's."""
+    for url in lock.direct_urls(name):
+        assert re.search(r"#sha256=[0-9a-f]{64}$", url), f"envs/{name}.in: {url} has no #sha256=<hex> fragment"
+
+
+def test_the_cuda_only_artifacts_are_those_the_twin_never_installs():
+    """What only a GPU node fetches: the cluster lock's pins with no hash in the twin's lock (the
+    twin installs and runs the rest on this CPU)."""
+    pins = lock.cuda_only()
+    names = {package for package, _ in pins}
+    assert {"vllm", "flashinfer-python", "cuda-bindings", "nvidia-cuda-nvcc"} <= names, sorted(names)
+    assert not names & {"torch", "numpy", "verl", "transformers"}, sorted(names)
+    assert all(pins.values()), "a CUDA-only pin without a hash"
+
+
+def test_a_served_file_that_is_not_the_locked_one_is_named(tmp_path, monkeypatch):
+    """The download check hashes the bytes served, not the index's claim: a file whose bytes differ
+    from the lock's hash is reported by name (served here from a local file:// URL)."""
+    wheel = tmp_path / "pyelftools-0.33-py3-none-any.whl"
+    wheel.write_bytes(b"not the wheel")
+    locked = "a" * 64
+    monkeypatch.setattr(lock, "index_files", lambda package: [(wheel.name, wheel.as_uri(), locked)])
+    [problem] = lock.verify_artifacts({("pyelftools", "0.33"): {locked}})
+    assert problem.startswith(f"pyelftools==0.33: {wheel.name} has sha256 ") and locked in problem
+    monkeypatch.setattr(lock, "index_files", lambda package: [(wheel.name, wheel.as_uri(), "b" * 64)])
+    assert "no wheel for CPython 3.12" in lock.verify_artifacts({("pyelftools", "0.33"): {locked}})[0]
+
+
+@pytest.mark.slow
+def test_every_cuda_only_artifact_downloads_and_matches_the_lock():
+    """Each CUDA-only artifact of the cluster lock (`lock.cuda_only`), the file pip picks for
+    CPython 3.12 on linux x86_64, is downloaded from the package index and its sha256 checked
+    against the lock, never imported (31 wheels, ~14 s at this machine's bandwidth)."""
+    import urllib.error
+
+    try:
+        problems = lock.verify_artifacts(lock.cuda_only())
+    except urllib.error.URLError as exc:
+        pytest.skip(f"no network to the package index ({exc.reason})")
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.slow
+def test_the_flash_attn_wheel_is_the_file_its_sha256_pins():
+    """verl.in's flash-attn wheel, downloaded from its URL, has the sha256 its fragment pins."""
+    import urllib.error
+
+    [url] = lock.direct_urls("verl")
+    where, pinned = url.split("#sha256=")
+    try:
+        got = lock.download_sha256(where, timeout=30)
+    except (urllib.error.URLError, TimeoutError) as exc:
+        pytest.skip(f"no network route to github.com, where the wheel is ({exc})")
+    assert got == pinned
+
+
 def test_install_env_passes_a_wheels_sha256_fragment_to_pip(tmp_path):
     """A wheel envs/<name>.in names by URL with pip's `#sha256=` fragment reaches pip with it (pip
     then checks the download against it), in the order install-env.sh installs: the lock with
