@@ -166,19 +166,22 @@ def test_a_pair_timed_out_under_load_is_decided_by_the_next_call(monkeypatch):
 
 def test_waiting_for_a_worker_to_start_does_not_count(monkeypatch):
     # A worker that takes longer to start than the whole timeout (a loaded
-    # machine): the pair's clock starts once the worker has it.
+    # machine): the pair's clock starts once the worker has it. The first budget
+    # handed to math-verify is the whole timeout; a loaded machine may still need the
+    # retry for the comparison itself (CI did at a 0.3 s timeout), which is not what
+    # this test is about, so the timeout is ample and only the first budget is judged.
     monkeypatch.setattr(sandbox, "_POOL", sandbox._WorkerPool())
     wait_ready = Worker.wait_ready
 
     def slow_start(self, deadline=None):
         if not self.ready:
-            time.sleep(0.5)
+            time.sleep(1.5)
         return wait_ready(self, deadline)
 
     monkeypatch.setattr(Worker, "wait_ready", slow_start)
     budgets = _counting_comparisons(monkeypatch)
-    assert judge("\\boxed{4x}", "x+3x", timeout_s=0.3) == (Verdict.CORRECT, "math-verify")
-    assert len(budgets) == 1 and 0 < budgets[0] <= 0.3
+    assert judge("\\boxed{4x}", "x+3x", timeout_s=1.0) == (Verdict.CORRECT, "math-verify")
+    assert budgets and 0.9 < budgets[0] <= 1.0, budgets     # not the 1.5 s start, nor what is left of it
     sandbox._POOL.close()
 
 
