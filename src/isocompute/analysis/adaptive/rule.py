@@ -32,10 +32,10 @@ from scipy.stats import norm
 from isocompute.analysis.adaptive.pooled import Horizon, pooled_chances
 from isocompute.analysis.adaptive.shared import (TrendDraws, extrapolation_doublings, shared_verdicts,
                                                  trend_ensemble)
+from isocompute.analysis.fits.collapse import held
 from isocompute.analysis.fits.fitter import fit_study
 from isocompute.analysis.fits.noise import NOISE_FIT_GRID, cell_arrays
 from isocompute.analysis.fits.settings import AnalysisSettings
-from isocompute.analysis.fits.collapse import held
 from isocompute.analysis.fits.sigmoid import OK, USABLE, sigmoid_reward
 from isocompute.analysis.inputs.check import check_evals
 from isocompute.sweep import SweepSettings
@@ -253,11 +253,11 @@ def decide(evals: pd.DataFrame, *, rung_compute: float, c_max: float, params: Sw
     s = replace(settings or AnalysisSettings(), method="noise")
     metric = s.metric
     p = SweepSettings.of(params)
+    if not 0 < rung_compute <= c_max:
+        raise ValueError(f"need 0 < rung_compute <= c_max, got {rung_compute!r} and {c_max!r}")
     # Every rung tests the runs for a collapse anew: its level shared over the rungs (Bonferroni), so
     # that a dip a run recovers from is not held flat at one rung after another.
     s = replace(s, collapse_alpha=s.collapse_alpha / len(p.budgets(c_max)))
-    if not 0 < rung_compute <= c_max:
-        raise ValueError(f"need 0 < rung_compute <= c_max, got {rung_compute!r} and {c_max!r}")
     evals = check_evals(evals, metric)
     keys = None if trained is None else {(float(b), float(n)) for b, n in trained}
     seen = evals[evals["compute"] <= rung_compute * (1 + 1e-9)]
