@@ -21,8 +21,8 @@ is 1 by definition and the bill is what matters), and the frontier reward
 difference at C_max. PASS/FAIL, on the mean over seeds, is the issue's bar at
 4 evaluations per doubling: bill <= 50%, same n* >= 95%, |reward diff| <= 0.01.
 
-Tuning: the per-run rule's defaults (eta sqrt 2, 11 rungs, z 2.5) were chosen on
-seeds 100-109 at 64 evaluations per doubling; the pooled rule's mature_width
+Tuning: the per-run rule's defaults (eta sqrt 2, 11 rungs, z 2.5, later 2.25 on the
+strata benchmark's tuning truths) were chosen on seeds 100-109 at 64 evaluations per doubling; the pooled rule's mature_width
 (0.06) on seeds 1000-1005, crossover, sigma 0.013, 4 per doubling. The report
 uses seeds 0-19, which neither saw, and truths the tuning never saw.
 

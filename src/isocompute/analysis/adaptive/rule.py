@@ -281,7 +281,7 @@ def decide(evals: pd.DataFrame, *, rung_compute: float, c_max: float, params: Sw
         stopped = np.array([(float(b), float(n)) not in keys for b, n in zip(out["B_p"], out["n"])], dtype=bool)
     stopped &= one_more <= c_max * (1 + 1e-9)              # a run at C_max has nothing left to resume
     # Shared bands: a stopped run resumes only when its chance to matter is beyond a z/2 band's
-    # tail (10.6% at z 2.5), not merely above the stopping floor: noise alone moves a chance
+    # tail (13.0% at z 2.25), not merely above the stopping floor: noise alone moves a chance
     # across one threshold from rung to rung, and each resumption trains the rungs it missed.
     z_revive = p.z / 2 if p.bands == "shared" else p.z
     return apply_revival(out, chances if p.revive else pd.DataFrame(), stopped=stopped, z=z_revive)
