@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import argparse
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import replace
 import sys
 import time
 import warnings
@@ -52,11 +51,11 @@ import pandas as pd
 import yaml
 
 from isocompute.analysis.adaptive.replay import replay, with_grid_band
+from isocompute.analysis.adaptive.rule import rule_settings
 from isocompute.analysis.adaptive.strata import B_PS, C_MAX, NS, SPAN_DOUBLINGS, STRATA, Truth, draw_truth
 from isocompute.analysis.adaptive.pooled import Horizon
 from isocompute.analysis.adaptive.shared import TrendDraws, trend_ensemble
 from isocompute.analysis.fits.fitter import fit_study
-from isocompute.analysis.fits.settings import AnalysisSettings
 from isocompute.analysis.fits.synthetic import EvalNoise, synthetic_study
 from isocompute.schedule import compute_schedule_steps
 from isocompute.sweep import SweepSettings
@@ -109,9 +108,8 @@ def oracle_share(truth: Truth, evals: pd.DataFrame, epsilon: float, eval_rollout
 def calibration(truth: Truth, evals: pd.DataFrame, p: SweepSettings) -> dict:
     """The shared model's 95% band at C_max against the truth, fitted on the grid's data up to each
     rung but the last: {doublings from C_max: (runs covered, runs judged)} over the B_p where the
-    model is in force (`shared.trend_ensemble`), its collapse test at the rule's level (`rule.decide`)."""
-    s = AnalysisSettings(method="noise")
-    s = replace(s, collapse_alpha=s.collapse_alpha / len(p.budgets(C_MAX)))
+    model is in force (`shared.trend_ensemble`), its collapse test at the rule's level (`rule.rule_settings`)."""
+    s = rule_settings(None, p, C_MAX)
     out = {}
     rng = np.random.default_rng(0)
     for budget in p.budgets(C_MAX)[:-1]:

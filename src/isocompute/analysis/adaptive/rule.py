@@ -231,6 +231,15 @@ def _prune_group(g: dict, neighbours: int, min_evals: int, c_max: float) -> list
     return rows
 
 
+def rule_settings(settings: AnalysisSettings | None, params: SweepSettings, c_max: float) -> AnalysisSettings:
+    """The analysis settings the rule fits a rung's runs with: the study's (default the schema's) by
+    the noise method, its collapse test at the analysis' level divided by the rungs. Every rung tests
+    the runs anew, so the level is shared over the rungs (Bonferroni): a dip a run recovers from is
+    not held flat at one rung after another."""
+    s = replace(settings or AnalysisSettings(), method="noise")
+    return replace(s, collapse_alpha=s.collapse_alpha / len(params.budgets(c_max)))
+
+
 def decide(evals: pd.DataFrame, *, rung_compute: float, c_max: float, params: SweepSettings | dict | None = None,
            settings: AnalysisSettings | None = None, trained=None) -> pd.DataFrame:
     """The rule at one rung: which runs train on to the next.
@@ -250,14 +259,11 @@ def decide(evals: pd.DataFrame, *, rung_compute: float, c_max: float, params: Sw
     an earlier rung and stays stopped (continue false), unless the safety net (`revive`, bands
     pooled) resumes it.
     """
-    s = replace(settings or AnalysisSettings(), method="noise")
-    metric = s.metric
     p = SweepSettings.of(params)
     if not 0 < rung_compute <= c_max:
         raise ValueError(f"need 0 < rung_compute <= c_max, got {rung_compute!r} and {c_max!r}")
-    # Every rung tests the runs for a collapse anew: its level shared over the rungs (Bonferroni), so
-    # that a dip a run recovers from is not held flat at one rung after another.
-    s = replace(s, collapse_alpha=s.collapse_alpha / len(p.budgets(c_max)))
+    s = rule_settings(settings, p, c_max)
+    metric = s.metric
     evals = check_evals(evals, metric)
     keys = None if trained is None else {(float(b), float(n)) for b, n in trained}
     seen = evals[evals["compute"] <= rung_compute * (1 + 1e-9)]
