@@ -199,7 +199,11 @@ def cmd_peak(device: str) -> dict:
 
 
 def cmd_bf16(spec: dict) -> dict:
-    """k = 3 steps of a cell on CUDA in fp32, then 3 under bf16 autocast, from the same start."""
+    """k = 3 steps of a cell on CUDA in fp32, then 3 under bf16 autocast, from the same start.
+
+    Each mode runs twice and the second counts: the first run of a mode pays its warm-up
+    (CUDA context, cuBLAS's first kernels of that dtype). On an H200 (2026-12-04) a single,
+    cold bf16 pass read 0.016-0.07x of fp32: a warm-up, not a speed (docs/gpu_check.md)."""
     import torch
 
     from isocompute.cli.common import config_from_params
@@ -211,7 +215,7 @@ def cmd_bf16(spec: dict) -> dict:
     cfg = config_from_params(json.dumps(spec["params"]))
     cell = Cell(spec["split"], spec["B_p"], spec["n"], 3, 3 * spec["B_p"] * spec["n"])
     out = {}
-    for mode in ("fp32", "bf16", "fp32"):  # fp32 twice: the first pays the warm-up
+    for mode in ("fp32", "bf16", "fp32", "bf16"):  # the later run of each mode counts
         model, tok = load_policy(spec["model"], device="cuda")
         train = Problems.from_frame(read_problems(spec["train_file"]), tok)
         val = Problems.from_frame(read_problems(spec["val_file"]), tok)
