@@ -12,7 +12,9 @@ Two measurements per backend:
            tokens/s, and the local backend's share of the machine's measured
            matmul FLOP rate, both per CPU-second (~8 * params * tokens FLOPs per rollout, prompt
            tokens counted per rollout: 2 to sample, 6 to train; the frozen
-           reference forward for the KL adds 2 more, not counted)
+           reference forward for the KL adds 2 more, not counted). A rough share, high
+           for the local backend, which runs each group's prompt once (~1.8x at 16 x 8):
+           benchmarks/bench_step.py counts a step's FLOPs exactly)
   job      a whole training job from process start to exit, as a study runs it:
            for the local backend `isocompute train` on one grid cell of
            `--job-steps` steps (start-up, model load, generation, log-probs,

@@ -330,3 +330,43 @@ def test_timed_out_rewards_are_zero_counted_per_step_and_fail_the_run_above_the_
                                               r"\(share 0\.25 > grading\.max_timeout_share = 0\.01\)"):
         train_run(tiny_cfg(), cell, strict)
     assert [(s, d["grading/timeouts"]) for s, d in metric_rows(strict) if s > 0] == [(1, 1)]
+
+
+def test_step_benchmark_rebuilds_a_finished_run_and_splits_its_step(tiny_model_and_splits, capsys):
+    """benchmarks/bench_step.py on a finished run: one row per run, its batch, the step's time
+    split into shares of one step, its FLOPs and their rate against the matmul peak measured
+    in the same run (nothing here depends on the machine's speed)."""
+    import re
+    import sys
+
+    from conftest import REPO
+
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import bench_step
+
+    from isocompute import atomic
+    from isocompute.cli.common import config_from_params, provenance
+    from isocompute.jobs import TRAIN_SAMPLING_KEYS
+
+    root = tiny_model_and_splits
+    paths = paths_for(root, "bench")
+    cfg = tiny_cfg()  # the train rule's params of it, and its run.json, as `isocompute train` writes them
+    params = {"seed": cfg["seed"], "experiment": cfg["experiment"], "train": cfg["train"], "grading": cfg["grading"],
+              "sampling": {k: cfg["sampling"][k] for k in TRAIN_SAMPLING_KEYS},
+              "eval": {"samples": cfg["eval"]["samples"], "extra_sets": []},
+              "schedule": {"min_compute": 6.0, "C_max": 18.0}}
+    run_cfg = config_from_params(json.dumps(params))
+    summary = train_run(run_cfg, Cell("easy", 2, 3, 3, 18), paths)
+    atomic.write_json(paths.marker, provenance(run_cfg, **summary, model=paths.model, train_file=str(paths.train_file),
+                                               val_file=str(paths.val_file)))
+    assert bench_step.main([str(paths.run_dir), "--steps", "3", "--warm-up", "1", "--ops"]) == 0
+    out = capsys.readouterr().out
+    row = re.search(r"^bench\s+(\d+)\s+([\d.]+)\s+([\d.]+)%\s+([\d.]+)%\s+([\d.]+)%\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)"
+                    r"\s+([\d.]+)%$", out, flags=re.M)
+    assert row, out
+    B, ms, gen, reward, update, gflop, rate, peak, share = (float(v) for v in row.groups())
+    assert B == 6 and ms > 0 and gflop > 0 and rate > 0 and peak > 0 and share > 0
+    assert 0 < gen + reward + update <= 100.5   # shares of the step's own wall time
+    assert "aten::" in out                       # --ops: the profiler's operator table
+    with pytest.raises(SystemExit):
+        bench_step.main([str(root)])             # a folder without run.json is refused by name
