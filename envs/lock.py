@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import functools
 import hashlib
 import os
 import re
@@ -270,21 +271,36 @@ def cuda_only(name: str = "verl", twin: str = TWIN) -> dict[tuple[str, str], set
     return {pin: hashes for pin, hashes in locked_hashes(name).items() if not hashes & seen}
 
 
+@functools.cache
+def cluster_tags() -> frozenset:
+    """Every wheel tag pip accepts on the cluster the locks are resolved for (PYTHON_VERSION,
+    PLATFORM: CPython 3.12, glibc 2.28, x86_64), as packaging generates them for pip: cp312,
+    abi3 back to cp32, pure py3 wheels; manylinux_2_5 .. 2_28 with their legacy aliases, and
+    plain linux. Not musllinux, another architecture or another CPython."""
+    from packaging import tags
+
+    major, minor = (int(x) for x in PYTHON_VERSION.split("."))
+    arch = PLATFORM.split("-", 1)[0]
+    glibc_minor = int(PLATFORM.rsplit("_", 1)[1])
+    legacy = {17: "manylinux2014", 12: "manylinux2010", 5: "manylinux1"}
+    platforms = []
+    for m in range(glibc_minor, 4, -1):
+        platforms.append(f"manylinux_2_{m}_{arch}")
+        if m in legacy:
+            platforms.append(f"{legacy[m]}_{arch}")
+    platforms.append(f"linux_{arch}")
+    return frozenset(tags.cpython_tags((major, minor), platforms=platforms)) | frozenset(
+        tags.compatible_tags((major, minor), f"cp{major}{minor}", platforms))
+
+
 def _fits_the_cluster(file: str) -> bool:
-    """Whether a wheel installs on CPython 3.12, linux x86_64 (an sdist: no)."""
+    """Whether a wheel installs on the cluster (one of its tags is in cluster_tags; an sdist: no)."""
     from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
     try:
-        tags = parse_wheel_filename(file)[3]
+        return not parse_wheel_filename(file)[3].isdisjoint(cluster_tags())
     except InvalidWheelFilename:
         return False
-    for t in tags:
-        platform = t.platform == "any" or ("linux" in t.platform and "x86_64" in t.platform)
-        python = t.interpreter in ("py3", "py312", "cp312") or (
-            t.abi == "abi3" and t.interpreter.startswith("cp3") and int(t.interpreter[3:] or 0) <= 12)
-        if platform and python:
-            return True
-    return False
 
 
 def index_files(package: str, timeout: float = 60) -> list[tuple[str, str, str]]:

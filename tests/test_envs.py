@@ -268,6 +268,26 @@ def test_the_cuda_only_artifacts_are_those_the_twin_never_installs():
     assert all(pins.values()), "a CUDA-only pin without a hash"
 
 
+@pytest.mark.parametrize("file, fits", [
+    ("torch-2.9.0-cp312-cp312-manylinux_2_28_x86_64.whl", True),
+    ("x-1-cp311-abi3-manylinux_2_17_x86_64.manylinux2014_x86_64.whl", True),   # abi3 from an older CPython
+    ("x-1-cp38-abi3-manylinux1_x86_64.whl", True),                           # a legacy alias
+    ("x-1-py2.py3-none-any.whl", True),
+    ("x-1-cp312-cp312-linux_x86_64.whl", True),
+    ("x-1-cp312-cp312-musllinux_1_2_x86_64.whl", False),                     # musl, not glibc
+    ("x-1-cp312-cp312-manylinux_2_34_x86_64.whl", False),                    # newer glibc than the cluster's
+    ("x-1-cp313-cp313-manylinux_2_28_x86_64.whl", False),
+    ("x-1-cp312-abi3-manylinux_2_28_x86_64.whl", True),
+    ("x-1-cp313-abi3-manylinux_2_28_x86_64.whl", False),                     # abi3 needs CPython 3.13
+    ("x-1-cp312-cp312-manylinux_2_28_aarch64.whl", False),
+    ("x-1.tar.gz", False),
+])
+def test_the_download_check_takes_the_wheels_pip_installs_on_the_cluster(file, fits):
+    """The files verify_artifacts downloads are those pip would pick on the lock's platform
+    (CPython 3.12, manylinux 2.28, x86_64), by packaging's own tag list."""
+    assert lock._fits_the_cluster(file) is fits
+
+
 def test_a_served_file_that_is_not_the_locked_one_is_named(tmp_path, monkeypatch):
     """The download check hashes the bytes served, not the index's claim: a file whose bytes differ
     from the lock's hash is reported by name (served here from a local file:// URL)."""
