@@ -243,25 +243,36 @@ def record_lock_hash(name: str) -> None:
     yaml.write_text(text)
 
 
-PIN_LINE = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^]]*\])?==(?P<version>\S+)")
+PIN_LINE = re.compile(r"(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^]]*\])?==(?P<version>\S+)")
 HASH_OPTION = re.compile(r"--hash=sha256:(?P<sha>[0-9a-f]{64})")
 SIMPLE_INDEX = "https://pypi.org/simple"
 FILE_LINK = re.compile(r'href="(?P<url>[^"#]+)#sha256=(?P<sha>[0-9a-f]{64})"[^>]*>(?P<file>[^<]+)<')
 
 
-def locked_hashes(name: str) -> dict[tuple[str, str], set[str]]:
-    """(package, version) -> the sha256 hashes envs/<name>.lock.txt allows for it."""
+def parse_lock(text: str, where: str = "lock") -> dict[tuple[str, str], set[str]]:
+    """(package, version) -> the sha256 hashes a pip lock (uv's --generate-hashes output)
+    allows for it. Strict: every line that is not indented, a comment or blank must be a
+    `name==version` pin, and every pin must carry a hash; else ValueError naming the line."""
     out: dict[tuple[str, str], set[str]] = {}
     pin = None
-    for line in lock_path(name).read_text().splitlines():
-        m = PIN_LINE.match(line)
-        if m:
+    for number, line in enumerate(text.splitlines(), 1):
+        if line and not line[0].isspace() and not line.startswith("#"):
+            m = PIN_LINE.fullmatch(line.removesuffix("\\").rstrip())
+            if not m:
+                raise ValueError(f"{where}, line {number}: {line!r} is not a name==version pin")
             pin = (canonical(m["name"]), m["version"])
             out[pin] = set()
         for h in HASH_OPTION.finditer(line):
             if pin is not None:
                 out[pin].add(h["sha"])
+    if unhashed := [f"{p}=={v}" for (p, v), hashes in out.items() if not hashes]:
+        raise ValueError(f"{where}: {', '.join(unhashed)} without a --hash")
     return out
+
+
+def locked_hashes(name: str) -> dict[tuple[str, str], set[str]]:
+    """(package, version) -> the sha256 hashes envs/<name>.lock.txt allows for it (parse_lock)."""
+    return parse_lock(lock_path(name).read_text(), f"envs/{name}.lock.txt")
 
 
 def cuda_only(name: str = "verl", twin: str = TWIN) -> dict[tuple[str, str], set[str]]:

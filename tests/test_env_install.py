@@ -13,6 +13,7 @@ the tests skip, naming it (as test_twin_env.py does); without the index they ski
 from __future__ import annotations
 
 import glob
+import importlib.util
 import json
 import os
 import re
@@ -41,9 +42,12 @@ def canonical(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def lock_pins(path: Path = LOCK) -> dict[str, str]:
-    text = path.read_text()
-    return {canonical(m[1]): m[2] for m in re.finditer(r"^([A-Za-z0-9_.-]+)==(\S+) \\$", text, re.M)}
+def lock_pins() -> dict[str, str]:
+    """{name: version} of the lock this module installs (envs/lock.py's parser)."""
+    spec = importlib.util.spec_from_file_location("envs_lock", REPO / "envs" / "lock.py")
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    return {package: version for package, version in tool.locked_hashes(NAME)}
 
 
 def _is_cpython_312(python: str) -> bool:

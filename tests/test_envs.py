@@ -64,18 +64,9 @@ def env_requirements(path: Path) -> dict[str, Requirement]:
 
 
 def locked_versions(name: str) -> dict[str, str]:
-    """{name: version} of envs/<name>.lock.txt, checking each pin carries its hashes."""
-    text = lock.lock_path(name).read_text()
-    out = {}
-    for entry in re.split(r"\n(?=[A-Za-z0-9])", text.split("\n", 1)[1]):
-        head = entry.split("\\")[0].strip()
-        if not head:
-            continue
-        m = re.fullmatch(r"([A-Za-z0-9_.-]+)==(\S+)", head)
-        assert m, f"envs/{name}.lock.txt: {head!r} is not a name==version pin"
-        assert "--hash=sha256:" in entry, f"envs/{name}.lock.txt: {head} has no hash"
-        out[canonicalize_name(m[1])] = m[2]
-    return out
+    """{name: version} of envs/<name>.lock.txt (lock.locked_hashes refuses a line that is not a
+    hashed name==version pin)."""
+    return {package: version for package, version in lock.locked_hashes(name)}
 
 
 def pinned(req: Requirement) -> str | None:
@@ -266,6 +257,22 @@ def test_the_cuda_only_artifacts_are_those_the_twin_never_installs():
     assert {"vllm", "flashinfer-python", "cuda-bindings", "nvidia-cuda-nvcc"} <= names, sorted(names)
     assert not names & {"torch", "numpy", "verl", "transformers"}, sorted(names)
     assert all(pins.values()), "a CUDA-only pin without a hash"
+
+
+@pytest.mark.parametrize("text, error", [
+    ("a==1 \\\n    --hash=sha256:" + "a" * 64 + "\nb>=2\n", "line 3: 'b>=2' is not a name==version pin"),
+    ("a==1\nb==2 \\\n    --hash=sha256:" + "b" * 64 + "\n", "a==1 without a --hash"),
+    ("a==1 \\\n    --hash=sha256:" + "a" * 64 + "\n    # via b\n# a comment\n\n-e ./src\n", "'-e ./src' is not"),
+])
+def test_a_lock_line_that_is_not_a_hashed_pin_is_refused_by_name(text, error):
+    with pytest.raises(ValueError, match=re.escape(error)):
+        lock.parse_lock(text, "envs/x.lock.txt")
+
+
+def test_a_hashed_lock_parses_to_its_pins_and_hashes():
+    text = "# header\nA_b==1.0 \\\n    --hash=sha256:" + "a" * 64 + " \\\n    --hash=sha256:" + "b" * 64 + \
+        "\n    # via x\nc[extra]==2 \\\n    --hash=sha256:" + "c" * 64 + "\n"
+    assert lock.parse_lock(text) == {("a-b", "1.0"): {"a" * 64, "b" * 64}, ("c", "2"): {"c" * 64}}
 
 
 @pytest.mark.parametrize("file, fits", [
