@@ -293,6 +293,14 @@ def workflow_config_error(path: Path) -> str:
     return ""
 
 
+def load_lock_tool():
+    """envs/lock.py (a script beside the env files, not a package) as a module."""
+    spec = importlib.util.spec_from_file_location("envs_lock", REPO / "envs" / "lock.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def make_study_dir(path: Path) -> Path:
     """A scratch study directory with the repo's config/ and workflow/ (for the report)."""
     shutil.copytree(REPO / "config", path / "config")

@@ -13,7 +13,6 @@ the tests skip, naming it (as test_twin_env.py does); without the index they ski
 from __future__ import annotations
 
 import glob
-import importlib.util
 import json
 import os
 import re
@@ -24,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, require_slow
+from conftest import REPO, load_lock_tool, require_slow
 
 pytestmark = pytest.mark.slow
 
@@ -44,10 +43,7 @@ def canonical(name: str) -> str:
 
 def lock_pins() -> dict[str, str]:
     """{name: version} of the lock this module installs (envs/lock.py's parser)."""
-    spec = importlib.util.spec_from_file_location("envs_lock", REPO / "envs" / "lock.py")
-    tool = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tool)
-    return {package: version for package, version in tool.locked_hashes(NAME)}
+    return {package: version for package, version in load_lock_tool().locked_hashes(NAME)}
 
 
 def _is_cpython_312(python: str) -> bool:

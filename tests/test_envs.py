@@ -8,7 +8,6 @@ index; without the network they say so and skip, the offline checks still run.""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 import shutil
@@ -21,6 +20,8 @@ import yaml
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
+from conftest import load_lock_tool
+
 REPO = Path(__file__).resolve().parents[1]
 ENV_FILES = sorted((REPO / "envs").glob("*.yaml"))
 GRADER = {"math-verify", "latex2sympy2-extended"}
@@ -30,14 +31,7 @@ GRADER = {"math-verify", "latex2sympy2-extended"}
 GPU_BUILD_PINS = {"torch", "torchvision", "torchaudio", "transformers", "vllm", "fastapi"}
 
 
-def _load_lock_tool():
-    spec = importlib.util.spec_from_file_location("envs_lock", REPO / "envs" / "lock.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-lock = _load_lock_tool()
+lock = load_lock_tool()
 LOCKED = list(lock.CONDA_ENVS + lock.DERIVED)
 
 
