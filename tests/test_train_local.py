@@ -346,17 +346,13 @@ def test_step_benchmark_rebuilds_a_finished_run_and_splits_its_step(tiny_model_a
 
     from isocompute import atomic
     from isocompute.cli.common import config_from_params, provenance
-    from isocompute.jobs import TRAIN_SAMPLING_KEYS
+    from isocompute.jobs import train_params
 
     root = tiny_model_and_splits
     paths = paths_for(root, "bench")
-    cfg = tiny_cfg()  # the train rule's params of it, and its run.json, as `isocompute train` writes them
-    params = {"seed": cfg["seed"], "experiment": cfg["experiment"], "train": cfg["train"], "grading": cfg["grading"],
-              "sampling": {k: cfg["sampling"][k] for k in TRAIN_SAMPLING_KEYS},
-              "eval": {"samples": cfg["eval"]["samples"], "extra_sets": []},
-              "schedule": {"min_compute": 6.0, "C_max": 18.0}}
-    run_cfg = config_from_params(json.dumps(params))
-    summary = train_run(run_cfg, Cell("easy", 2, 3, 3, 18), paths)
+    # The train rule's params of a cell, and the run.json `isocompute train` writes from them.
+    run_cfg = config_from_params(json.dumps(train_params(tiny_cfg(), Cell("easy", 2, 3, 3, 18))))
+    summary = train_run(run_cfg, Cell("easy", 2, 3, 3, int(run_cfg["schedule"]["C_max"])), paths)
     atomic.write_json(paths.marker, provenance(run_cfg, **summary, model=paths.model, train_file=str(paths.train_file),
                                                val_file=str(paths.val_file)))
     assert bench_step.main([str(paths.run_dir), "--steps", "3", "--warm-up", "1", "--ops"]) == 0
