@@ -258,11 +258,10 @@ def _stack(modules) -> tuple[torch.Tensor, torch.Tensor | None]:
 
 def _rms(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
     """LlamaRMSNorm; its casts to float32 and back are skipped where x is float32 already."""
-    if x.dtype != torch.float32:
-        dtype = x.dtype
-        h = x.to(torch.float32)
-        return weight * (h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)).to(dtype)
-    return weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps))
+    wide = x.dtype == torch.float32
+    h = x if wide else x.to(torch.float32)
+    h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)
+    return weight * (h if wide else h.to(x.dtype))
 
 
 def _repeat_kv(x: torch.Tensor, n: int) -> torch.Tensor:
