@@ -176,21 +176,23 @@ def run_trl(args) -> dict:
 
 # --- the machine's matmul rate -----------------------------------------------------
 
-def matmul_gflops(size: int = 1024, reps: int = 20) -> tuple[float, float]:
+def matmul_gflops(size: int = 1024, reps: int = 20, shape: tuple[int, int, int] | None = None) -> tuple[float, float]:
     """Best-of-reps fp32 matmul rate, per wall-second and per CPU-second of this process: the
     machine's FLOP limit at this thread count. The share of the peak divides a per-CPU-second
     rate by the per-CPU-second peak, which stays near the quiet machine's when other jobs
-    share the cores (a wall-clock best of 20 does not: every repeat may be preempted)."""
+    share the cores (a wall-clock best of 20 does not: every repeat may be preempted).
+    `shape` (m, k, n): [m, k] x [k, n] instead of the square of `size`."""
     import torch
 
-    a, b = torch.randn(size, size), torch.randn(size, size)
+    m, k, n = shape or (size, size, size)
+    a, b = torch.randn(m, k), torch.randn(k, n)
     torch.mm(a, b)
     best = best_cpu = float("inf")
     for _ in range(reps):
         t, c = time.perf_counter(), time.process_time()
         torch.mm(a, b)
         best, best_cpu = min(best, time.perf_counter() - t), min(best_cpu, time.process_time() - c)
-    flops = 2 * size ** 3 / 1e9
+    flops = 2 * m * k * n / 1e9
     return flops / best, flops / max(best_cpu, 1e-9)
 
 
