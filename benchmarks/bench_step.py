@@ -41,7 +41,8 @@ def trainer_of(run_dir: Path, scratch: Path):
 
     run = json.loads((run_dir / "run.json").read_text())
     cfg = config_from_params(json.dumps(run["config"]))
-    cell = Cell(run["split"], run["B_p"], run["n"], run["M_max"], int(cfg["schedule"]["C_max"]), run["replicate"], "")
+    cell = Cell(run["split"], run["B_p"], run["n"], run["M_max"], int(cfg["schedule"]["C_max"]), run["replicate"],
+                run.get("variant", ""))
     paths = RunPaths(scratch, Path(run["train_file"]), Path(run["val_file"]), run["model"], ())
     return _local_trainer(cfg, cell, paths)[0], run
 
