@@ -17,7 +17,7 @@ SNAKEMAKE_ARGS ?=
 PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.isocompute-installed
 
-.PHONY: run test check setup report replicate clean-results shipped-model check-shipped-model twin
+.PHONY: run test check setup report replicate clean-results shipped-model check-shipped-model twin docs
 
 setup: $(STAMP)
 
@@ -70,15 +70,22 @@ report: $(STAMP)
 twin: $(STAMP)
 	UV=$(abspath $(VENV))/bin/uv bash envs/cpu-twin.sh
 
-# `make test`: the whole suite (what CI runs). `make check`: its fast tier, the tests not
-# marked slow (no real pipeline stage, training, verl, vLLM, SLURM or benchmark run).
+# `make test`: the strict docs build (`make docs`), then the whole suite (what CI runs).
+# `make check`: its fast tier, the tests not marked slow (no real pipeline stage, training,
+# verl, vLLM, SLURM or benchmark run).
 # Both on TEST_WORKERS pytest-xdist workers (0: one process): the engine runs (verl, vLLM,
 # SLURM) one after another on one of them, every other module whole on either
 # (tests/conftest.py, work_unit: the tests marked engine).
 TEST_WORKERS ?= 2
 XDIST = $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder)
 
-test: $(STAMP) twin
+# The docs site (mkdocs.yml) into site/ (git-ignored). --strict: a link to a missing page or
+# anchor, or a page under docs/ that the nav leaves out, fails the build; `make test` runs it
+# first. NO_MKDOCS_2_WARNING silences the material theme's notice about its successor.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet --site-dir site
+
+test: $(STAMP) twin docs
 	ISOCOMPUTE_TWIN_PYTHON="$$(bash envs/cpu-twin.sh --path)/bin/python" ISOCOMPUTE_TWIN_REQUIRED=1 \
 	  $(VENV)/bin/python -m pytest $(XDIST) $(PYTEST_ARGS)
 
