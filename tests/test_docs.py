@@ -1,7 +1,8 @@
 """The docs a newcomer reads cite what is in the repository: every methods citation
 names docs/methods.md and its links reach a section, no issue tracker numbers (they mean
 nothing to a reader of the repository), the `hf` command the project's huggingface_hub
-ships, a licence and a guide to the config folder."""
+ships, a licence and a guide to the config folder. The README stays a front page, every
+docs page is in the site's nav, and the strict site build fails on a broken link."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pytest
 
 from conftest import REPO
 
-READER_FILES = sorted({*REPO.glob("*.md"), *(REPO / "docs").glob("*.md"), *(REPO / "config").rglob("*.yaml"),
+READER_FILES = sorted({*REPO.glob("*.md"), *(REPO / "docs").rglob("*.md"), *(REPO / "config").rglob("*.yaml"),
                        *(REPO / "config").glob("*.md"), *(REPO / "src").rglob("*.py"),
                        *(REPO / "src").rglob("*.yaml"), *(REPO / "rules").glob("*.smk"),
                        REPO / "Snakefile", REPO / "Makefile", *(REPO / "benchmarks").glob("*.py")})
@@ -100,3 +101,101 @@ def test_python_floor_is_one_and_covers_the_dependencies():
             continue
         if needs and ">=" in needs:
             assert _floor(needs) <= floor, f"{name} needs Python {needs}, the project states {floor}"
+
+
+# --- the front page and the docs site ------------------------------------------------------
+
+README_MAX_LINES = 250
+# Measurements of the project's own development belong on the docs pages, not the front page.
+README_BANNED = ("fresh clone", "this release", "quiet machine", "loaded machine")
+
+
+def test_readme_is_a_front_page():
+    text = (REPO / "README.md").read_text()
+    assert len(text.splitlines()) <= README_MAX_LINES, f"README.md: {len(text.splitlines())} lines"
+    for phrase in README_BANNED:
+        assert phrase not in text.lower(), f"README.md says {phrase!r}: that goes to a docs page"
+
+
+def _nav_pages(node) -> list[str]:
+    """Every page file the mkdocs nav names, depth first."""
+    if isinstance(node, str):
+        return [node]
+    if isinstance(node, list):
+        return [p for item in node for p in _nav_pages(item)]
+    if isinstance(node, dict):
+        return [p for value in node.values() for p in _nav_pages(value)]
+    return []
+
+
+def _generated_pages() -> tuple[str, ...]:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("docs_reference_hook", REPO / "docs" / "hooks" / "reference.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.GENERATED
+
+
+def test_every_docs_page_is_in_the_nav_and_every_nav_page_exists():
+    import yaml
+
+    site = yaml.safe_load((REPO / "mkdocs.yml").read_text())
+    nav = _nav_pages(site["nav"])
+    assert len(nav) == len(set(nav)), "a page is twice in the nav"
+    on_disk = {str(p.relative_to(REPO / "docs")) for p in (REPO / "docs").rglob("*.md")
+               if "hooks" not in p.relative_to(REPO / "docs").parts}
+    generated = set(_generated_pages())
+    assert not on_disk & generated, "a generated page also exists on disk"
+    assert on_disk - set(nav) == set(), "pages under docs/ that mkdocs.yml's nav leaves out"
+    assert set(nav) - on_disk - generated == set(), "nav entries with no page"
+    for name in ("omitted_files", "not_found"):
+        assert site["validation"]["nav"][name] == "warn", name
+    for name in ("not_found", "anchors", "unrecognized_links"):
+        assert site["validation"]["links"][name] == "warn", name
+
+
+def _docs_copy(tmp_path: Path) -> Path:
+    """The site's sources in a scratch folder: mkdocs.yml, docs/, what the pages include."""
+    import shutil
+
+    work = tmp_path / "repo"
+    shutil.copytree(REPO / "docs", work / "docs")
+    shutil.copy(REPO / "mkdocs.yml", work / "mkdocs.yml")
+    (work / "config").mkdir()
+    shutil.copy(REPO / "config" / "README.md", work / "config" / "README.md")
+    (work / "src").symlink_to(REPO / "src")
+    return work
+
+
+def _build(work: Path) -> "subprocess.CompletedProcess":
+    import os
+    import subprocess
+    import sys
+
+    mkdocs = Path(sys.executable).with_name("mkdocs")
+    return subprocess.run([str(mkdocs), "build", "--strict", "--site-dir", str(work / "site")], cwd=work,
+                          capture_output=True, text=True, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+
+
+@pytest.mark.slow
+def test_the_strict_docs_build_passes_and_fails_on_a_broken_link(tmp_path: Path):
+    work = _docs_copy(tmp_path)
+    proc = _build(work)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    for page in ("index.html", "reference/config/index.html", "reference/cli/index.html",
+                 "reference/api-analysis/index.html", "config-files/index.html"):
+        assert (work / "site" / page).is_file(), page
+    schema_page = (work / "site" / "reference" / "config" / "index.html").read_text()
+    assert "sweep.epsilon" in schema_page and "analysis.method" in schema_page
+    assert "isocompute recommend" in (work / "site" / "reference" / "cli" / "index.html").read_text()
+
+    with open(work / "docs" / "data.md", "a") as page:
+        page.write("\nSee [a page](no-such-page.md) and [a section](methods.md#13-no-such-section).\n")
+    (work / "docs" / "orphan.md").write_text("# Not in the nav\n")
+    proc = _build(work)
+    assert proc.returncode != 0
+    assert "contains a link 'no-such-page.md', but the target is not found" in proc.stderr, proc.stderr[-3000:]
+    assert "does not contain an anchor '#13-no-such-section'" in proc.stderr, proc.stderr[-3000:]
+    assert "not included in the \"nav\" configuration:\n  - orphan.md" in proc.stderr, proc.stderr[-3000:]
+    assert "Aborted with 3 warnings in strict mode" in proc.stdout + proc.stderr
