@@ -25,8 +25,17 @@ $PIP download --no-deps --only-binary=:all: -d "$OUT" $PURE
 $PIP download --no-deps --only-binary=:all: --python-version "$PYTHON_VERSION" --implementation cp \
   --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 -d "$OUT" rpds-py==2026.9.1
 # antlr4 4.9.3 (the runtime hydra pins, so the grader parses LaTeX as in make test) is an
-# sdist on PyPI: built here into a pure-Python wheel, since the node has no network to build.
-$PIP wheel --no-deps -w "$OUT" antlr4-python3-runtime==4.9.3
+# sdist on PyPI: built here into a pure-Python wheel, since the node has no network to build;
+# built as the cluster's install builds it (envs/install-env.sh): the analysis lock's pins of
+# it and of its build tools (setuptools), hashes checked, in a venv of their own, no isolation.
+build=$(mktemp -d)
+trap 'rm -rf "$build"' EXIT
+${PYTHON:-python3} -m venv "$build/venv"
+${PYTHON:-python3} envs/lock.py --build-tools analysis >"$build/tools.txt"
+${PYTHON:-python3} envs/lock.py --sdists analysis >"$build/sdists.txt"
+"$build/venv/bin/python" -m pip install -q --no-cache-dir --no-deps --require-hashes -r "$build/tools.txt"
+"$build/venv/bin/python" -m pip wheel --no-cache-dir --no-deps --require-hashes --no-build-isolation \
+  -w "$OUT" -r "$build/sdists.txt"
 
 ls -l "$OUT"
 du -sh "$OUT"

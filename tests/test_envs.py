@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -124,14 +125,14 @@ def test_verl_env_pins_hydra_and_omegaconf():
 
 def test_each_conda_env_is_python_and_pip_and_records_its_lock():
     """The yaml builds Python 3.12 and pip only (the pip packages come from the lock, through
-    the post-deploy script), and names the sha256 of the lock and of envs/install-env.sh, so that
-    Snakemake, which hashes the yaml's text, builds a new environment for a new lock or install
-    script."""
+    the post-deploy script), and names the sha256 of the lock, of envs/install-env.sh and of
+    envs/lock.py (which it runs), so that Snakemake, which hashes the yaml's text, builds a new
+    environment for a new lock or install script."""
     assert {p.stem for p in ENV_FILES} == set(lock.CONDA_ENVS)
     for env in ENV_FILES:
         deps = yaml.safe_load(env.read_text())["dependencies"]
         assert deps == ["python=3.12", "pip"], f"{env.name}: pip packages belong in {env.stem}.in, got {deps}"
-        assert set(lock.RECORDED) == {"lock", "input", "install script"}
+        assert set(lock.RECORDED) == {"lock", "input", "install script", "build tools"}
         assert all(lock.recorded_hash(env.stem, what) for what in lock.RECORDED), f"{env.name}: a digest line is missing"
         stale = lock.stale_records(env.stem)
         assert not stale, f"{stale}: run python envs/lock.py {env.stem}"
@@ -163,12 +164,13 @@ def snakemake_env_hash(env_file: Path) -> str:
     return env.hash
 
 
-@pytest.mark.parametrize("changed", ["{name}.lock.txt", "{name}.in", "install-env.sh"],
-                         ids=["lock", "input", "install-script"])
+@pytest.mark.parametrize("changed", ["{name}.lock.txt", "{name}.in", "install-env.sh", "lock.py"],
+                         ids=["lock", "input", "install-script", "build-tools-reader"])
 @pytest.mark.parametrize("name", lock.CONDA_ENVS)
 def test_a_new_lock_or_install_script_is_a_new_snakemake_env(name, changed, tmp_path, monkeypatch):
     """Snakemake hashes the yaml and the post-deploy script, not the files that script reads:
-    the lock, the input (its URL wheels: verl.in's flash-attn) and envs/install-env.sh reach the
+    the lock, the input (its URL wheels: verl.in's flash-attn), envs/install-env.sh and the
+    envs/lock.py it runs reach the
     env's hash through the digests the yaml records (envs/lock.py writes them), so a change to
     any of them is a new environment."""
     envs = tmp_path / "envs"
@@ -319,6 +321,49 @@ def test_every_cuda_only_artifact_downloads_and_matches_the_lock():
 
 
 @pytest.mark.slow
+def test_every_pin_has_a_cluster_wheel_but_the_sdists_the_build_tools_build():
+    """From the package index: each lock's pins without a wheel for CPython 3.12 on manylinux
+    2.31 x86_64 are SDIST_ONLY's (setup.py projects its setuptools builds, no isolation), no
+    other: a new sdist-only pin (llguidance below glibc 2.31, which needs Rust) fails here."""
+    import urllib.error
+
+    try:
+        found = {name: lock.sdist_only(name) for name in LOCKED}
+        problems = [p for name in LOCKED for p in lock.unbuildable(name)]
+    except urllib.error.HTTPError:
+        raise
+    except urllib.error.URLError as exc:
+        pytest.skip(f"no network to the package index ({exc.reason})")
+    assert not problems, "\n".join(problems)
+    assert set().union(*found.values()) == lock.SDIST_ONLY, found
+
+
+def test_a_pin_without_a_cluster_wheel_is_named(monkeypatch):
+    """unbuildable names a pin whose locked files hold no wheel for the cluster, beyond SDIST_ONLY
+    (served by a stand-in index: llguidance 1.7.6's files, whose linux wheel needs glibc 2.31,
+    under a cluster of glibc 2.28)."""
+    files = {"llguidance": [("llguidance-1.7.6-cp39-abi3-manylinux_2_31_x86_64.whl", "u", "a" * 64),
+                            ("llguidance-1.7.6.tar.gz", "u", "b" * 64)],
+             "antlr4-python3-runtime": [("antlr4-python3-runtime-4.9.3.tar.gz", "u", "c" * 64)],
+             "setuptools": [("setuptools-80.0.0-py3-none-any.whl", "u", "d" * 64)]}
+    pins = {("llguidance", "1.7.6"): {"a" * 64, "b" * 64}, ("antlr4-python3-runtime", "4.9.3"): {"c" * 64},
+            ("setuptools", "80.0.0"): {"d" * 64}}
+    monkeypatch.setattr(lock, "index_files", files.__getitem__)
+    monkeypatch.setattr(lock, "locked_hashes", lambda name: pins)
+    assert lock.unbuildable("t") == []                       # glibc 2.31: llguidance's wheel fits
+    monkeypatch.setattr(lock, "PLATFORM", "x86_64-manylinux_2_28")
+    lock.cluster_tags.cache_clear()
+    try:
+        assert lock.sdist_only("t") == {"llguidance", "antlr4-python3-runtime"}
+        [problem] = lock.unbuildable("t")
+        assert problem.startswith("envs/t.lock.txt: llguidance has no wheel for CPython 3.12 on x86_64-manylinux_2_28")
+        del pins[("setuptools", "80.0.0")]
+        assert any("pins none of setuptools" in p for p in lock.unbuildable("t"))
+    finally:
+        lock.cluster_tags.cache_clear()
+
+
+@pytest.mark.slow
 def test_the_flash_attn_wheel_is_the_file_its_sha256_pins():
     """verl.in's flash-attn wheel, downloaded from its URL, has the sha256 its fragment pins."""
     import urllib.error
@@ -336,24 +381,47 @@ def test_the_flash_attn_wheel_is_the_file_its_sha256_pins():
 
 def test_install_env_passes_a_wheels_sha256_fragment_to_pip(tmp_path):
     """A wheel envs/<name>.in names by URL with pip's `#sha256=` fragment reaches pip with it (pip
-    then checks the download against it), in the order install-env.sh installs: the lock with
-    hashes required, the URL wheels, this checkout. (`python` is a stand-in that logs its arguments.)"""
+    then checks the download against it), in the order install-env.sh installs: the lock's build
+    tools with hashes required, the lock with hashes required and no build isolation, the URL
+    wheels, this checkout. (`python` is a stand-in that logs its arguments and runs lock.py.)"""
     repo, stub = tmp_path / "repo", tmp_path / "bin"
     (repo / "envs").mkdir(parents=True)
     stub.mkdir()
     shutil.copy(REPO / "pyproject.toml", repo / "pyproject.toml")
-    shutil.copy(REPO / "envs" / "install-env.sh", repo / "envs" / "install-env.sh")
-    (repo / "envs" / "t.lock.txt").write_text("")
+    for script in ("install-env.sh", "lock.py"):
+        shutil.copy(REPO / "envs" / script, repo / "envs" / script)
+    tools = "setuptools==80.0.0 \\\n    --hash=sha256:" + "cd" * 32 + "\n"
+    (repo / "envs" / "t.lock.txt").write_text(tools)
     url = "https://example.org/wheels/a-1.0-cp312-cp312-linux_x86_64.whl#sha256=" + "ab" * 32
     (repo / "envs" / "t.in").write_text(f"# comment\nnumpy>=2\n{url}  # CUDA-only\n")
-    (stub / "python").write_text('#!/bin/sh\nprintf "%s\\n" "$*" >> "$PIP_CALLS"\n')
+    (stub / "python").write_text(f'#!/bin/sh\nprintf "%s\\n" "$*" >> "$PIP_CALLS"\n'
+                                 f'case "$1" in *lock.py) exec {sys.executable} "$@";; esac\n')
     (stub / "python").chmod(0o755)
     env = dict(os.environ, PATH=f"{stub}{os.pathsep}{os.environ['PATH']}", PIP_CALLS=str(tmp_path / "calls"))
     subprocess.run(["bash", "envs/install-env.sh", "t"], cwd=repo, env=env, check=True, capture_output=True)
-    assert (tmp_path / "calls").read_text().splitlines() == [
-        f"-m pip install --no-deps --require-hashes -r {repo}/envs/t.lock.txt",
+    calls = (tmp_path / "calls").read_text().splitlines()
+    assert calls[0] == f"{repo}/envs/lock.py --build-tools t"
+    assert re.fullmatch(r"-m pip install --no-deps --require-hashes -r \S+", calls[1]), calls[1]
+    assert calls[2:] == [
+        f"-m pip install --no-deps --require-hashes --no-build-isolation -r {repo}/envs/t.lock.txt",
         f"-m pip install --no-deps {url}",
         f"-m pip install --no-deps --no-build-isolation --no-index -e {repo}"]
+
+
+def test_the_build_tools_are_the_locks_hashed_pins_of_them():
+    """`lock.py --build-tools NAME` prints the lock's own setuptools pin with every hash the lock
+    allows (what install-env.sh and cpu-twin.sh install, hashes required, before the sdists),
+    and `--sdists NAME` its sdist-only pins likewise; nothing for a lock that pins none."""
+    for name in LOCKED:
+        pins = lock.locked_hashes(name)
+        [(version, hashes)] = [(v, h) for (p, v), h in pins.items() if p == "setuptools"]
+        out = subprocess.run([sys.executable, str(REPO / "envs" / "lock.py"), "--build-tools", name],
+                             capture_output=True, text=True, check=True).stdout
+        assert out.split() == [f"setuptools=={version}", *sorted(f"--hash=sha256:{h}" for h in hashes)]
+        sdists = lock.pinned_requirements(name, lock.SDIST_ONLY)
+        assert {line.split("==")[0] for line in sdists.splitlines()} == {p for p, _ in pins} & lock.SDIST_ONLY
+        assert "antlr4-python3-runtime==4.9.3 --hash=sha256:" in sdists
+    assert lock.build_tools("verl") != lock.build_tools("analysis")   # each lock's own setuptools
 
 
 def test_the_analysis_environment_is_part_of_the_gpu_environment():

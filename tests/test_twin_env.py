@@ -64,6 +64,7 @@ def _copy_of_the_build(tmp_path: Path, lock_text: str) -> Path:
     repo = tmp_path / "repo"
     (repo / "envs").mkdir(parents=True)
     shutil.copy(BUILD, repo / "envs" / "cpu-twin.sh")
+    shutil.copy(REPO / "envs" / "lock.py", repo / "envs" / "lock.py")   # reads the lock's build tools
     shutil.copy(REPO / "constraints.txt", repo / "constraints.txt")
     (repo / "envs" / "cpu-twin.lock.txt").write_text(lock_text)
     return repo
