@@ -77,12 +77,16 @@ def test_adaptive_strata_quick_judges_every_stratum_by_regret(tmp_path):
     studies = pd.read_csv(tmp_path / "s.csv", keep_default_na=False, na_values=[""])   # "null" is a stratum
     assert sorted(studies["stratum"].unique()) == sorted(STRATA)
     assert (studies.groupby("stratum").size() == 2).all()          # --quick: 2 truths x 1 noise seed
-    assert ((studies["bill"] > 0) & (studies["bill"] <= 1 + 1e-9)).all()
     assert ((studies["oracle"] > 0) & (studies["oracle"] <= studies["bill"] + 1e-9)).all()   # a floor
     assert ((studies["wrong"] >= 0) & (studies["wrong"] <= studies["probes"])).all()
     assert ((studies["outside_band"] >= 0) & (studies["outside_band"] <= studies["probes"])).all()
+    # replay caps a run's spend at the grid's, so "bill <= 100%" cannot fail, and on a null every n
+    # is right, so "0% wrong" cannot either: the sweep is judged by what it saves instead. Averaged
+    # over the strata it spends well under the grid (47% at these seeds) and above the oracle's
+    # floor; where nothing happens (the null) it stops runs too, every study under the grid's bill.
+    assert studies["oracle"].mean() < studies["bill"].mean() < 0.75, studies.groupby("stratum")["bill"].mean()
     null = studies[studies["stratum"] == "null"]
-    assert (null["wrong"] == 0).all() and (null["wrong_full"] == 0).all()   # every n is right on the null
+    assert len(null) == 2 and (null["bill"] < 0.9).all(), null["bill"]
     for stratum in STRATA:
         assert re.search(rf"^{stratum}\s+wrong [\d.]+% \[[\d.]+%, [\d.]+%\] \(grid [\d.]+%\), bill max", out, re.M), out
     assert "bill averaged over the strata" in out and "late stratum bill" in out

@@ -14,7 +14,7 @@ from conftest import REPO, VENV_BIN
 from isocompute.cli import main
 from isocompute.cluster import plan
 from isocompute.analysis.adaptive.strata import STRATA
-from isocompute.cluster.plan import adaptive_estimate, cell_costs, format_plan, split_summary
+from isocompute.cluster.plan import adaptive_estimate, cell_costs, format_plan, split_summary, synthetic_split_study
 from isocompute.config import load_config, read_config_file
 from isocompute.grid import find_cell, grid_cells, variant_cells
 from isocompute.train.recipe import cell_recipe
@@ -104,13 +104,9 @@ def test_adaptive_estimate_scales_each_cell_by_its_share():
     frac = est["fractions"].set_index("n")["fraction"]
     eval_frac = est["fractions"].set_index("n")["eval_fraction"]
     assert set(frac.index) == {8, 64, 512} and (frac > 0).all() and (frac <= 1).all()
-    assert (eval_frac > 0).all() and (eval_frac <= 1).all() and frac.min() < 1   # some run stops early
+    assert (eval_frac > 0).all() and (eval_frac <= 1).all()
     reps = est["replays"]
     assert set(reps["split"]) == {"easy"} and set(reps["stratum"]) <= set(STRATA) and len(reps) >= 6
-    for rep in reps.itertuples():
-        assert rep.share_training <= rep.share <= rep.share_validation or \
-            rep.share_validation <= rep.share <= rep.share_training      # the whole bill lies between its parts
-        assert 0 <= rep.right_by_regret <= 1
     text = format_plan(cfg, est)
     costs = cell_costs(cfg).set_index("n")
     eval_gpu = costs["eval_rollouts"] / TINY["cluster"]["throughput"]["rollouts_per_gpu_hour"]
@@ -122,6 +118,27 @@ def test_adaptive_estimate_scales_each_cell_by_its_share():
     assert (f"whole bill {per.min():.0%} ({per.idxmin()}) to {per.max():.0%} ({per.idxmax()}) of the grid's, "
             "by when n* moves") in text
     assert "the saving depends on the truth" in text
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_on_an_early_crossover_the_largest_n_trains_to_c_max_and_the_smallest_stops(seed):
+    """The replay `plan` prices, on a truth where n = 512 overtakes early (stratum "early"): the
+    largest n, n* at C_max, trains its whole budget, the smallest stops before it, the bill is
+    below the grid's, and the n it keeps is within epsilon of the truth's best at every probe."""
+    import warnings
+
+    from isocompute.analysis.adaptive.replay import replay
+    from isocompute.sweep import SweepSettings
+
+    cfg = load_config(PAPER_MAIN)
+    cfg["grid"] = TINY["grid"]
+    study = synthetic_split_study(cfg, "easy", seed, "early")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        res = replay(study, c_max=float(TINY["grid"]["easy"]["C_max"]), params=SweepSettings.from_config(cfg))
+    spent = res["runs"].set_index("n").eval("spent / full_compute")
+    assert spent[512] == 1 and spent[8] < 1, spent.to_dict()
+    assert res["share"] < 1 and res["right_by_regret"] == 1, (res["share"], res["right_by_regret"])
 
 
 def test_plan_command_caches_the_adaptive_estimate(tmp_path, monkeypatch, capsys):

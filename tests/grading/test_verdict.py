@@ -135,14 +135,21 @@ def test_grade_many_gives_each_pair_its_own_timeout(monkeypatch):
     timeout_s = 1.0
     sandbox.clear_memo()
     budgets = _spy_comparisons(monkeypatch)
+    totals = []   # each pair's whole-cost bound, as the sandbox's allowance is made with it
+    make_allowance = sandbox._Allowance.__init__
+    monkeypatch.setattr(sandbox._Allowance, "__init__",
+                        lambda self, total_s: (totals.append(total_s), make_allowance(self, total_s))[1])
     towers = [SLOW(9), SLOW(8)]  # they reach math-verify
     verdicts = judge_many(towers + ["\\boxed{2x}"], ["1", "1", "x+x"], timeout_s=timeout_s)
     assert verdicts == [Verdict.TIMED_OUT, Verdict.TIMED_OUT, Verdict.CORRECT]
     # Each tower: its own budget, then the retry. The honest pair: its own budget too, and on a
     # loaded machine where that is not enough the retry, with what is left of its whole cost.
     retry_s = verdict.RETRY_FACTOR * timeout_s
-    assert verdict.RETRY_FACTOR + 1 <= verdict.PAIR_BUDGET_FACTOR  # the retry fits beside the first try
     assert len(budgets) in (5, 6) and budgets[1] == budgets[3] == retry_s and budgets[5:] in ([], [retry_s])
+    # each tower's whole cost is bounded by PAIR_BUDGET_FACTOR deadlines, and its first try and
+    # retry fit in that bound
+    assert len(totals) == 3 and all(t <= verdict.PAIR_BUDGET_FACTOR * timeout_s for t in totals), totals
+    assert budgets[0] + budgets[1] <= totals[0] and budgets[2] + budgets[3] <= totals[1], (budgets, totals)
     assert all(timeout_s - 0.1 < b <= timeout_s for b in budgets[0:5:2])
     sandbox.clear_memo()
 
