@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
+import socket
 import subprocess
 import sys
 from base64 import urlsafe_b64decode, urlsafe_b64encode
@@ -204,6 +205,28 @@ def study_engines(workdir: Path, args) -> str | None:
     if any(a in ("--executor", "-e") for a in args) and "slurm" in args:
         engines.append("SLURM")
     return ", ".join(engines) or None
+
+
+# The hosts pip and uv install from: PyPI's pages and its files.
+INDEX_HOSTS = ("pypi.org", "files.pythonhosted.org")
+
+
+def unreachable_host(*hosts: str) -> str | None:
+    """The first of `hosts` this machine cannot open an HTTPS connection to ("host: why"), or None."""
+    for host in hosts:
+        try:
+            socket.create_connection((host, 443), timeout=15).close()
+        except OSError as exc:
+            return f"{host}: {exc}"
+    return None
+
+
+def require_hosts(what: str, *hosts: str) -> None:
+    """Skip, naming the host, when one of `hosts` (default: the package index's) cannot be reached:
+    a missing machine feature. Once they can, whatever fails is a failure, with its message --
+    a resolver error, a missing page, a yanked pin -- never a skip."""
+    if (down := unreachable_host(*(hosts or INDEX_HOSTS))) is not None:
+        pytest.skip(f"{what}: this machine cannot reach {down}")
 
 
 def require_slow(what: str) -> None:

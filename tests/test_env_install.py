@@ -22,21 +22,18 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import REPO, load_lock_tool, require_slow
+from conftest import REPO, load_lock_tool, require_hosts, require_slow
 
 pytestmark = pytest.mark.slow
 
 NAME = "analysis"
 LOCK = REPO / "envs" / f"{NAME}.lock.txt"
-# the hosts pip installs from (the index's pages, its files): unreachable, the tests skip
-INDEX_HOSTS = ("pypi.org", "files.pythonhosted.org")
 # pip settings of this machine (a config file, find-links, extra indexes, constraints) that a
 # cluster's conda env would not have: the install sees the package index and the lock only
 PIP_MACHINE_VARS = ("PIP_FIND_LINKS", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_CONSTRAINT", "PIP_REQUIRE_VIRTUALENV",
@@ -79,21 +76,9 @@ def find_python312() -> str | None:
     return next((c for c in candidates if c and _is_cpython_312(c)), None)
 
 
-def unreachable_index_host() -> str | None:
-    """The first of INDEX_HOSTS this machine cannot open a connection to (HTTPS), or None."""
-    for host in INDEX_HOSTS:
-        try:
-            socket.create_connection((host, 443), timeout=15).close()
-        except OSError as exc:
-            return f"{host}: {exc}"
-    return None
-
-
 def require_index() -> None:
-    """Skip, naming the host, when the package index cannot be reached: a missing machine
-    feature. Any failure once it can be reached is the install's, and fails the test."""
-    if (down := unreachable_index_host()) is not None:
-        pytest.skip(f"the package index cannot be reached from this machine ({down}): envs/{NAME}.lock.txt not installed")
+    """Skip when the package index cannot be reached (conftest.require_hosts), and only then."""
+    require_hosts(f"envs/{NAME}.lock.txt not installed")
 
 
 def private_caches(where: Path) -> dict[str, str]:

@@ -4,7 +4,8 @@ judges alike everywhere and verl's Hydra can resolve; and every environment's pi
 requirements (envs/<name>.in) resolve, for the platform the environments target
 (CPython 3.12, linux x86_64), to exactly the hashed lock the environment installs
 (envs/<name>.lock.txt, envs/lock.py). The resolver tests need uv and the package
-index; without the network they say so and skip, the offline checks still run."""
+index; where its hosts cannot be reached they skip, naming the host, and the offline checks still
+run; once the index answers, any error fails them."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ import yaml
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from conftest import load_lock_tool
+from conftest import load_lock_tool, require_hosts
 
 REPO = Path(__file__).resolve().parents[1]
 ENV_FILES = sorted((REPO / "envs").glob("*.yaml"))
@@ -309,14 +310,8 @@ def test_every_cuda_only_artifact_downloads_and_matches_the_lock():
     """Each CUDA-only artifact of the cluster lock (`lock.cuda_only`), the file pip picks for
     CPython 3.12 on linux x86_64, is downloaded from the package index and its sha256 checked
     against the lock, never imported (31 wheels, ~14 s at this machine's bandwidth)."""
-    import urllib.error
-
-    try:
-        problems = lock.verify_artifacts(lock.cuda_only())
-    except urllib.error.HTTPError:
-        raise                           # the index answered: a missing page is a failure, not a skip
-    except urllib.error.URLError as exc:
-        pytest.skip(f"no network to the package index ({exc.reason})")
+    require_hosts("the CUDA-only artifacts not downloaded")
+    problems = lock.verify_artifacts(lock.cuda_only())   # a missing page or any other error fails
     assert not problems, "\n".join(problems)
 
 
@@ -325,15 +320,9 @@ def test_every_pin_has_a_cluster_wheel_but_the_sdists_the_build_tools_build():
     """From the package index: each lock's pins without a wheel for CPython 3.12 on manylinux
     2.31 x86_64 are SDIST_ONLY's (setup.py projects its setuptools builds, no isolation), no
     other: a new sdist-only pin (llguidance below glibc 2.31, which needs Rust) fails here."""
-    import urllib.error
-
-    try:
-        found = {name: lock.sdist_only(name) for name in LOCKED}
-        problems = [p for name in LOCKED for p in lock.unbuildable(name)]
-    except urllib.error.HTTPError:
-        raise
-    except urllib.error.URLError as exc:
-        pytest.skip(f"no network to the package index ({exc.reason})")
+    require_hosts("the locks' files not listed")
+    found = {name: lock.sdist_only(name) for name in LOCKED}
+    problems = [p for name in LOCKED for p in lock.unbuildable(name)]
     assert not problems, "\n".join(problems)
     assert set().union(*found.values()) == lock.SDIST_ONLY, found
 
@@ -366,16 +355,10 @@ def test_a_pin_without_a_cluster_wheel_is_named(monkeypatch):
 @pytest.mark.slow
 def test_the_flash_attn_wheel_is_the_file_its_sha256_pins():
     """verl.in's flash-attn wheel, downloaded from its URL, has the sha256 its fragment pins."""
-    import urllib.error
-
     [url] = lock.direct_urls("verl")
     where, pinned = url.split("#sha256=")
-    try:
-        got = lock.download_sha256(where, timeout=30)
-    except urllib.error.HTTPError:
-        raise                           # github answered: a moved or deleted release fails the test
-    except (urllib.error.URLError, TimeoutError) as exc:
-        pytest.skip(f"no network route to github.com, where the wheel is ({exc})")
+    require_hosts("the flash-attn wheel not downloaded", "github.com")
+    got = lock.download_sha256(where, timeout=30)   # a moved or deleted release fails the test
     assert got == pinned
 
 
@@ -457,10 +440,6 @@ def test_the_analysis_lock_has_the_tested_version_of_every_package_the_tests_pin
 
 # --- the locks: resolved by uv (needs the package index) ---------------------------------
 
-NETWORK_ERRORS = ("dns error", "error sending request", "Failed to fetch", "Could not connect", "client error (Connect)",
-                  "Request failed after", "operation timed out", "Network is unreachable")
-
-
 def _uv():
     """uv, which pyproject's test extra installs: missing, it is a failure, not a missing machine feature."""
     try:
@@ -469,15 +448,12 @@ def _uv():
         pytest.fail(str(exc), pytrace=False)
 
 
-def _resolve_or_skip(name: str, output: Path) -> None:
-    """compile_lock, skipping (and saying so) when the package index cannot be reached."""
+def _resolve(name: str, output: Path) -> None:
+    """compile_lock; skipped only when the package index cannot be reached: a resolver error for
+    an index that answers fails, with uv's message."""
     _uv()
-    try:
-        lock.compile_lock(name, output)
-    except lock.LockError as exc:
-        if any(e in str(exc) for e in NETWORK_ERRORS):
-            pytest.skip(f"no network to the package index, envs/{name}.in not resolved: {str(exc).splitlines()[-1]}")
-        raise
+    require_hosts(f"envs/{name}.in not resolved")
+    lock.compile_lock(name, output)
 
 
 @pytest.mark.parametrize("name", LOCKED)
@@ -488,7 +464,7 @@ def test_lock_is_what_its_input_resolves_to(name, tmp_path):
     input, not of an older one."""
     out = tmp_path / "lock.txt"
     out.write_bytes(lock.lock_path(name).read_bytes())
-    _resolve_or_skip(name, out)
+    _resolve(name, out)
     assert out.read_text() == lock.lock_path(name).read_text(), (
         f"envs/{name}.lock.txt is not what envs/{name}.in resolves to: run python envs/lock.py")
 
@@ -499,9 +475,8 @@ def test_the_resolver_names_a_conflict(tmp_path, monkeypatch):
     monkeypatch.setattr(lock, "ENVS", tmp_path)
     (tmp_path / "bad.in").write_text("vllm==0.24.0\nfastapi==0.165.0\n")
     _uv()
+    require_hosts("the conflict not resolved")
     with pytest.raises(lock.LockError) as err:
         lock.compile_lock("bad", tmp_path / "bad.lock.txt")
-    if any(e in str(err.value) for e in NETWORK_ERRORS):
-        pytest.skip("no network to the package index")
     assert "envs/bad.in does not resolve" in str(err.value)
     assert "fastapi" in str(err.value) and "vllm==0.24.0" in str(err.value) and "unsatisfiable" in str(err.value)
