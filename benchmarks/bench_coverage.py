@@ -3,9 +3,10 @@
 
 Known sigmoid curves at the paper's scale (B_p = 32, n = 8..512, every run
 trained to C_max = 2^22 rollouts unless the truth says otherwise), with
-evaluation noise, analysed by the tool's own default chain (`fit_study`, the
-bootstrap of `frontier_tables`, `recommendation_table`, the claims of
-`claims`), under two schedules: every K = 10 steps (the paper's) and
+evaluation noise, analysed by the tool's own default chain
+(`isocompute.design.chain.analyse`: `fit_study`, the bootstrap of
+`frontier_tables`, `recommendation_table`, the claims of `claims`), under
+two schedules: every K = 10 steps (the paper's) and
 compute-matched (`--matched-points` log-spaced points from C_max / 2^10).
 
 The truths, and the pass criteria, were fixed before any was run:
@@ -57,21 +58,17 @@ import warnings
 
 import numpy as np
 import pandas as pd
-from scipy.stats import beta
 
 from bench_frontier_bias import B_P, C_MAX, NS, peaked_params, saturating_params, schedules  # one setting, two benchmarks
 
-from isocompute.analysis.fits.fitter import Fitter, fit_study
 from isocompute.analysis.fits.settings import AnalysisSettings
-from isocompute.analysis.fits.sigmoid import sigmoid_reward
+from isocompute.analysis.fits.sigmoid import USABLE, sigmoid_reward
 from isocompute.analysis.fits.synthetic import CrossoverTruth, EvalNoise, crossover_params, synthetic_study
 from isocompute.analysis.frontier.claims import FALLS, RISES
 from isocompute.analysis.frontier.nstar import fit_n_star_law, law_points
-from isocompute.analysis.frontier.recommend import recommendation_table
-from isocompute.analysis.inputs.check import check_evals
-from isocompute.analysis.pipeline import _Clock, frontier_tables
+from isocompute.design.chain import analyse, rate   # the tool's chain and the interval, as the power analysis' own
+from isocompute.design.costs import EVAL_SAMPLES
 
-EVAL_SAMPLES = 4
 TARGET = {"coverage": (0.90, 0.98), "false_claim": 0.05, "bias": 0.005}
 BASE = crossover_params(B_P, 64)          # the curve every n shares in the null truths
 
@@ -153,19 +150,6 @@ def true_laws(params, ns, lengths, compute_lo):
     return laws
 
 
-def analyse(evals: pd.DataFrame, settings: AnalysisSettings, budgets=(C_MAX,)) -> dict:
-    """The tool's tables: fits, frontier (with bands), n_star_fit (with intervals and claims), recommendations
-    (at `budgets`; the benchmarks of other studies pass their own C_max)."""
-    evals = check_evals(evals, settings.metric)
-    out = {"settings": settings}
-    out["evals"], out["fits"], base = fit_study(evals, settings)
-    R0 = None if base is None else float(base["R0"].iloc[0])
-    out.update(frontier_tables(out["evals"], out["fits"], Fitter(settings, R0), _Clock()))
-    out["recommendations"] = recommendation_table(out, list(budgets), extrapolate=not settings.observed_range,
-                                                  ci=settings.ci, max_extrapolation=settings.max_extrapolation)
-    return out
-
-
 def _inside(lo, value, hi) -> float:
     if not (np.isfinite(lo) and np.isfinite(hi)):
         return np.nan
@@ -177,7 +161,7 @@ def one_replication(name, steps_of, seed, settings, problems) -> dict:
     kw = ({"problems": problems, "samples": EVAL_SAMPLES} if noise == "binomial" else {"sd": 0.03})
     evals = synthetic_study((B_P,), ns, c_max=C_MAX, eval_steps=_truncated(steps_of, lengths), params=params,
                             noise=EvalNoise(seed=seed, **kw))
-    out = analyse(evals, settings)
+    out = analyse(evals, settings, (C_MAX,))
     front, law = out["frontier"], out["n_star_fit"].iloc[0]
     last = front.iloc[-1]
     c_end = float(last["compute"])
@@ -202,7 +186,7 @@ def one_replication(name, steps_of, seed, settings, problems) -> dict:
         row["rec_reward_cover"] = _inside(r["reward_lo"], best_b[0], r["reward_hi"])
     if not null:
         fits = out["fits"]
-        compute_lo = float(fits.loc[fits["status"].isin(("ok", "flat")), "compute_min"].max())
+        compute_lo = float(fits.loc[fits["status"].isin(USABLE), "compute_min"].max())
         laws = true_laws(params, ns, lengths, compute_lo)
         if all(t.status == "ok" for t in laws):
             for p in ("L", "U"):     # the interval covers when it meets the range of the true laws' values
@@ -211,17 +195,6 @@ def one_replication(name, steps_of, seed, settings, problems) -> dict:
                 row[f"{p}_cover"] = (np.nan if not (np.isfinite(lo) and np.isfinite(hi))
                                      else float(lo <= t_hi + 1e-12 and t_lo <= hi + 1e-12))
     return row
-
-
-def rate(values) -> tuple[float, int, float, float]:
-    """Mean of 0/1 values (NaN left out), their count, and the Clopper-Pearson 95% interval."""
-    v = np.asarray([x for x in values if np.isfinite(x)], dtype=float)
-    if v.size == 0:
-        return np.nan, 0, np.nan, np.nan
-    k, n = int(v.sum()), v.size
-    lo = beta.ppf(0.025, k, n - k + 1) if k > 0 else 0.0
-    hi = beta.ppf(0.975, k + 1, n - k) if k < n else 1.0
-    return k / n, n, float(lo), float(hi)
 
 
 COVERAGES = ("reward_cover", "n_star_cover", "rec_n_cover", "rec_reward_cover", "L_cover", "U_cover")

@@ -44,6 +44,8 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
+from isocompute.cluster.agreement import Z_BOUND, agreement_z   # the CPU twin's statistic, here on CUDA
+
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 EXPERIMENT = "gpu_check"
@@ -83,7 +85,6 @@ VERL = {
 # and their pass rates must agree within sampling error (agreement_z).
 VLLM = {"sampling": {"backend": "vllm"},
         "cluster": {"vllm": {"max_model_len": 128, "gpu_memory_utilization": 0.3, "dtype": "float32"}}}
-Z_BOUND = 4.0  # |z| of agreement_z beyond which the samplers disagree (two-sided, ~1 in 16,000)
 
 
 def deep(base: dict, update: dict) -> dict:
@@ -144,19 +145,6 @@ def snakemake(steps: Steps, config: Path, *targets: str, dry_run: bool = False) 
                 if line.startswith(("rule ", "localrule "))]
         record["jobs"] = {rule: jobs.count(rule) for rule in dict.fromkeys(jobs)}
     return record
-
-
-def agreement_z(x: pd.Series, y: pd.Series, n: int) -> float:
-    """z of the difference of the mean pass rates of paired Binomial(n) correct counts, per
-    problem (aligned on the index). Under p_i = q_i for every problem, D = sum(x_i - y_i) / (n N)
-    has mean 0 and variance sum 2 n p_i (1 - p_i) / (n N)^2, estimated with the pooled
-    p^_i = (x_i + y_i) / 2n (times 2n / (2n - 1), unbiased): the CPU twin's test of vLLM
-    against the local sampler, here on CUDA."""
-    x, y = x.align(y, join="inner")
-    p = (x + y) / (2 * n)
-    var = float((2 * n * p * (1 - p) * (2 * n) / (2 * n - 1)).sum()) / (n * len(x)) ** 2
-    diff = float((x - y).sum()) / (n * len(x))
-    return diff / var ** 0.5 if var > 0 else (0.0 if diff == 0 else float("inf"))
 
 
 def check_vllm(steps: Steps) -> dict:

@@ -9,6 +9,13 @@ from one measured run:
     run GPU-hours    = gpus * M_max * hours per step  +  evaluation rollouts / rollouts_per_gpu_hour
     evaluations      = the recipe's validation steps (train.eval_schedule)
 
+It is one case of the unit-cost model every cost estimate of the project uses (`UnitCosts`,
+`job_seconds`): seconds per job (start-up and wrap-up), per optimizer step, per training rollout
+and per validation sample; here the config's throughput sets them (`UnitCosts.of`: no start-up,
+a validation sample costs a training rollout), and the power analysis of a study design
+(`isocompute.design`) sets them from a finished study's run logs. `packed_wall` packs jobs
+onto parallel workers.
+
 The adaptive sweep's expected cost (config section sweep) comes from replaying
 its rule on synthetic studies shaped like the config's grid (`adaptive_estimate`):
 each cell trains the mean share of its budget the replay gave it, and runs the
@@ -22,8 +29,10 @@ import itertools
 import json
 import math
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from isocompute.data.eval_sets import extra_set_problems
@@ -40,24 +49,57 @@ _RULE_MODULES = ("adaptive.rule", "adaptive.pooled", "adaptive.shared", "adaptiv
                  "frontier.envelope", "pipeline")
 
 
+@dataclass(frozen=True)
+class UnitCosts:
+    """Seconds per unit of work of one training job on what it runs on (its GPUs, or one core)."""
+
+    per_step: float          # optimizer step (generation call, update, logging)
+    per_rollout: float       # training rollout
+    per_val_sample: float    # validation sample (a problem's sample at an evaluation)
+    per_job: float = 0.0     # start-up and wrap-up of a job
+
+    @classmethod
+    def of(cls, cfg: dict) -> "UnitCosts":
+        """The config's throughput (cluster.throughput, cluster.train.gpus): a step's overhead, and
+        rollouts_per_gpu_hour x gpus for training rollouts and validation samples alike."""
+        thr = cfg["cluster"]["throughput"]
+        per_rollout = 3600.0 / (float(thr["rollouts_per_gpu_hour"]) * cfg["cluster"]["train"]["gpus"])
+        return cls(per_step=float(thr["step_overhead_s"]), per_rollout=per_rollout, per_val_sample=per_rollout)
+
+
+def job_seconds(steps: int, rollouts: int, evaluations: int, problems: int, samples: int, units: UnitCosts) -> float:
+    """Wall seconds of one training job: `steps` steps of `rollouts` training rollouts in all, and
+    `evaluations` validations of `problems` problems x `samples` samples."""
+    return (units.per_job + units.per_step * steps + units.per_rollout * rollouts
+            + units.per_val_sample * evaluations * problems * samples)
+
+
+def packed_wall(seconds, workers: int) -> float:
+    """Wall time of independent jobs on `workers` parallel workers, each job to the least loaded one,
+    longest first."""
+    load = np.zeros(max(int(workers), 1))
+    for s in sorted(seconds, reverse=True):
+        load[load.argmin()] += s
+    return float(load.max())
+
+
 def cell_costs(cfg: dict) -> pd.DataFrame:
     """One row per training run (the grid's, then each recipe variant's): split, B_p, n, M_max,
     rollouts, eval rollouts, GPU-hours (eval_gpu_hours: the part its evaluations take), wall hours,
     and `group`: the split, or '<variant>/<split>' for a variant's run."""
-    thr = cfg["cluster"]["throughput"]
     gpus = cfg["cluster"]["train"]["gpus"]
-    rate = float(thr["rollouts_per_gpu_hour"])
-    val_problems = thr["val_problems"] or cfg["splits"]["val_size"]
+    units = UnitCosts.of(cfg)
+    samples = cfg["eval"]["samples"]
+    val_problems = cfg["cluster"]["throughput"]["val_problems"] or cfg["splits"]["val_size"]
     rows = []
     for cell in grid_cells(cfg) + variant_cells(cfg):
         B = cell.B_p * cell.n
-        step_h = thr["step_overhead_s"] / 3600.0 + B / (rate * gpus)
         n_eval = len(cell_recipe(cell_config(cfg, cell), cell).eval_steps)
         # A variant's runs validate on their own split only; a grid run on the extra sets too.
-        extra = 0 if cell.variant else extra_set_problems(cfg, cell.split, val_problems)
-        eval_rollouts = n_eval * (val_problems + extra) * cfg["eval"]["samples"]
-        eval_h = eval_rollouts / (rate * gpus)
-        wall_h = cell.M_max * step_h + eval_h
+        problems = val_problems + (0 if cell.variant else extra_set_problems(cfg, cell.split, val_problems))
+        eval_rollouts = n_eval * problems * samples
+        eval_h = job_seconds(0, 0, n_eval, problems, samples, units) / 3600.0
+        wall_h = job_seconds(cell.M_max, B * cell.M_max, n_eval, problems, samples, units) / 3600.0
         rows.append({
             "split": cell.split, "B_p": cell.B_p, "n": cell.n, "M_max": cell.M_max,
             "rollouts": B * cell.M_max, "evaluations": n_eval, "eval_rollouts": eval_rollouts,

@@ -1,5 +1,9 @@
 """A truth for the power analysis taken from a finished study's own fits, and when one n overtakes another.
 
+The fits' usable statuses are the analysis' own (`fits.sigmoid.USABLE`: ok and flat); a flat
+fit (it never rose: A = R0, no B or midpoint) is a constant curve to `overtake`, and has no
+midpoint for the trend of `FittedTruth`, which keeps the fits with C_mid > 0.
+
 `FittedTruth.from_tables(DIR)` reads `DIR/fits.csv` (a split's analysis tables,
 results/{experiment}/analysis/{split}/tables) and gives the sigmoid of every (B_p, n) the
 study fitted: R0, A, B, C_mid as the analysis fitted them (the trend model's values where it
@@ -23,9 +27,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from isocompute.analysis.fits.sigmoid import sigmoid_reward
+from isocompute.analysis.fits.sigmoid import USABLE, sigmoid_reward
 
-USABLE = ("ok", "constant")
 PARAMS = ("R0", "A", "B", "C_mid")
 
 
@@ -54,7 +57,7 @@ class FittedTruth:
             raise ValueError(f"{path}: missing column {missing[0]!r} (expected fits.csv of the analysis)")
         ok = _usable(fits)
         if ok.empty:
-            raise ValueError(f"{path}: no usable fit (status ok or constant with C_mid > 0)")
+            raise ValueError(f"{path}: no usable fit (status ok or flat with C_mid > 0)")
         cells = {int(b): g.sort_values("n").reset_index(drop=True) for b, g in ok.groupby("B_p")}
         return cls(cells, null_n, str(path))
 
