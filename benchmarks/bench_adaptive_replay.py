@@ -31,7 +31,7 @@ uses seeds 0-19, which neither saw, and truths the tuning never saw.
     ... --matrix [--seeds 10]    every truth x {2, 3, 4} per doubling x sigma {0.013, 0.03}, both rules
 
 --quick replays 2 studies instead of 20 (seconds; what `make test` runs, in
-tests/test_benchmarks.py): the same code, too few seeds for the verdict to mean much.
+tests/benchmarks/test_benchmarks.py): the same code, too few seeds for the verdict to mean much.
 """
 
 from __future__ import annotations

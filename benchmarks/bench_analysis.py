@@ -8,7 +8,7 @@ phase. Target: under 10 s wall-clock on the 2-core development machine.
     .venv/bin/python benchmarks/bench_analysis.py [--bootstrap N] [--blas-threads N|auto] [--keep DIR] [--quick]
 
 --quick runs the same chain on 2 B_p x 4 n runs of 30 points with 10 bootstrap
-resamples (seconds; what `make test` runs, in tests/test_benchmarks.py), and
+resamples (seconds; what `make test` runs, in tests/benchmarks/test_benchmarks.py), and
 judges no target.
 """
 

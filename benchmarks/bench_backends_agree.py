@@ -21,7 +21,7 @@ validation file:
       sampled tokens, both backends) is 0 at step 1 and, at step 2, above
       MOVED_MIN and MOVED_FACTOR times step 1's. A failed (4) exits 1.
 
-The loss terms on one fixed batch (item 1) are tests/test_backends_agree_loss.py; this
+The loss terms on one fixed batch (item 1) are tests/train/test_backends_agree_loss.py; this
 script prints their max abs differences too.
 
 Why the backends cannot agree sample by sample: they draw different random numbers (the
@@ -34,13 +34,13 @@ can agree.
     PYTHONPATH=src .venv/bin/python benchmarks/bench_backends_agree.py [--study DIR] [--out runs.json] [--quick]
 
 --study reuses a study folder that has the e2e test's data (results/tinyverl/: the
-base model and the Easy split; e.g. the basetemp of tests/test_pipeline_verl_cpu.py);
+base model and the Easy split; e.g. the basetemp of tests/pipeline/test_pipeline_verl_cpu.py);
 without it, the tiny study's data stages are built first (about a minute). One verl
 session (about 3-4 minutes on 2 cores) and two local runs (seconds each).
 
 --quick: the same runs at the smallest sizes (B_p = 2, n = 2, 2 steps, 8 validation
 problems x 4 samples; about 5 minutes on 2 busy cores with the data stages, the verl
-session most of it): what `make test` runs (tests/test_benchmarks.py, a slow test).
+session most of it): what `make test` runs (tests/benchmarks/test_benchmarks.py, a slow test).
 Its numbers are too few to tell the backends apart by reward; it shows the comparison still
 runs, and (4), which needs no statistics, is decided there too.
 """
@@ -58,12 +58,13 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests"))
+# the suite's helpers (support) and test_backends_agree_loss's tolerances
+sys.path[:0] = [str(REPO / "tests"), str(REPO / "tests" / "train")]
 
-# What it starts besides plain PyTorch: tests/test_benchmarks.py's run_benchmark reads this line, and
-# runs the benchmark only in a test marked engine (tests/conftest.py).
+# What it starts besides plain PyTorch: tests/benchmarks/test_benchmarks.py's run_benchmark reads this line, and
+# runs the benchmark only in a test marked engine (tests/support/: require_engine).
 STARTS_ENGINES = "verl's trainer and Ray"
-EXPERIMENT = "tinyverl"  # the e2e test's (tests/test_pipeline_verl_cpu.py), so its data can be reused
+EXPERIMENT = "tinyverl"  # the e2e test's (tests/pipeline/test_pipeline_verl_cpu.py), so its data can be reused
 QUICK = {"bp": 2, "n": 2, "steps": 2, "val_problems": 8, "samples": 4}
 FULL = {"bp": 4, "n": 8, "steps": 4, "val_problems": 64, "samples": 16}
 # Warm-up over the first 3 updates: the compared steps are on the ramp (lr/3, 2lr/3, lr), where a
@@ -79,7 +80,7 @@ VERL_CLUSTER = {"train": {"gpus": 1, "cpus_per_gpu": 8},
 
 
 def study_config(B_p: int, n: int, steps: int, backend: str, seed: int = 0, samples: int = 4) -> dict:
-    from conftest import TINY_CONFIG
+    from support import TINY_CONFIG
 
     from isocompute.train.recipe import MIN_EVALUATIONS
 
@@ -98,7 +99,7 @@ def study_config(B_p: int, n: int, steps: int, backend: str, seed: int = 0, samp
 
 def build_data(work: Path) -> None:
     """The tiny study's data stages (pool, base model, difficulty, splits) in `work`."""
-    from conftest import make_study_dir, run_snakemake, write_config
+    from support import make_study_dir, run_snakemake, write_config
 
     if not (work / "config").is_dir():
         make_study_dir(work)

@@ -46,7 +46,7 @@ when that interval lies outside the target.
 
 --quick: 4 seeds (unless --seeds says otherwise) and 50 bootstrap replicates (about ten
 minutes over every truth on 2 cores); `make test` runs it on two truths, one schedule and 2
-seeds (tests/test_benchmarks.py).
+seeds (tests/benchmarks/test_benchmarks.py).
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ the true n*(C). The fitting is `pipeline.fit_study`, as in `run_analysis`.
     PYTHONPATH=src .venv/bin/python benchmarks/bench_frontier_bias.py [--seeds 20] [--quick] [--out table.csv]
 
 --quick: 4 replications at sigma 0.03 only (about 10 s); `make test` runs it on the
-crossover and the null truth (tests/test_benchmarks.py).
+crossover and the null truth (tests/benchmarks/test_benchmarks.py).
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ regression there shows. Before the bound, 1,000 such completions took 1,025 s,
         [--peer-cap 60] [--no-peer] [--out calls.json] [--quick]
 
 --quick grades one completion of each kind with a 0.25 s timeout and 2,000 ordinary
-ones, the peer capped at 3 s (seconds; what `make test` runs, in tests/test_benchmarks.py);
+ones, the peer capped at 3 s (seconds; what `make test` runs, in tests/benchmarks/test_benchmarks.py);
 --out writes every call (kind, length, seconds, verdict, reason), the peer's and the
 ordinary count as JSON. Load: run it beside a CPU burner to see the bound under load
 (the load average is printed).

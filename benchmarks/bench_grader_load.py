@@ -17,7 +17,7 @@ time and the load average (os.getloadavg) sampled during the run.
 --workers is judge_many's num_workers (the towers' timeouts run concurrently;
 1 is what `score` uses, and pays each tower's budget and retry in turn).
 --burners 0 is the quiet run. --quick grades 20 pairs and 2 towers with no
-burner and a 0.5 s timeout (seconds; tests/test_benchmarks.py runs it).
+burner and a 0.5 s timeout (seconds; tests/benchmarks/test_benchmarks.py runs it).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ on collected inputs and compare every CSV of tables/ exactly with a reference.
 `synthetic --quick` runs one case only (QUICK_CASE: seconds, where the five take
 minutes, the embedded study's 200 resamples most of them); `make test` runs it with this
 checkout as its own reference, and the study mode on a copy and on a changed copy of its
-tables (tests/test_benchmarks.py).
+tables (tests/benchmarks/test_benchmarks.py).
 
 Each CSV is read back with pandas and compared with
 `assert_frame_equal(check_exact=True)`; params.json is not compared (its shape

@@ -178,7 +178,7 @@ def worker_cmd(*args: str) -> list[str]:
 
 def data_commands(cfg: dict, threads: int) -> list[tuple[str, list[str]]]:
     """The data stages as rules/data.smk runs them, for one difficulty part (what Snakemake
-    would run is checked in tests/test_gpu_check.py)."""
+    would run is checked in tests/benchmarks/test_gpu_check.py)."""
     from isocompute.layout import StudyLayout
 
     L = StudyLayout(EXPERIMENT)

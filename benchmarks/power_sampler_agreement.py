@@ -1,4 +1,4 @@
-"""The power of tests/test_twin_vllm_difficulty.py's agreement test, by simulation over seeds.
+"""The power of tests/envs/test_twin_vllm_difficulty.py's agreement test, by simulation over seeds.
 
 The local sampler stands in for vLLM: on the test's model and pool (a study folder holding
 results/tinyvllm/model/base and data/pool.parquet, e.g. the test's basetemp, or one built by
@@ -24,7 +24,7 @@ from pathlib import Path
 import pandas as pd
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(REPO / "tests"), str(REPO / "src")]
+sys.path[:0] = [str(REPO / "tests"), str(REPO / "tests" / "envs"), str(REPO / "src")]
 
 
 def draw(study: Path, temperature: float, seed: int) -> pd.Series:

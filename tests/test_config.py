@@ -9,7 +9,7 @@ import pytest
 
 from isocompute.config import ConfigError, check_config, load_schema
 
-from conftest import run_snakemake, write_config
+from support import run_snakemake, write_config
 
 
 def test_defaults_fill_every_section():

@@ -164,7 +164,7 @@ def test_the_lean_loader_builds_the_library_models_parameters(family, tmp_path):
         want = library(ref, ids, mask, pos, None)
     assert torch.equal(got[mask.bool()], want[mask.bool()])
     chat = [{"role": "user", "content": "Compute 1+2."}]
-    # The embedded Llama's tokenizer is the lean one (tests/test_lean_tokenizer.py); Qwen2's is
+    # The embedded Llama's tokenizer is the lean one (tests/model/test_lean_tokenizer.py); Qwen2's is
     # AutoTokenizer's own (it picks a Qwen2 class).
     assert type(tok) is (LeanTokenizer if family == "llama" else type(ref_tok))
     for text in ("Compute 12+34. \\boxed{46}", "  a\tb\n(7*8)-9"):

@@ -14,7 +14,6 @@ import pandas as pd
 import pytest
 import torch
 
-from conftest import REPO, VENV_BIN, overrides_dict
 from isocompute.config import check_config, load_config
 from isocompute.errors import ConfigError
 from isocompute.grid import Cell, find_cell, grid_cells, variant_cells
@@ -22,6 +21,8 @@ from isocompute.layout import RunPaths, StudyLayout
 from isocompute.train import grpo
 from isocompute.train.backends import check_study
 from isocompute.train.recipe import cell_config, cell_recipe, variant_config
+from support import REPO, VENV_BIN
+from support.verl import overrides_dict
 
 ABLATIONS = REPO / "config" / "paper" / "ablations.yaml"
 GRID = {"easy": {"B_p": [2], "n": [2, 4], "B_max": 8, "C_max": 64}}
@@ -100,7 +101,7 @@ def test_variants_a_study_cannot_run_stop_in_check_study(case, variants, over, m
 ])
 def test_snakemake_stops_before_any_job_naming_the_variant(tmp_path, monkeypatch, variants, named):
     """The Snakefile's checks, in process (test_reliability runs them through `snakemake -n`)."""
-    from conftest import TINY_CONFIG, make_study_dir, workflow_config_error, write_config
+    from support import TINY_CONFIG, make_study_dir, workflow_config_error, write_config
 
     work = make_study_dir(tmp_path)
     cfg = write_config(work, {**TINY_CONFIG, "grid": GRID, "variants": variants})
@@ -252,7 +253,7 @@ def test_verl_resolves_a_variants_command(tmp_path):
     """verl 0.9.1 resolves a variant's command line (`main_ppo --cfg job`), and composes and
     validates more of them with its own config checks (no GPU)."""
     import yaml
-    from test_cluster_verl import COMPOSE
+    from support.verl import COMPOSE
 
     cfg = _ablations()
     _, literal = _verl_overrides(cfg, "no_regularization", "easy", 256, 16, tmp_path)

@@ -2,7 +2,7 @@
 drift from it. `reference/config.md` renders the config schema (src/isocompute/schema.yaml:
 every key's type, default and description); `reference/cli.md` prints `isocompute --help`
 and each command's help as the installed parser builds it. Neither page exists on disk;
-mkdocs.yml's nav names them (GENERATED below), and tests/test_docs.py checks both lists."""
+mkdocs.yml's nav names them (GENERATED below), and tests/project/test_docs.py checks both lists."""
 
 from __future__ import annotations
 

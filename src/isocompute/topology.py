@@ -37,7 +37,7 @@ def gpu_job_threads(cfg: dict, kind: str, gpus: int | None = None) -> int:
 
 
 # The head sizes of vLLM 0.24's CPU attention (CPUAttentionBackend.get_supported_head_sizes,
-# vllm/v1/attention/backends/cpu_attn.py; pinned by tests/test_twin_vllm_difficulty.py). On
+# vllm/v1/attention/backends/cpu_attn.py; pinned by tests/envs/test_twin_vllm_difficulty.py). On
 # CUDA vLLM falls back to backends that take any head size (FlexAttention), so only the CPU
 # build limits it.
 VLLM_CPU_HEAD_SIZES = (32, 64, 80, 96, 112, 128, 160, 192, 224, 256, 512)

@@ -1,7 +1,7 @@
 """Whether two samplers agree within sampling error: the z of the difference of their mean
 pass rates over the same problems (`agreement_z`), and the bound beyond which they do not.
 
-The CPU twin's test of vLLM against the local sampler (tests/test_twin_vllm_difficulty.py)
+The CPU twin's test of vLLM against the local sampler (tests/envs/test_twin_vllm_difficulty.py)
 and the GPU check's same test on CUDA (benchmarks/gpu_check.py) both read it from here.
 """
 

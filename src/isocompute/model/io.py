@@ -73,7 +73,7 @@ class LeanTokenizer:
     """The part of PreTrainedTokenizerFast's interface the samplers and the local trainer use
     (`__call__` without special tokens, `batch_decode`, `apply_chat_template` rendering text,
     the pad and EOS tokens), on `tokenizers` and jinja2 directly, for the embedded model's
-    character tokenizer: the same ids and texts (tests/test_lean_tokenizer.py compares)."""
+    character tokenizer: the same ids and texts (tests/model/test_lean_tokenizer.py compares)."""
 
     # tokenizer_config.json keys it reads (another key means a tokenizer it does not reproduce).
     CONFIG_KEYS = {"backend", "eos_token", "model_max_length", "pad_token", "padding_side", "tokenizer_class",

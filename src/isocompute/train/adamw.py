@@ -8,7 +8,7 @@ single-tensor AdamW (`torch.optim.adam._single_tensor_adam` with
 `decoupled_weight_decay`, the path torch itself takes for CPU tensors: no foreach
 or fused kernel there), the same operations in the same order on the same
 state, so parameters after any number of steps equal torch's exactly
-(tests/test_adamw.py compares). Its `state_dict` has torch's layout, so a
+(tests/train/test_adamw.py compares). Its `state_dict` has torch's layout, so a
 checkpoint written by one loads into the other.
 
 `adamw(params, ...)` returns this one for CPU parameters and torch's elsewhere

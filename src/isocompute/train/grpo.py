@@ -6,7 +6,7 @@ clipped policy loss, the KL estimator, entropy and loss aggregation are verl
 order, so the local backend and the verl backend optimise the same objective
 without the local backend importing verl (whose import pulls in Ray: ~10 s and
 ~3,500 modules per job start; docs/gpu_check.md). verl stays the oracle:
-tests/test_grpo.py checks every function here against its `core_algos`
+tests/train/test_grpo.py checks every function here against its `core_algos`
 counterpart on random batches. This module also adds what verl leaves to its
 trainer (row selection for the decoupled baseline and the zero-variance filter)
 in the same shape. Learning rate and warm-up are the recipe's (`train.recipe`).

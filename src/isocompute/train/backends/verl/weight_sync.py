@@ -1,5 +1,5 @@
 """One criterion for verl's weight sync into its rollout engine (vLLM), for the CPU twin's test
-(tests/test_twin_verl_vllm.py) and the GPU check (benchmarks/gpu_check.py): both read a run's
+(tests/envs/test_twin_verl_vllm.py) and the GPU check (benchmarks/gpu_check.py): both read a run's
 metrics.jsonl and judge it here. Pure: no verl, no torch.
 
 Per step verl logs, on the step's sampled tokens, the rollout engine's probabilities against the

@@ -1,5 +1,5 @@
 """Every verl 0.9.1 name outside its documented entry points that the CPU platform
-uses, as (module, attribute). tests/test_verl_cpu_names.py imports each one and fails
+uses, as (module, attribute). tests/train/verl/test_verl_cpu_names.py imports each one and fails
 naming the name that moved when verl changes; `require` does the same at run time.
 """
 
@@ -30,7 +30,7 @@ NAMES = {
 }
 
 # verl names of its own vLLM rollout (cluster.verl.cpu_rollout vllm), which import vLLM: pinned in
-# the CPU twin of the cluster environment (tests/test_twin_verl_vllm.py), where vLLM is installed.
+# the CPU twin of the cluster environment (tests/envs/test_twin_verl_vllm.py), where vLLM is installed.
 VLLM_ROLLOUT_NAMES = {
     # the distribution name whose version verl reads to load its vLLM code (vllm_cpu.alias_distribution)
     "vllm_version_third_party": ("verl.third_party.vllm", "package_name"),

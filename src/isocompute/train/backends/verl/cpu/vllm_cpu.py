@@ -25,7 +25,7 @@ imports verl's worker extension, and with it verl and this plugin):
 
 The third workaround, no sleep mode on the CPU (enable_sleep_mode=False,
 free_cache_engine=False), is a pair of Hydra overrides (overrides.py). The names used here
-are in vllm_names.py and verl_names.py, pinned by tests/test_twin_verl_vllm.py.
+are in vllm_names.py and verl_names.py, pinned by tests/envs/test_twin_verl_vllm.py.
 """
 
 from __future__ import annotations

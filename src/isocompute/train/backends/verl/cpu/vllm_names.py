@@ -1,5 +1,5 @@
 """Every vLLM 0.24 name (and the one distribution name) the CPU platform's vLLM rollout
-(`vllm_cpu.py`) relies on, as (module, attribute). tests/test_twin_verl_vllm.py imports
+(`vllm_cpu.py`) relies on, as (module, attribute). tests/envs/test_twin_verl_vllm.py imports
 each one in the CPU twin of the cluster environment and fails naming the name that moved;
 `require` does the same at run time. Pure until `require` is called: no vLLM import.
 """
