@@ -11,6 +11,7 @@ train and score rules, and verl's own resolution of the command that the train r
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import signal
 import subprocess
@@ -54,16 +55,33 @@ def test_gpu_check_dry_run_plans_every_step_and_verl_resolves_its_command(tmp_pa
     assert plan["parsed"] and all(p["ok"] for p in plan["parsed"]), [p for p in plan["parsed"] if not p["ok"]]
 
 
-def test_gpu_check_install_script_uses_pypi_only():
-    lines = [line for line in (REPO / "benchmarks" / "gpu_check_install.sh").read_text().splitlines()
-             if line.strip() and not line.lstrip().startswith("#")]
-    installs = [line for line in lines if "pip install" in line]
-    assert len(installs) == 3 and not any("://" in line or "--index-url" in line for line in installs)
-    # the committed lock, hashes checked, nothing resolved beyond it (tests/envs/test_envs.py resolves it)
-    assert 'LOCK=envs/gpu-check.lock.txt' in lines
-    assert any('--require-hashes --no-deps -r "$LOCK"' in line for line in installs)
+def test_gpu_check_install_script_uses_pypi_only(tmp_path):
+    """GPU check part 2's install is the cluster env's (envs/install-env.sh gpu-check): the committed
+    lock's build tools, then the lock, hashes required and sdists built without isolation, then this
+    checkout with no index; nothing by URL, no other index, no conda. Run with stand-ins for the
+    node's python (its venv's `python` logs its arguments and runs lock.py for real)."""
+    script = REPO / "benchmarks" / "gpu_check_install.sh"
+    assert subprocess.run(["bash", "-n", str(script)]).returncode == 0
+    lines = [line for line in script.read_text().splitlines() if line.strip() and not line.lstrip().startswith("#")]
     assert not any(line.split()[0] in ("conda", "mamba", "micromamba") for line in lines)
-    assert subprocess.run(["bash", "-n", str(REPO / "benchmarks" / "gpu_check_install.sh")]).returncode == 0
+    calls, venv = tmp_path / "calls", tmp_path / "venv-gpu"
+    logger = (f'#!/bin/sh\nprintf "%s\\n" "$*" >> {calls}\n'
+              f'case "$1" in *lock.py) exec {sys.executable} "$@";; esac\n')
+    node_python = tmp_path / "python3.12"   # makes the venv: bin/python and bin/isocompute log their calls
+    node_python.write_text(f'#!/bin/sh\n[ "$1 $2" = "-m venv" ] || exit 9\nmkdir -p "$3/bin"\n'
+                           f"cat > \"$3/bin/python\" <<'EOF'\n{logger}EOF\n"
+                           f'cp "$3/bin/python" "$3/bin/isocompute"\nchmod +x "$3/bin/python" "$3/bin/isocompute"\n')
+    node_python.chmod(0o755)
+    out = subprocess.run(["bash", str(script)], env=dict(os.environ, PYTHON=str(node_python), VENV=str(venv)),
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    got = calls.read_text().splitlines()
+    lock = f"{REPO}/envs/gpu-check.lock.txt"
+    assert got[0] == f"{REPO}/envs/lock.py --build-tools gpu-check"
+    assert got[1].startswith("-m pip install --no-deps --require-hashes -r ")
+    assert got[2:] == [f"-m pip install --no-deps --require-hashes --no-build-isolation -r {lock}",
+                       f"-m pip install --no-deps --no-build-isolation --no-index -e {REPO}", "doctor"]
+    assert not any("://" in call or "--index-url" in call for call in got)
 
 
 def _rule_commands(workdir, config, targets):
