@@ -53,7 +53,7 @@ class SweepSettings:
     frontier: str = _D["frontier"]
     grid_points: int = _D["grid_points"]
     bands: str = _D["bands"]
-    mature_width: float = _D["mature_width"]
+    mature_width: float = _D["mature_width"]    # legacy: bands pooled only
     epsilon: float = _D["epsilon"]
     reach: float = _D["reach"]
     inflation: float = _D["inflation"]

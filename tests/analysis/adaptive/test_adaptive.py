@@ -11,9 +11,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from isocompute.analysis.adaptive.pooled import Horizon, pooled_chances
+from isocompute.analysis.adaptive.draws import Horizon, trained_to_rung
+from isocompute.analysis.adaptive.pooled import apply_pooled, pooled_chances
 from isocompute.analysis.adaptive.replay import replay
-from isocompute.analysis.adaptive.rule import apply_pooled, apply_revival, decide, prune
+from isocompute.analysis.adaptive.rule import apply_revival, decide, prune
+from isocompute.analysis.adaptive.strategies import BANDS
 from isocompute.analysis.fits.synthetic import EvalNoise, crossover_params, synthetic_study
 from isocompute.cli import main
 from isocompute.schedule import compute_schedule_steps
@@ -93,6 +95,33 @@ def test_the_safety_net_resumes_a_stopped_run_only_on_the_trends_word():
     # Without the trend's word (revive off, no trend in force) a stopped run stays stopped.
     off = apply_revival(decisions, pd.DataFrame(), stopped=stopped, z=2.5).set_index("n")
     assert not off.loc[[8, 16], "continue"].any() and (off.loc[[8, 16], "reason"] == "stopped at an earlier rung").all()
+    # The reason says what the rule in force decided: under the shared model, its regret question.
+    z, revived = BANDS.get("shared").revival(SweepSettings())
+    shared = apply_revival(decisions, chances, stopped=stopped, z=z, revived=revived).set_index("n")
+    assert z == SweepSettings().z / 2 and shared.loc[16, "continue"]
+    assert shared.loc[16, "reason"].startswith("revived: the shared model has it beat every run going on by more "
+                                               "than 0.01 somewhere ahead in 20.0% of the draws")
+    assert "pooled" not in shared.loc[16, "reason"]
+
+
+def test_band_strategies_are_registered_by_name():
+    """sweep.bands names a registered strategy (shared, the default; runs; pooled, legacy); another
+    name is refused naming the key and the registered ones."""
+    assert list(BANDS) == ["runs", "shared", "pooled"] and SweepSettings().bands == "shared"
+    with pytest.raises(ValueError, match="config key 'sweep.bands': band strategy must be one of runs, shared, pooled"):
+        BANDS.get("envelope")
+    decisions = _decisions([(8, True, "band reaches the frontier's lower band at C = 1e6", 0.02)])
+    out, chances = BANDS.get("runs").judge(decisions, pd.DataFrame(), pd.DataFrame(), Horizon(1.0, 2.0, 4),
+                                           params=SweepSettings(), settings=None)
+    assert out.equals(decisions) and chances.empty          # runs: the per-run verdicts alone
+
+
+def test_trained_to_the_rung_is_one_step_short_of_it_or_closer():
+    """The one guess of which runs were trained to a rung, where the caller does not know: a run whose
+    next step passes the rung (its last evaluation may sit below it on a rounded schedule)."""
+    reached = np.array([1000.0, 1000.0, 999.0, 1024.0])
+    step = np.array([24.0, 25.0, 24.0, 1.0])
+    assert trained_to_rung(reached, step, 1024.0).tolist() == [True, True, False, True]   # 999 + 24 falls short
 
 
 def _bands(curves: dict, reached: float, compute=(100.0, 200.0, 400.0, 800.0), B_p: int = 1, fitted=None):

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from isocompute.analysis.adaptive.pooled import Horizon
+from isocompute.analysis.adaptive.draws import Horizon
 from isocompute.analysis.adaptive.replay import replay, with_grid_band
 from isocompute.analysis.adaptive.shared import (Ensemble, TrendDraws, chance_to_matter, shared_verdicts,
                                                  trend_ensemble)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from isocompute.analysis.adaptive.pooled import Horizon
+from isocompute.analysis.adaptive.draws import Horizon
 from isocompute.analysis.adaptive.rule import rule_settings
 from isocompute.analysis.adaptive.shared import TrendDraws, trend_ensemble
 from isocompute.analysis.adaptive.strata import B_PS, C_MAX, Truth

@@ -1,13 +1,12 @@
-"""The adaptive sweep's pooled predictions (`sweep.bands: pooled`, the default).
+"""LEGACY: the adaptive sweep's pooled rule (`sweep.bands: pooled`), kept to replay studies
+run with it; the default is the shared model (`adaptive.shared`, `sweep.bands: shared`).
 
-At 2-4 evaluations per doubling one run's own band (`adaptive.prediction_bands`)
+At 2-4 evaluations per doubling one run's own band (`adaptive.rule.prediction_bands`)
 is wide at both edges, so a run near the frontier can almost never be shown to
-fall behind it: the rule prunes little. The default analysis pools the runs of
+fall behind it: the rule prunes little. The analysis pools the runs of
 a B_p (`fits.pooled`: A and log C_mid polynomials in log2 n, one B, kept
-unless an F-test rejects it), and the rule uses the same model: its parameters'
-sampling distribution (Gaussian, from the fit's Jacobian, widened by the reduced
-chi-square when above 1) is drawn `DRAWS` times, every draw gives every run of
-the B_p a curve, and a run's chance of being n* at some compute ahead of it is
+unless an F-test rejects it), and this rule uses the same model, drawn (`adaptive.draws`):
+a run's chance of being n* at some compute ahead of it is
 the share of draws in which its curve is the highest of the runs still training
 there. The draws are joint, so what the runs share cancels in the comparison,
 which per-run envelopes cannot do.
@@ -16,73 +15,26 @@ A trend fitted before a run's midpoint extrapolates that run's asymptote from
 its neighbours in n, and the Gaussian approximation is overconfident there (on
 the crossover benchmark it stopped future winners at the first rung). So the
 pooled chance decides only for a run whose own data already pin its future:
-its own band at C_max is at most `mature_width` wide. Any other run continues,
+its own band at C_max is at most `mature_width` (legacy too) wide. Any other run continues,
 and where the trend is not in force (rejected, the common curve, too few runs)
-the per-run rule decides, as before.
+the per-run rule decides, as before. The shared model asks the question the study is judged
+by (regret: is a run going on within epsilon of it?) instead of exact n*, and needs no
+`mature_width`.
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import numpy as np
 import pandas as pd
 from scipy.special import expit
+from scipy.stats import norm
 
-from isocompute.analysis.fits.collapse import held
+from isocompute.analysis.adaptive.draws import Horizon, draw_trend_curves, held_grid, trained_to_rung
 from isocompute.analysis.fits.noise import cell_arrays
-from isocompute.analysis.fits.pooled import _design, fit_trend
+from isocompute.analysis.fits.pooled import fit_trend
 from isocompute.analysis.fits.sigmoid import USABLE
 
-DRAWS = 4000          # parameter draws per B_p: the tail share 1 - Phi(2.5) = 0.6% is ~25 draws
 POOLED_COLUMNS = ["B_p", "n", "p_n_star", "p_revive", "model"]
-
-
-def trend_covariance(trend: dict) -> np.ndarray:
-    """The trend fit's parameter covariance: (J'J)^-1 times the reduced chi-square when above 1."""
-    jac = trend["jac"]
-    dof = max(jac.shape[0] - jac.shape[1], 1)
-    cov = np.linalg.pinv(jac.T @ jac) * max(1.0, trend["sse"] / dof)
-    return (cov + cov.T) / 2                  # pinv's rounding leaves it a hair off symmetric
-
-
-class Horizon(NamedTuple):
-    """The computes ahead of a rung: `grid_points` log-spaced from `c_from` (the rung) to `c_max`."""
-
-    c_from: float
-    c_max: float
-    grid_points: int
-
-    @property
-    def grid(self) -> np.ndarray:
-        if self.c_from < self.c_max:
-            return np.geomspace(self.c_from, self.c_max, self.grid_points)
-        return np.array([float(self.c_max)])
-
-
-def draw_trend_curves(trend: dict, n: np.ndarray, R0: float, grid: np.ndarray, rng: np.random.Generator,
-                      draws: int = DRAWS, inflation: float = 1.0):
-    """`draws` joint draws of a trend fit's parameters (`fits.pooled.fit_trend`; Gaussian, covariance
-    `trend_covariance` times inflation^2) as curves of the runs `n` (R,) on `grid` (G,): (curves
-    (K, R, G), (A (K, R), log C_mid (K, R), B (K, 1, 1))). The draws come from the covariance's
-    non-negative part: pinv's rounding can leave an eigenvalue a hair below 0. `grid` may be (R, G),
-    one row per run (a collapsed run's grid held, `held_grid`)."""
-    degree = (trend["theta"].size - 1) // 2 - 1             # theta: B, then A's and log C_mid's coefficients
-    theta = rng.multivariate_normal(trend["theta"], trend_covariance(trend) * inflation ** 2, size=draws,
-                                    method="eigh", check_valid="ignore")
-    X = _design(np.log2(np.asarray(n, dtype=float)), trend["centre"], degree)                 # (R, degree + 1)
-    A, log_mid = theta[:, 1:degree + 2] @ X.T, theta[:, degree + 2:] @ X.T                    # (K, R)
-    B = np.maximum(theta[:, :1, None], 1e-6)
-    at = np.broadcast_to(np.asarray(grid, dtype=float), (A.shape[1], np.shape(grid)[-1]))         # (R, G)
-    curves = R0 + (A - R0)[:, :, None] * expit(B * (np.log(at)[None, :, :] - log_mid[:, :, None]))
-    return curves, (A, log_mid, B)
-
-
-def held_grid(grid: np.ndarray, fits: pd.DataFrame) -> np.ndarray:
-    """(R, G) `grid` as each run of `fits` sees it: held flat from its hold_from on (a collapsed
-    run, `fits.collapse`; a table without the column holds nothing)."""
-    hold = fits["hold_from"].to_numpy(dtype=float) if "hold_from" in fits.columns else np.full(len(fits), np.nan)
-    return held(np.asarray(grid, dtype=float)[None, :], hold[:, None])
 
 
 def pooled_chances(seen: pd.DataFrame, fits: pd.DataFrame, ahead: Horizon, *, metric: str, degree: int,
@@ -115,7 +67,7 @@ def pooled_chances(seen: pd.DataFrame, fits: pd.DataFrame, ahead: Horizon, *, me
         curves, (A, log_mid, B) = draw_trend_curves(trend, g["n"].to_numpy(dtype=float), R0, held_grid(grid, g),
                                                     rng)
         reached = g["compute_max"].to_numpy(dtype=float)
-        active = reached + B_p * g["n"].to_numpy(dtype=float) > rung_compute * (1 - 1e-9)
+        active = trained_to_rung(reached, B_p * g["n"].to_numpy(dtype=float), rung_compute)
         curves = np.where(active[None, :, None], curves, -np.inf)
         top = curves.max(axis=1)                                                             # (K, G)
         for i, n in enumerate(g["n"]):
@@ -128,3 +80,29 @@ def pooled_chances(seen: pd.DataFrame, fits: pd.DataFrame, ahead: Horizon, *, me
             rows.append({"B_p": B_p, "n": n, "p_n_star": chance if active[i] else np.nan,
                          "p_revive": np.nan if active[i] else revive, "model": "trend"})
     return pd.DataFrame(rows, columns=POOLED_COLUMNS)
+
+
+def apply_pooled(decisions: pd.DataFrame, chances: pd.DataFrame, *, z: float, mature_width: float) -> pd.DataFrame:
+    """The per-run decisions (`adaptive.rule.prune`) with the pooled trend's verdict on the runs it may judge (pure).
+
+    A run with a pooled chance (`pooled_chances`) that the per-run rule lets go on
+    because its band reaches the frontier, and whose own band at C_max is at most `mature_width`
+    wide, goes on only if its chance of being n* ahead is at least 1 - Phi(z). The other decisions
+    (reached C_max, too few evaluations, next to n*, a band already below the frontier, a band too
+    wide to trust the trend for) stand; every run gets its chance in p_n_star.
+    """
+    out = decisions.copy()
+    if chances.empty:
+        return out
+    chance = out[["B_p", "n"]].merge(chances, on=["B_p", "n"], how="left")["p_n_star"].to_numpy(dtype=float)
+    out["p_n_star"] = chance
+    floor = float(norm.sf(z))
+    judged = (np.isfinite(chance) & out["reason"].str.startswith("band reaches").to_numpy()
+              & (out["band_width_at_c_max"].to_numpy(dtype=float) <= mature_width))
+    for i in np.flatnonzero(judged):
+        width = out.at[i, "band_width_at_c_max"]
+        go = chance[i] >= floor
+        out.at[i, "continue"] = bool(go)
+        out.at[i, "reason"] = (f"pooled trend: n* ahead in {chance[i]:.1%} of its draws "
+                               f"({'>=' if go else '<'} {floor:.1%}; own band at C_max {width:.3f} wide)")
+    return out

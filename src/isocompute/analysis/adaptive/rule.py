@@ -7,11 +7,10 @@ could still reach the frontier, or it sits next to the predicted n*, at some
 compute it has not reached yet. `prediction_bands` turns fits into bands,
 `prune` decides from bands alone (pure, testable on hand-built bands), and
 `decide` chains them on an evaluation table. The replay is `adaptive.replay`.
-With `bands: shared` (the default) the B_p's trend model predicts every run at once and
-stops, on top of the per-run verdicts, the runs a run going on stays within sweep.epsilon of
-(`adaptive.shared`, `apply_shared`). With `bands: pooled` a run whose own data pin its future is
-judged by its B_p's pooled trend instead (`adaptive.pooled`): it goes on only if
-it is n* at some compute ahead in at least 1 - Phi(z) of the trend's draws.
+On top of the per-run verdicts, the band strategy `sweep.bands` names (`adaptive.strategies`,
+registered by name) decides: `shared` (the default) predicts every run of a B_p at once by its
+trend model and stops the runs a run going on stays within sweep.epsilon of (`adaptive.shared`);
+`runs` adds nothing; `pooled` is the legacy rule (`adaptive.pooled`).
 
 A band is a profile-likelihood band: every sigmoid on a grid of (C_mid, B),
 with every A whose weighted SSE lies within z^2 of the best fit's, is a
@@ -29,9 +28,8 @@ import pandas as pd
 from scipy.special import expit
 from scipy.stats import norm
 
-from isocompute.analysis.adaptive.pooled import Horizon, pooled_chances
-from isocompute.analysis.adaptive.shared import (TrendDraws, extrapolation_doublings, shared_verdicts,
-                                                 trend_ensemble)
+from isocompute.analysis.adaptive.draws import Horizon, trained_to_rung
+from isocompute.analysis.adaptive.strategies import BANDS
 from isocompute.analysis.fits.collapse import held
 from isocompute.analysis.fits.fitter import fit_study
 from isocompute.analysis.fits.noise import NOISE_FIT_GRID, cell_arrays
@@ -271,33 +269,28 @@ def decide(evals: pd.DataFrame, *, rung_compute: float, c_max: float, params: Sw
     bands = prediction_bands(seen, fits, c_max=c_max, c_from=rung_compute, metric=metric, z=p.z,
                              grid_points=p.grid_points)
     out = prune(bands, neighbours=p.neighbours, min_evals=p.min_evals, frontier=p.frontier, c_max=c_max)
-    if p.bands == "shared" and p.frontier == "fixed_B_p":
-        out, chances = apply_shared(out, seen, fits, Horizon(rung_compute, c_max, p.grid_points), params=p,
-                                    settings=s, trained=keys)
-    elif p.bands == "pooled" and p.frontier == "fixed_B_p" and "model" in fits.columns:
-        chances = pooled_chances(seen, fits, Horizon(rung_compute, c_max, p.grid_points), metric=metric,
-                                 degree=s.pool_degree)
-        out = apply_pooled(out, chances, z=p.z, mature_width=p.mature_width)
-    else:
-        chances = pd.DataFrame()
-    one_more = out["reached"].to_numpy(dtype=float) + out["B_p"].to_numpy(dtype=float) * out["n"].to_numpy(dtype=float)
+    strategy = BANDS.get(p.bands if p.frontier == "fixed_B_p" else "runs")   # the models judge per B_p
+    out, chances = strategy.judge(out, seen, fits, Horizon(rung_compute, c_max, p.grid_points), params=p,
+                                  settings=s, trained=keys)
+    reached = out["reached"].to_numpy(dtype=float)
+    step = out["B_p"].to_numpy(dtype=float) * out["n"].to_numpy(dtype=float)
     if keys is None:
-        stopped = one_more <= rung_compute * (1 - 1e-9)
+        stopped = ~trained_to_rung(reached, step, rung_compute)
     else:
         stopped = np.array([(float(b), float(n)) not in keys for b, n in zip(out["B_p"], out["n"])], dtype=bool)
-    stopped &= one_more <= c_max * (1 + 1e-9)              # a run at C_max has nothing left to resume
-    # Shared bands: a stopped run resumes only when its chance to matter is beyond a z/2 band's
-    # tail (13.0% at z 2.25), not merely above the stopping floor: noise alone moves a chance
-    # across one threshold from rung to rung, and each resumption trains the rungs it missed.
-    z_revive = p.z / 2 if p.bands == "shared" else p.z
-    return apply_revival(out, chances if p.revive else pd.DataFrame(), stopped=stopped, z=z_revive)
+    stopped &= reached + step <= c_max * (1 + 1e-9)        # a run at C_max has nothing left to resume
+    z_revive, revived = strategy.revival(p)
+    return apply_revival(out, chances if p.revive else pd.DataFrame(), stopped=stopped, z=z_revive,
+                         revived=revived)
 
 
-def apply_revival(decisions: pd.DataFrame, chances: pd.DataFrame, *, stopped: np.ndarray, z: float) -> pd.DataFrame:
+def apply_revival(decisions: pd.DataFrame, chances: pd.DataFrame, *, stopped: np.ndarray, z: float,
+                  revived: str = "its pooled trend curve is n* ahead") -> pd.DataFrame:
     """Decisions on the runs stopped at an earlier rung (`stopped`, a mask over `decisions`; pure):
-    the safety net resumes one when its pooled trend curve, put back among the runs still
-    training, is n* at some compute ahead in at least 1 - Phi(z) of the draws (`p_revive` of
-    `adaptive.pooled.pooled_chances`); every other stopped run stays stopped."""
+    the safety net resumes one when its chance in the band strategy's model, put back among the
+    runs still training (`p_revive` of `chances`), is at least 1 - Phi(z); every other stopped run
+    stays stopped. `revived`: what that chance is the chance of, in the strategy's words (its
+    `revival`), for the decision's reason."""
     out = decisions.copy()
     if not stopped.any():
         return out
@@ -308,72 +301,6 @@ def apply_revival(decisions: pd.DataFrame, chances: pd.DataFrame, *, stopped: np
         go = bool(np.isfinite(revive[i]) and revive[i] >= floor)
         out.at[i, "continue"] = go
         out.at[i, "p_n_star"] = revive[i]
-        out.at[i, "reason"] = (f"revived: its pooled trend curve is n* ahead in {revive[i]:.1%} of the draws "
-                               f"(>= {floor:.1%})" if go else "stopped at an earlier rung")
+        out.at[i, "reason"] = (f"revived: {revived} in {revive[i]:.1%} of the draws (>= {floor:.1%})"
+                               if go else "stopped at an earlier rung")
     return out
-
-
-def apply_pooled(decisions: pd.DataFrame, chances: pd.DataFrame, *, z: float, mature_width: float) -> pd.DataFrame:
-    """The per-run decisions (`prune`) with the pooled trend's verdict on the runs it may judge (pure).
-
-    A run with a pooled chance (`adaptive.pooled.pooled_chances`) that the per-run rule lets go on
-    because its band reaches the frontier, and whose own band at C_max is at most `mature_width`
-    wide, goes on only if its chance of being n* ahead is at least 1 - Phi(z). The other decisions
-    (reached C_max, too few evaluations, next to n*, a band already below the frontier, a band too
-    wide to trust the trend for) stand; every run gets its chance in p_n_star.
-    """
-    out = decisions.copy()
-    if chances.empty:
-        return out
-    chance = out[["B_p", "n"]].merge(chances, on=["B_p", "n"], how="left")["p_n_star"].to_numpy(dtype=float)
-    out["p_n_star"] = chance
-    floor = float(norm.sf(z))
-    judged = (np.isfinite(chance) & out["reason"].str.startswith("band reaches").to_numpy()
-              & (out["band_width_at_c_max"].to_numpy(dtype=float) <= mature_width))
-    for i in np.flatnonzero(judged):
-        width = out.at[i, "band_width_at_c_max"]
-        go = chance[i] >= floor
-        out.at[i, "continue"] = bool(go)
-        out.at[i, "reason"] = (f"pooled trend: n* ahead in {chance[i]:.1%} of its draws "
-                               f"({'>=' if go else '<'} {floor:.1%}; own band at C_max {width:.3f} wide)")
-    return out
-
-
-def apply_shared(decisions: pd.DataFrame, seen: pd.DataFrame, fits: pd.DataFrame, ahead: Horizon, *,
-                 params: SweepSettings, settings: AnalysisSettings, trained=None) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The per-run decisions (`prune`) with the shared model's stops added (`adaptive.shared`).
-
-    Per B_p whose trend model is in force: the runs the per-run rule lets go on that the model may
-    judge (enough evaluations, data within `params.reach` doublings of C_max) stop when the model
-    says a run going on stays within `params.epsilon` of them at every compute ahead in all but
-    1 - Phi(z) of its draws; finished runs are rivals, never candidates. `trained`: the set of
-    (B_p, n), as floats, trained to this rung (`shared.trend_ensemble`'s). Returns (the decisions,
-    with p_n_star the chance to matter; the chances, columns B_p, n, p_revive, for the revival of
-    runs stopped at earlier rungs: NaN where the model is not in force)."""
-    out = decisions.copy()
-    floor = float(norm.sf(params.z))
-    rng = np.random.default_rng(0)
-    how = TrendDraws(settings.metric, settings.pool_degree, settings.pool_alpha, inflation=params.inflation)
-    c_max = ahead.c_max
-    rows = []
-    for B_p in sorted(out["B_p"].unique()):
-        ens = trend_ensemble(seen, fits, B_p, ahead, how, rng, trained=trained)
-        if ens is None:
-            continue
-        idx = [int(np.flatnonzero((out["B_p"] == B_p).to_numpy() & (out["n"] == n).to_numpy())[0]) for n in ens.n]
-        sub = out.loc[idx]
-        finished = sub["reason"].eq("reached C_max").to_numpy()
-        going = sub["continue"].to_numpy(dtype=bool)
-        judged = (going & sub["fitted"].to_numpy(dtype=bool) & (sub["n_evals"].to_numpy() >= params.min_evals)
-                  & (extrapolation_doublings(ens.reached, c_max) <= params.reach + 1e-9))
-        ens = ens._replace(active=ens.active & (going | finished))
-        stop, p_matters, p_revive = shared_verdicts(ens, epsilon=params.epsilon, floor=floor, judged=judged,
-                                                    c_max=c_max, insurance=params.insurance)
-        for k, i in enumerate(idx):
-            out.at[i, "p_n_star"] = p_matters[k]
-            if stop[k]:
-                out.at[i, "continue"] = False
-                out.at[i, "reason"] = (f"shared model: a run going on stays within {params.epsilon:g} of it at every "
-                                       f"compute ahead in {1 - p_matters[k]:.1%} of the draws (>= {1 - floor:.1%})")
-        rows += [{"B_p": B_p, "n": n, "p_revive": r} for n, r in zip(ens.n, p_revive)]
-    return out, pd.DataFrame(rows, columns=["B_p", "n", "p_revive"])

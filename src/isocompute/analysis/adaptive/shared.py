@@ -32,12 +32,14 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 from scipy.special import expit
+from scipy.stats import norm
 
-from isocompute.analysis.adaptive.pooled import DRAWS, Horizon, draw_trend_curves, held_grid
+from isocompute.analysis.adaptive.draws import DRAWS, Horizon, draw_trend_curves, held_grid, trained_to_rung
 from isocompute.analysis.fits.noise import cell_arrays
 from isocompute.analysis.fits.pooled import fit_trend
+from isocompute.analysis.fits.settings import AnalysisSettings
 from isocompute.analysis.fits.sigmoid import USABLE
-
+from isocompute.sweep import SweepSettings
 
 
 class Ensemble(NamedTuple):
@@ -69,10 +71,8 @@ def trend_ensemble(seen: pd.DataFrame, fits: pd.DataFrame, B_p, ahead: Horizon, 
     force: fewer than degree + 2 usable runs, a failed fit, or the F-test against the run-by-run fits
     (`pool_p` of `fits`, computed by the analysis) rejecting it at `how.alpha` or not computable.
     `trained`: the set of (B_p, n), as floats, trained to this rung (the ensemble's `active`); without
-    it, the runs whose last evaluation is within one step of the rung. A run's evaluations need not
-    reach its rung: on a schedule of a few points per doubling, rounded to whole steps, the last one
-    may sit a quarter doubling below it, and such a run, taken for stopped, would be neither a rival
-    nor a candidate."""
+    it, `draws.trained_to_rung`'s guess (a run taken for stopped would be neither a rival nor a
+    candidate)."""
     metric, degree, alpha, draws, inflation = how
     group = fits[(fits["B_p"] == B_p) & fits["status"].isin(USABLE)].sort_values("n")
     p = group["pool_p"].to_numpy(dtype=float) if "pool_p" in group.columns else np.array([np.nan])
@@ -99,7 +99,7 @@ def trend_ensemble(seen: pd.DataFrame, fits: pd.DataFrame, B_p, ahead: Horizon, 
         curves[pick] = curves_lower[pick]
     reached = group["compute_max"].to_numpy(dtype=float)
     if trained is None:
-        active = reached + B_p * n > ahead.c_from * (1 - 1e-9)
+        active = trained_to_rung(reached, B_p * n, ahead.c_from)
     else:
         active = np.array([(float(B_p), float(k)) in trained for k in n], dtype=bool)
     return Ensemble(n=n, reached=reached, active=active, grid=grid, curves=curves)
@@ -178,3 +178,43 @@ def shared_verdicts(ens: Ensemble, *, epsilon: float, floor: float, judged: np.n
 def extrapolation_doublings(reached, c_max: float) -> np.ndarray:
     """How far a run's data are from C_max, in doublings of compute (0 at C_max)."""
     return np.log2(float(c_max) / np.maximum(np.asarray(reached, dtype=float), 1e-300))
+
+
+def apply_shared(decisions: pd.DataFrame, seen: pd.DataFrame, fits: pd.DataFrame, ahead: Horizon, *,
+                 params: SweepSettings, settings: AnalysisSettings, trained=None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The per-run decisions (`adaptive.rule.prune`) with the shared model's stops added (this module).
+
+    Per B_p whose trend model is in force: the runs the per-run rule lets go on that the model may
+    judge (enough evaluations, data within `params.reach` doublings of C_max) stop when the model
+    says a run going on stays within `params.epsilon` of them at every compute ahead in all but
+    1 - Phi(z) of its draws; finished runs are rivals, never candidates. `trained`: the set of
+    (B_p, n), as floats, trained to this rung (`shared.trend_ensemble`'s). Returns (the decisions,
+    with p_n_star the chance to matter; the chances, columns B_p, n, p_revive, for the revival of
+    runs stopped at earlier rungs: NaN where the model is not in force)."""
+    out = decisions.copy()
+    floor = float(norm.sf(params.z))
+    rng = np.random.default_rng(0)
+    how = TrendDraws(settings.metric, settings.pool_degree, settings.pool_alpha, inflation=params.inflation)
+    c_max = ahead.c_max
+    rows = []
+    for B_p in sorted(out["B_p"].unique()):
+        ens = trend_ensemble(seen, fits, B_p, ahead, how, rng, trained=trained)
+        if ens is None:
+            continue
+        idx = [int(np.flatnonzero((out["B_p"] == B_p).to_numpy() & (out["n"] == n).to_numpy())[0]) for n in ens.n]
+        sub = out.loc[idx]
+        finished = sub["reason"].eq("reached C_max").to_numpy()
+        going = sub["continue"].to_numpy(dtype=bool)
+        judged = (going & sub["fitted"].to_numpy(dtype=bool) & (sub["n_evals"].to_numpy() >= params.min_evals)
+                  & (extrapolation_doublings(ens.reached, c_max) <= params.reach + 1e-9))
+        ens = ens._replace(active=ens.active & (going | finished))
+        stop, p_matters, p_revive = shared_verdicts(ens, epsilon=params.epsilon, floor=floor, judged=judged,
+                                                    c_max=c_max, insurance=params.insurance)
+        for k, i in enumerate(idx):
+            out.at[i, "p_n_star"] = p_matters[k]
+            if stop[k]:
+                out.at[i, "continue"] = False
+                out.at[i, "reason"] = (f"shared model: a run going on stays within {params.epsilon:g} of it at every "
+                                       f"compute ahead in {1 - p_matters[k]:.1%} of the draws (>= {1 - floor:.1%})")
+        rows += [{"B_p": B_p, "n": n, "p_revive": r} for n, r in zip(ens.n, p_revive)]
+    return out, pd.DataFrame(rows, columns=["B_p", "n", "p_revive"])
