@@ -38,7 +38,7 @@ lock that gains another pin without a wheel (`sdist_only`).
 
 What only a GPU node fetches (the cluster lock's pins with no hash in the twin's lock,
 `cuda_only`) is checked without a GPU by downloading each file pip would pick for CPython 3.12
-on linux x86_64 and hashing it against the lock (`verify_artifacts`; tests/test_envs.py).
+on linux x86_64 and hashing it against the lock (`verify_artifacts`; tests/envs/test_envs.py).
 
     python envs/lock.py            # re-resolve every lock (pins already locked stay)
     python envs/lock.py --check    # exit 1 when a lock is not what its input resolves to
