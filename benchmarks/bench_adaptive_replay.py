@@ -171,8 +171,8 @@ def main(argv=None) -> int:
     seeds = range(args.first_seed, args.first_seed + args.seeds)
     start = time.perf_counter()
     if args.matrix:
-        print(f"B_p = {B_P}, n = {', '.join(map(str, NS))}, C_max = 2^22; seeds {seeds.start}-{seeds.stop - 1}; "
-              f"{args.eval_rollouts:g} generations per evaluation")
+        print(f"B_p = {B_P}, n = {', '.join(map(str, NS))}, C_max = 2^{np.log2(C_MAX):g}; "
+              f"seeds {seeds.start}-{seeds.stop - 1}; {args.eval_rollouts:g} generations per evaluation")
         table = matrix(seeds, args.probes, args.eval_rollouts, args.bootstrap)
         if args.out:
             table.to_csv(args.out, index=False)
@@ -180,8 +180,9 @@ def main(argv=None) -> int:
         print(f"{time.perf_counter() - start:.0f} s")
         return 0
     p = SweepSettings.of({"bands": args.bands, "revive": not args.no_revive}).rule()
-    print(f"B_p = {B_P}, n = {', '.join(map(str, NS))}, C_max = 2^22, truth {args.truth}, compute-matched schedule "
-          f"({args.points_per_doubling} per doubling), Gaussian noise sd {args.sigma}; seeds {seeds.start}-{seeds.stop - 1}; "
+    print(f"B_p = {B_P}, n = {', '.join(map(str, NS))}, C_max = 2^{np.log2(C_MAX):g}, truth {args.truth}, "
+          f"compute-matched schedule ({args.points_per_doubling} per doubling), Gaussian noise sd {args.sigma}; "
+          f"seeds {seeds.start}-{seeds.stop - 1}; "
           f"{args.eval_rollouts:g} generations per evaluation")
     print(f"rule (schema defaults): bands {p['bands']}, eta {p['eta']:.4g}, {p['rungs']} rungs, z {p['z']}, "
           f"neighbours {p['neighbours']}, min_evals {p['min_evals']}, mature_width {p['mature_width']}, "

@@ -3,8 +3,8 @@
 A study with seeds and a dense evaluation schedule (several seeds of every cell
 of 4 B_p x 8 n, each run validated at a few hundred to a few thousand
 compute-matched points, binomial noise from 100 problems x 4 samples) reaches
-10^5 to 10^6 rows. This writes such a table (`study`, from
-`synthetic.synthetic_study`) as parquet at each asked size and runs the command
+10^5 to 10^6 rows. This writes such a table (`scale_study`, in
+isocompute.analysis.fits.synthetic) as parquet at each asked size and runs the command
 line's code path (`isocompute analyze TABLE --params ... --no-figures`, the
 analyze rule's invocation with the default config) in a fresh interpreter per
 size, reading its wall time and peak RSS (`resource.getrusage` of the child).
@@ -32,49 +32,7 @@ import time
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src"
-B_PS = (4, 8, 16, 32)
-NS = (2, 4, 8, 16, 32, 64, 128, 256)
-PROBLEMS, SAMPLES = 100, 4
-# Runs are validated from C_MAX / 2^SPAN_DOUBLINGS to C_MAX, at the study's compute points.
-SPAN_DOUBLINGS = 10
 QUICK = {"rows": [2e3], "bootstrap": 20}
-
-
-def study_shape(rows: float) -> dict:
-    """Seeds and evaluation points per run of a study of about `rows` rows: seeds grow
-    with the size (2 at 10^4, 8 at 10^6), the schedule takes the rest."""
-    cells = len(B_PS) * len(NS)
-    seeds = 2 if rows < 3e4 else 4 if rows < 3e5 else 8
-    points = max(8, int(round(rows / (cells * seeds))))
-    return {"seeds": seeds, "points": points}
-
-
-def study(rows: float, *, seed: int = 0):
-    """The evaluation table of a study of about `rows` rows (`study_shape`): every cell of
-    B_PS x NS trained to one budget, `seeds` times, validated at `points` compute-matched
-    points (a dense schedule; a large batch has fewer distinct steps at small compute)."""
-    import numpy as np
-
-    from isocompute.analysis.fits.synthetic import EvalNoise, crossover_params, synthetic_study
-    from isocompute.schedule import compute_schedule_steps
-
-    shape = study_shape(rows)
-    # Budget large enough that the largest batch has a distinct step for every point.
-    c_max = float(2 ** int(np.ceil(np.log2(max(B_PS) * max(NS) * shape["points"] * 4))))
-    lo = c_max / 2 ** SPAN_DOUBLINGS
-    # crossover_params' midpoints sit near 3e4-4e5 rollouts: scale them into the validated range.
-    scale = lo * 2 ** 3 / 3e4
-
-    def params(B_p, n):
-        p = crossover_params(B_p, n)
-        return {**p, "C_mid": p["C_mid"] * scale * (B_p / B_PS[0]) ** 0.25}
-
-    def schedule(B, M_max):
-        return compute_schedule_steps(B, M_max, shape["points"], min_compute=lo, c_max=c_max)
-
-    evals = synthetic_study(B_PS, NS, c_max=c_max, eval_steps=schedule, params=params,
-                            noise=EvalNoise(problems=PROBLEMS, samples=SAMPLES, seeds=shape["seeds"], seed=seed))
-    return evals
 
 
 def analyze_params(bootstrap: int) -> str:
@@ -156,6 +114,8 @@ def main(argv=None) -> int:
     rows = args.rows or (QUICK["rows"] if args.quick else [1e4, 1e5])
     bootstrap = args.bootstrap if args.bootstrap is not None else QUICK["bootstrap"] if args.quick else 200
     sys.path.insert(0, str(SRC))
+    from isocompute.analysis.fits.synthetic import scale_study, scale_study_shape
+
     params = analyze_params(bootstrap)
 
     work = Path(tempfile.mkdtemp(prefix="bench_analyze_scale_")) if args.keep is None else args.keep
@@ -163,11 +123,11 @@ def main(argv=None) -> int:
     try:
         print(f"{'rows':>9} {'runs':>5} {'seeds':>5} {'code':<7} {'wall s':>8} {'CPU s':>8} {'peak RSS MB':>12}  tables")
         for size in rows:
-            evals = study(size)
+            evals = scale_study(size)
             table = work / f"evals_{int(size)}.parquet"
             evals.to_parquet(table, index=False)
             runs = evals.groupby(["B_p", "n", "seed"]).ngroups
-            seeds = study_shape(size)["seeds"]
+            seeds = scale_study_shape(size)["seeds"]
             codes = [("after", SRC)] + ([("before", args.before)] if args.before else [])
             outs = {}
             for name, src in codes:

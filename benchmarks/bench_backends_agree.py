@@ -21,8 +21,9 @@ validation file:
       sampled tokens, both backends) is 0 at step 1 and, at step 2, above
       MOVED_MIN and MOVED_FACTOR times step 1's. A failed (4) exits 1.
 
-The loss terms on one fixed batch (item 1) are tests/train/test_backends_agree_loss.py; this
-script prints their max abs differences too.
+The loss terms on one fixed batch (item 1) are isocompute.train.backends.verl.loss_parity's,
+which tests/train/test_backends_agree_loss.py holds within its TOL; this script prints their max
+abs differences too.
 
 Why the backends cannot agree sample by sample: they draw different random numbers (the
 local backend samples a whole batch with torch's generator; the verl path's HF rollout
@@ -58,11 +59,10 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-# the suite's helpers (support) and test_backends_agree_loss's tolerances
-sys.path[:0] = [str(REPO / "tests"), str(REPO / "tests" / "train")]
+TINY = REPO / "config" / "tiny.yaml"   # the tiny study, as the test suite builds its data (reused with --study)
 
-# What it starts besides plain PyTorch: tests/benchmarks/test_benchmarks.py's run_benchmark reads this line, and
-# runs the benchmark only in a test marked engine (tests/support/: require_engine).
+# What it starts besides plain PyTorch: the test suite's run_benchmark (tests/support/) reads this line, and
+# runs the benchmark only in a test marked engine (require_engine).
 STARTS_ENGINES = "verl's trainer and Ray"
 EXPERIMENT = "tinyverl"  # the e2e test's (tests/pipeline/test_pipeline_verl_cpu.py), so its data can be reused
 QUICK = {"bp": 2, "n": 2, "steps": 2, "val_problems": 8, "samples": 4}
@@ -80,7 +80,7 @@ VERL_CLUSTER = {"train": {"gpus": 1, "cpus_per_gpu": 8},
 
 
 def study_config(B_p: int, n: int, steps: int, backend: str, seed: int = 0, samples: int = 4) -> dict:
-    from support import TINY_CONFIG
+    import yaml
 
     from isocompute.train.recipe import MIN_EVALUATIONS
 
@@ -88,7 +88,7 @@ def study_config(B_p: int, n: int, steps: int, backend: str, seed: int = 0, samp
     interval = max(1, steps // (MIN_EVALUATIONS - 1))
 
     return {
-        **TINY_CONFIG, "experiment": EXPERIMENT, "seed": seed,
+        **yaml.safe_load(TINY.read_text()), "experiment": EXPERIMENT, "seed": seed,
         "grid": {"easy": {"B_p": [B_p], "n": [n], "B_max": B_p * n, "C_max": B_p * n * steps}},
         "train": {"backend": backend, "device": "cpu", "max_response_length": 16, "lr_base": 1e-3, "B_ref": 8,
                   "warmup_steps": WARMUP, "probe_problems": 0, "eval_schedule": "steps", "eval_interval": interval},
@@ -97,15 +97,23 @@ def study_config(B_p: int, n: int, steps: int, backend: str, seed: int = 0, samp
     }
 
 
-def build_data(work: Path) -> None:
-    """The tiny study's data stages (pool, base model, difficulty, splits) in `work`."""
-    from support import make_study_dir, run_snakemake, write_config
+def build_data(work: Path, timeout: float) -> None:
+    """The tiny study's data stages (pool, base model, difficulty, splits) in `work`, by Snakemake
+    (a study folder: the repo's config/ and workflow/, the config in config/test.yaml)."""
+    import shutil
+
+    import yaml
 
     if not (work / "config").is_dir():
-        make_study_dir(work)
-    cfg = write_config(work, study_config(2, 2, 4, "local"))
-    run_snakemake(work, f"results/{EXPERIMENT}/splits/easy/train.parquet",
-                  f"results/{EXPERIMENT}/splits/easy/val.parquet", "--cores", "2", "--configfile", str(cfg))
+        for folder in ("config", "workflow"):
+            shutil.copytree(REPO / folder, work / folder)
+    cfg = work / "config" / "test.yaml"
+    cfg.write_text(yaml.safe_dump(study_config(2, 2, 4, "local"), sort_keys=False))
+    bin_dir = Path(sys.executable).parent
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
+    run_bounded([str(bin_dir / "snakemake"), "--snakefile", str(REPO / "Snakefile"), "--directory", str(work),
+                 f"results/{EXPERIMENT}/splits/easy/train.parquet", f"results/{EXPERIMENT}/splits/easy/val.parquet",
+                 "--cores", "2", "--configfile", str(cfg)], work / "data_stages.log", timeout, env)
 
 
 def eval_file(work: Path, out: Path, problems: int) -> int:
@@ -234,7 +242,7 @@ def schedule_lines(runs: list[dict], checks: list[dict]) -> list[str]:
 
 
 def loss_diffs() -> dict:
-    from test_backends_agree_loss import TOL, max_abs_diffs
+    from isocompute.train.backends.verl.loss_parity import TOL, max_abs_diffs
 
     out = {}
     for agg in ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum"):
@@ -304,7 +312,7 @@ def main(argv=None) -> int:
 
     work = (args.study or args.work / "study").resolve()
     if not (work / "results" / EXPERIMENT / "splits" / "easy" / "train.parquet").is_file():
-        build_data(work)
+        build_data(work, args.timeout)
     out = (args.work / "runs").resolve()
     out.mkdir(parents=True, exist_ok=True)
     val = out / "val.parquet"

@@ -229,8 +229,8 @@ def main(argv=None) -> int:
     PARAMS = TRUTHS[args.truth]
     if seeds < 1:
         parser.error("--seeds must be >= 1")
-    print(f"truth: {args.truth}; B_p = {B_P}, n = {', '.join(map(str, NS))}, C_max = 2^22, {args.noise} noise, "
-          f"{seeds} replications; "
+    print(f"truth: {args.truth}; B_p = {B_P}, n = {', '.join(map(str, NS))}, C_max = 2^{np.log2(C_MAX):g}, "
+          f"{args.noise} noise, {seeds} replications; "
           f"probes: {args.probes} budgets over [C_max/2^{SPAN_DOUBLINGS}, C_max]")
     if args.noise == "gaussian":
         print("(Gaussian tables carry no 'problems' column: the noise method assumes one error for all "

@@ -10,7 +10,8 @@ on collected inputs and compare every CSV of tables/ exactly with a reference.
 `synthetic --quick` runs one case only (QUICK_CASE: seconds, where the five take
 minutes, the embedded study's 200 resamples most of them); `make test` runs it with this
 checkout as its own reference, and the study mode on a copy and on a changed copy of its
-tables (tests/benchmarks/test_benchmarks.py).
+tables (tests/benchmarks/test_benchmarks.py). A case's folder under --work holds its inputs,
+its reference tables (reference/) and analyze_options.json, the options both runs are given.
 
 Each CSV is read back with pandas and compared with
 `assert_frame_equal(check_exact=True)`; params.json is not compared (its shape
@@ -111,6 +112,7 @@ def synthetic_inputs(work: Path, names=tuple(SYNTHETIC)) -> dict[str, tuple[Path
         train["pass_rate"] = rng.random(len(train))
         evals.to_parquet(d / "evals.parquet")
         train.to_parquet(d / "train_pass_rates.parquet")
+        (d / "analyze_options.json").write_text(json.dumps(options))   # what the case's tables are made with
         cases[name] = (d / "evals.parquet", d / "train_pass_rates.parquet", options)
     return cases
 

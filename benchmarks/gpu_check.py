@@ -45,6 +45,8 @@ import pandas as pd
 import yaml
 
 from isocompute.cluster.agreement import Z_BOUND, agreement_z   # the CPU twin's statistic, here on CUDA
+# the CPU twin's weight-sync criterion (weight_sync.verdict, judged from step 2: update 1 moves the actor)
+from isocompute.train.backends.verl.weight_sync import judge_metrics
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -286,22 +288,8 @@ def check_verl(steps: Steps, config: Path) -> dict:
         result.update(steps=run.get("steps"), seconds=run.get("seconds"), evaluations=len(evals),
                       dropped_prompts=run.get("dropped_prompts"),
                       avg_at_k=[round(float(v), 4) for v in evals.get(f"avg@{STUDY['eval']['k']}", [])],
-                      weight_sync=weight_sync(steps.work / files.metrics))
+                      weight_sync=judge_metrics(steps.work / files.metrics))
     return result
-
-
-def weight_sync(metrics: Path) -> dict:
-    """The CPU twin's weight-sync check on the GPU run, the same function
-    (isocompute.train.backends.verl.weight_sync.verdict): per step, verl's rollout-vs-actor
-    difference on the sampled tokens beside what it would be were vLLM still holding the initial
-    weights; judged from step 2, the first whose rollouts follow a real update (update 1 moves:
-    the recipe's warm-up starts at lr / warmup_steps)."""
-    from isocompute.train.backends.verl.weight_sync import step_pairs, verdict
-
-    if not metrics.is_file():
-        return {"logged": False, "why": f"no {metrics.name}"}
-    per_step = step_pairs(metrics)
-    return {"logged": bool(per_step), "per_step": per_step, **verdict(per_step)}
 
 
 def main(argv=None) -> int:

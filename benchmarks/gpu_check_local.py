@@ -259,7 +259,7 @@ def main(argv=None) -> int:
     work.mkdir(parents=True, exist_ok=True)
     size = SIZES[args.size]
     report = Report(out, part=1, dry_run=args.dry_run, size=args.size, work=str(work), budget_s=args.budget_s,
-                    python=sys.version.split()[0])
+                    python=sys.version.split()[0], study=size["study"])   # the embedded study's config, as given
     site = work / "site"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(REPO / "src")]),
            "TOKENIZERS_PARALLELISM": "false"}

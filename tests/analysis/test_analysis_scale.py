@@ -3,15 +3,15 @@
 The trend pool's residuals keep what a solver step leaves unchanged, the grid fit refines B
 a block of replicates at a time, the bootstrap keeps its drawn counts in a small type, and
 significant records are searched a window at a time. Each is compared here with the plain
-computation it replaced, bit for bit, and the whole analysis of a study made by
-benchmarks/bench_analyze_scale.py (seeds, a dense schedule) with the analysis run the plain
-way. The progress lines are checked too; speed is the benchmark's, not a test's.
+computation it replaced, bit for bit, and the whole analysis of the study that
+benchmarks/bench_analyze_scale.py times (fits.synthetic.scale_study: seeds, a dense schedule)
+with the analysis run the plain way. The progress lines are checked too; speed is the
+benchmark's, not a test's.
 """
 
 from __future__ import annotations
 
 import logging
-import sys
 
 import numpy as np
 import pandas as pd
@@ -23,11 +23,8 @@ from isocompute.analysis.fits import sigmoid as fits
 from isocompute.analysis.fits.noise import fit_weighted
 from isocompute.analysis.fits.settings import AnalysisSettings
 from isocompute.analysis.fits.sigmoid import sigmoid_reward
+from isocompute.analysis.fits.synthetic import scale_study
 from isocompute.analysis.pipeline import run_analysis
-from support import REPO
-
-sys.path.insert(0, str(REPO / "benchmarks"))
-from bench_analyze_scale import study  # noqa: E402
 
 
 def _bits(a) -> np.ndarray:
@@ -127,7 +124,7 @@ def _tables(evals, settings) -> dict:
 def test_analysis_of_a_seeded_dense_study_equals_the_plain_way(monkeypatch, method):
     """The benchmark's generator at a small size (2 seeds, a dense schedule): every table the
     same text as with the plain residuals, records, counts and one refinement block."""
-    evals = study(2e3)
+    evals = scale_study(2e3)
     assert evals["seed"].nunique() == 2 and len(evals) > 1500
     settings = AnalysisSettings(method=method, bootstrap=6, grid_points=40)
     with monkeypatch.context() as m:
@@ -147,7 +144,7 @@ def test_analysis_of_a_seeded_dense_study_equals_the_plain_way(monkeypatch, meth
 
 def test_long_loops_say_where_they_are(monkeypatch, caplog):
     monkeypatch.setattr(progress, "LOG_EVERY_S", 0.0)
-    evals = study(2e3)
+    evals = scale_study(2e3)
     with caplog.at_level(logging.INFO, logger="isocompute"):
         run_analysis(evals, AnalysisSettings(bootstrap=3, grid_points=30))
     said = [r.getMessage() for r in caplog.records]

@@ -3,47 +3,37 @@ src/ first), so that none breaks unseen: it exits 0, prints its table, and its n
 hold what they must whatever the machine's speed (a rate within [0, 1] and inside its
 interval, a count equal to what was asked, the known answer of a case where the truth
 is trivial). The GPU check's parts have their own tests (test_gpu_check.py), and so has
-the TRL comparison (test_bench_grpo.py: its local half always, TRL given a venv with it)."""
+the TRL comparison (test_bench_grpo.py: its local half always, TRL given a venv with it).
+A test reads what a benchmark ran from what it prints and writes, or gives it on the command
+line; it imports no benchmark (tests/project/test_architecture.py keeps it so)."""
 
 from __future__ import annotations
 
 import itertools
 import json
-import os
 import re
 import shutil
-import subprocess
-import sys
 
 import pandas as pd
 import pytest
 import yaml
 
-from support import REPO, make_study_dir, require_engine, require_slow, seed_study
+from support import REPO, make_study_dir, seed_study
+from support import run_benchmark as run_script
 
 pytestmark = pytest.mark.slow   # each runs a benchmark (run_benchmark refuses otherwise)
 
-BENCHMARKS = REPO / "benchmarks"
-sys.path.insert(0, str(BENCHMARKS))
-
 
 def run_benchmark(script: str, *args: str, returncode: int = 0, timeout: float = 600) -> str:
-    """stdout of `benchmarks/<script> args`, which must exit with `returncode`."""
-    require_slow(f"runs the benchmark {script}")
-    engines = re.search(r"^STARTS_ENGINES = \"(.+)\"", (BENCHMARKS / script).read_text(), flags=re.M)
-    if engines:  # the benchmark says what it starts
-        require_engine(f"runs the benchmark {script}, which starts {engines.group(1)}")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.run([sys.executable, str(BENCHMARKS / script), *args], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=timeout)
-    assert proc.returncode == returncode, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return proc.stdout
+    """stdout of `benchmarks/<script> args`, which must exit with `returncode` (support.run_benchmark)."""
+    return run_script(script, *args, returncode=returncode, timeout=timeout).stdout
 
 
 def test_adaptive_replay_quick_spends_less_than_the_grid_it_replays(tmp_path):
-    from bench_frontier_bias import C_MAX, NS
-
     out = run_benchmark("bench_adaptive_replay.py", "--quick", "--out", str(tmp_path / "stops.csv"))
+    grid = re.search(r"^B_p = \d+, n = ([\d, ]+), C_max = 2\^(\d+), ", out, flags=re.M)   # the grid it replays
+    assert grid, out
+    NS, C_MAX = [int(n) for n in grid.group(1).split(", ")], 2.0 ** int(grid.group(2))
     assert re.search(r"^\s+mean\s+min\s+max$", out, flags=re.M), out
     rows = {m.group(1): [float(v) / 100 for v in m.groups()[1:]]
             for m in re.finditer(r"^(whole bill / full grid|training rollouts / grid|validation / grid|"
@@ -56,7 +46,7 @@ def test_adaptive_replay_quick_spends_less_than_the_grid_it_replays(tmp_path):
     stops = pd.read_csv(tmp_path / "stops.csv")
     assert sorted(stops["seed"].unique()) == [0, 1]                 # the 2 studies of --quick
     for _, runs in stops.groupby("seed"):
-        assert sorted(runs["n"]) == list(NS)                        # every run of the grid, once
+        assert sorted(runs["n"]) == NS                              # every run of the grid, once
     assert (stops["spent"] <= stops["full_compute"]).all() and (stops["stopped_at"] <= C_MAX * (1 + 1e-9)).all()
     assert (stops["evaluations_spent"] <= stops["evaluations_full"]).all()
     # the printed shares are the runs' bill as they stopped over the full grid's: training rollouts, and
@@ -71,7 +61,8 @@ def test_adaptive_replay_quick_spends_less_than_the_grid_it_replays(tmp_path):
 
 
 def test_adaptive_strata_quick_judges_every_stratum_by_regret(tmp_path):
-    from bench_adaptive_strata import STRATA, wilson
+    from isocompute.analysis.adaptive.scoring import wilson
+    from isocompute.analysis.adaptive.strata import STRATA
 
     out = run_benchmark("bench_adaptive_strata.py", "--quick", "--bootstrap", "10", "--out", str(tmp_path / "s.csv"))
     studies = pd.read_csv(tmp_path / "s.csv", keep_default_na=False, na_values=[""])   # "null" is a stratum
@@ -97,16 +88,20 @@ def test_adaptive_strata_quick_judges_every_stratum_by_regret(tmp_path):
 
 
 def test_analysis_quick_runs_the_cli_chain_on_every_run(tmp_path):
-    from bench_analysis import QUICK
-
-    out = run_benchmark("bench_analysis.py", "--quick", "--keep", str(tmp_path))
-    runs = len(QUICK["B_ps"]) * len(QUICK["ns"])
-    assert f"table: {runs} runs x {QUICK['points']} evaluation points = {runs * QUICK['points']} rows" in out
+    points = 30                                                 # --quick's, given explicitly
+    out = run_benchmark("bench_analysis.py", "--quick", "--points", str(points), "--keep", str(tmp_path))
+    evals = pd.read_csv(tmp_path / "evals.csv")                 # the table it wrote and analysed
+    cells = set(zip(evals["B_p"], evals["n"]))
+    assert cells == set(itertools.product(evals["B_p"].unique(), evals["n"].unique()))   # a full grid
+    assert (evals["B_p"].nunique(), evals["n"].nunique()) == (2, 4)                      # --quick: 2 B_p x 4 n
+    assert evals.groupby(["B_p", "n"]).size().eq(points).all()
+    runs = len(cells)
+    assert f"table: {runs} runs x {points} evaluation points = {runs * points} rows" in out
     assert re.search(r"^phase\s+seconds$", out, flags=re.M), out
     phases = set(re.findall(r"^([a-z][a-z +()]*?)\s+[\d.]+$", out, flags=re.M))
     assert {"fits", "bootstrap fits", "figures", "total (wall)"} <= phases, phases
     fits = pd.read_csv(tmp_path / "analysis" / "fits.csv")
-    assert set(zip(fits["B_p"], fits["n"])) == set(itertools.product(QUICK["B_ps"], QUICK["ns"]))
+    assert set(zip(fits["B_p"], fits["n"])) == cells
     assert (fits["status"] == "ok").all(), fits[["B_p", "n", "status"]]
     figures = int(re.search(r"^(\d+) figure files", out, flags=re.M).group(1))
     assert figures > 0 and figures == len(list((tmp_path / "analysis" / "figures").iterdir()))
@@ -119,12 +114,14 @@ def test_backends_agree_quick_trains_both_backends_on_the_same_problems(tmp_path
     stages are the benchmark's (`--study`; without it the benchmark builds them itself). (verl
     0.9.1 patches trl's value-head model whenever trl is importable and fails on trl 1.16: the
     project's venv must not hold trl, which is why the TRL benchmark takes a venv of its own.)"""
-    from bench_backends_agree import EXPERIMENT, QUICK
-
-    study = seed_study(make_study_dir(tmp_path / "study"), tiny_stages, EXPERIMENT)
+    # the experiment whose data it reads from --study (results/tinyverl), and --quick's sizes, given explicitly
+    experiment, quick = "tinyverl", {"bp": 2, "n": 2, "steps": 2, "val_problems": 8, "samples": 4}
+    study = seed_study(make_study_dir(tmp_path / "study"), tiny_stages, experiment)
     report = tmp_path / "runs.json"
-    out = run_benchmark("bench_backends_agree.py", "--quick", "--study", str(study), "--work", str(tmp_path),
+    sizes = [a for k, v in quick.items() for a in (f"--{k.replace('_', '-')}", str(v))]
+    out = run_benchmark("bench_backends_agree.py", "--quick", *sizes, "--study", str(study), "--work", str(tmp_path),
                         "--out", str(report), timeout=1800)
+    assert not (study / "data_stages.log").exists()     # it trained on the seeded data, built none of its own
     for part in ("(1) loss terms", "(2) step-0 validation", "(3) training reward per step",
                  "(4) learning rate of the first updates"):
         assert part in out, out
@@ -133,14 +130,14 @@ def test_backends_agree_quick_trains_both_backends_on_the_same_problems(tmp_path
     # moves the policy on both backends (the benchmark exits 1 otherwise: run_benchmark checks it).
     for r, check in zip(got["runs"], got["schedule"]):
         assert check["lr_ok"] and check["update_1_moved"], (r["backend"], check)
-    assert {int(k) for k in got["schedule"][-1]["update_lr"]} == set(range(2, QUICK["steps"] + 2))
+    assert {int(k) for k in got["schedule"][-1]["update_lr"]} == set(range(2, quick["steps"] + 2))
     assert [(r["backend"], r["seed"]) for r in got["runs"]] == [("local", 0), ("local", 1), ("verl", 0)]
     for r in got["runs"]:
-        assert len(r["rewards"]) == QUICK["steps"] and all(0 <= x <= 1 for x in r["rewards"]), r["rewards"]
-        assert r["B"] == QUICK["bp"] * QUICK["n"]
+        assert len(r["rewards"]) == quick["steps"] and all(0 <= x <= 1 for x in r["rewards"]), r["rewards"]
+        assert r["B"] == quick["bp"] * quick["n"]
         step0 = r["step0"]  # every validation problem, with eval.samples samples each
-        assert step0["problems"] == QUICK["val_problems"], (r["backend"], step0["problems"])
-        assert step0["samples"] == QUICK["val_problems"] * QUICK["samples"]
+        assert step0["problems"] == quick["val_problems"], (r["backend"], step0["problems"])
+        assert step0["samples"] == quick["val_problems"] * quick["samples"]
         assert 0 <= step0["avg"] <= 1
     problems = [set(r["step0"]["per_problem"]) for r in got["runs"]]
     assert all(p == problems[0] for p in problems)                  # the same validation file
@@ -174,13 +171,13 @@ def test_coverage_quick_rates_are_rates_and_a_null_truth_has_every_n_right(tmp_p
 
 @pytest.mark.parametrize("truth", ["crossover", "null"])
 def test_frontier_bias_quick_regret_is_never_negative_and_zero_on_the_null(tmp_path, truth):
-    from bench_frontier_bias import METHODS
-
+    methods = {"paper", "noise", "per-run", "oracle"}          # the benchmark's (its docstring names them)
     out = run_benchmark("bench_frontier_bias.py", "--quick", "--truth", truth, "--out", str(tmp_path / "t.csv"))
     assert re.search(r"^method\s+schedule\s+sigma\s+evals", out, flags=re.M), out
     assert "done-when (noise method, every 10 steps, sigma 0.03): |bias|" in out
     table = pd.read_csv(tmp_path / "t.csv")
-    assert len(table) == len(METHODS) * 2 and (table["seeds"] == 4).all() and (table["sigma"] == 0.03).all()
+    assert set(table["method"]) == methods and table.groupby("method").size().eq(2).all()   # x 2 schedules
+    assert len(table) == len(methods) * 2 and (table["seeds"] == 4).all() and (table["sigma"] == 0.03).all()
     assert table.groupby("schedule")["evals"].nunique().eq(1).all()    # every method fits the same studies
     assert table["right_n_star"].between(0, 1).all() and (table["right_min"] <= table["right_n_star"]).all()
     assert (table["regret"] >= 0).all()         # nothing beats the true frontier
@@ -218,12 +215,11 @@ def test_grader_load_quick_counts_every_pair_and_never_passes_a_tower(tmp_path):
 
 
 def test_check_analysis_tables_passes_on_its_own_tables_and_fails_on_a_changed_one(tmp_path):
-    from check_analysis_tables import QUICK_CASE, SYNTHETIC
-
     work = tmp_path / "synthetic"
     out = run_benchmark("check_analysis_tables.py", "synthetic", "--quick", "--reference-src", str(REPO / "src"),
                         "--work", str(work))
-    reference = work / QUICK_CASE / "reference"
+    (case,) = re.findall(r"^(\w+): \d+ tables compared, 0 differ$", out, flags=re.M)   # --quick: one case
+    reference = work / case / "reference"
     tables = sorted(p.name for p in reference.glob("*.csv") if p.name != "timings.csv")
     assert f"total: {len(tables)} tables compared exactly, 0 differ" in out and len(tables) > 10, out
 
@@ -231,9 +227,9 @@ def test_check_analysis_tables_passes_on_its_own_tables_and_fails_on_a_changed_o
     split = tmp_path / "study" / "easy"
     split.mkdir(parents=True)
     for name in ("evals.parquet", "train_pass_rates.parquet"):
-        shutil.copy(work / QUICK_CASE / name, split / name)
+        shutil.copy(work / case / name, split / name)
     shutil.copytree(reference, split / "tables")
-    options = SYNTHETIC[QUICK_CASE][0]
+    options = json.loads((work / case / "analyze_options.json").read_text())   # the case's analyze options
     flags = {"--bootstrap": ("bootstrap", int), "--grid-points": ("grid_points", int), "--pool": ("pool", str),
              "--min-compute": ("min_compute", float)}
     assert set(options[::2]) == set(flags), options   # the case's options, all translated below
@@ -257,12 +253,12 @@ def test_check_analysis_tables_passes_on_its_own_tables_and_fails_on_a_changed_o
 def test_analyze_scale_quick_compares_two_checkouts_table_by_table(tmp_path):
     """Given the same src/ as 'before', the two runs' tables are identical, and each row says
     its rows, runs, seeds, wall and CPU seconds and peak RSS."""
-    from bench_analyze_scale import study, study_shape
+    from isocompute.analysis.fits.synthetic import scale_study, scale_study_shape
 
     out = run_benchmark("bench_analyze_scale.py", "--quick", "--bootstrap", "4", "--before", str(REPO / "src"),
                         "--keep", str(tmp_path))
-    rows = len(study(2e3))
-    seeds = study_shape(2e3)["seeds"]
+    rows = len(scale_study(2e3))       # --quick: one table of about 2,000 rows
+    seeds = scale_study_shape(2e3)["seeds"]
     found = re.findall(rf"^\s+{rows}\s+(\d+)\s+{seeds}\s+(after|before)\s+([\d.]+)\s+([\d.]+)\s+(\d+)[ ]*(.*)$",
                        out, flags=re.M)
     assert [f[1] for f in found] == ["after", "before"], out

@@ -22,8 +22,6 @@ import pytest
 
 from support import REPO, VENV_BIN
 
-sys.path.insert(0, str(REPO / "benchmarks"))
-
 
 @pytest.mark.slow   # runs a benchmark (and verl's CLI)
 def test_gpu_check_dry_run_plans_every_step_and_verl_resolves_its_command(tmp_path):
@@ -103,7 +101,6 @@ def _rule_commands(workdir, config, targets):
 def test_gpu_check_local_dry_run_parses_every_command_and_passes_the_rules_params(tmp_path):
     import yaml
 
-    import gpu_check_local as part1
     from isocompute.cli import build_parser
     from isocompute.cli.common import config_from_params
     from isocompute.config import check_config
@@ -126,24 +123,29 @@ def test_gpu_check_local_dry_run_parses_every_command_and_passes_the_rules_param
         if argv[1] == "-c":  # isocompute, as the node runs it
             args = build_parser().parse_args(argv[3:])
             config_from_params(args.params)
-    # The same --params as the rules, on the same study (the node has no Snakemake to ask).
+    # The same --params as the rules, on the same study (the node has no Snakemake to ask): the
+    # embedded study the plan says it runs (size full, its default).
+    assert plan["size"] == "full"
     study = tmp_path / "study.yaml"
-    study.write_text(yaml.safe_dump(part1.SIZES["full"]["study"]))
-    L = StudyLayout(part1.EXPERIMENT)
-    cfg = check_config(json.loads(json.dumps(part1.SIZES["full"]["study"])))
+    study.write_text(yaml.safe_dump(plan["study"]))
+    L = StudyLayout(plan["study"]["experiment"])
+    check_config(json.loads(json.dumps(plan["study"])))
     rules = _rule_commands(tmp_path, study, [L.splits_summary, *L.split_files("easy").values()])
-    ours = {argv[3]: argv for _, argv in part1.data_commands(cfg, 1)}
+    ours = {argv[3]: argv for argv in commands if argv[1] == "-c"}
     for sub in ("pool", "base-model", "difficulty", "difficulty-merge", "splits"):
         theirs = build_parser().parse_args(rules[sub][1:])
         mine = build_parser().parse_args(ours[sub][3:])
         assert json.loads(mine.params) == json.loads(theirs.params), sub
-    # train: the rule's params on the embedded grid's cell, device aside
+    # train: the rule's params on a local cell of the plan (B_p 8, n 8 on CUDA, the local cells'
+    # schedule from the smallest batch, 64, to C_max 1280), device aside
     (tmp_path / "grid.yaml").write_text(yaml.safe_dump(
-        {**part1.SIZES["full"]["study"], "grid": {"easy": {"B_p": [8], "n": [8], "B_max": 64, "C_max": 1280}}}))
+        {**plan["study"], "grid": {"easy": {"B_p": [8], "n": [8], "B_max": 64, "C_max": 1280}}}))
     rule = _rule_commands(tmp_path, tmp_path / "grid.yaml", [str(L.run_files("easy", 8, 8).marker)])["train"]
     theirs = json.loads(build_parser().parse_args(rule[1:]).params)
-    mine = json.loads(build_parser().parse_args(
-        part1.train_command(cfg, "easy", 8, 8, 20, "x", "cuda", 1, (64, 1280))[3:]).params)
+    (cell,) = [r["command"] for r in plan["steps"] if r["step"] == "local/cuda/easy/bp8_n8"]
+    mine = build_parser().parse_args(cell[3:])
+    assert (mine.split, mine.bp, mine.n, mine.max_steps) == ("easy", 8, 8, 1280 // 64)
+    mine = json.loads(mine.params)
     assert mine["train"].pop("device") == "cuda"
     theirs["train"].pop("device")
     assert mine == theirs
@@ -171,26 +173,37 @@ def test_gpu_check_local_writes_its_json_when_killed(tmp_path):
 
 
 def test_part_2_judges_vllm_and_the_weight_sync_as_the_cpu_twin_does(tmp_path):
-    """The agreement test of vLLM's pass rates against the local sampler's (|z| < 4) passes two
-    draws from the same rates and fails rates 20% lower; the weight-sync check passes a vLLM that
-    follows the actor and fails one whose log-probs stay the initial weights' from step 2 on."""
+    """Part 2 judges with the CPU twin's own functions (it imports them from the package and defines
+    no copy): the agreement test of vLLM's pass rates against the local sampler's (|z| < 4) passes
+    two draws from the same rates and fails rates 20% lower; the weight-sync check passes a vLLM
+    that follows the actor and fails one whose log-probs stay the initial weights' from step 2 on."""
+    import ast
+
     import numpy as np
     import pandas as pd
 
-    import gpu_check
-    from isocompute.train.backends.verl.weight_sync import STALE, SYNCED
+    from isocompute.cluster.agreement import Z_BOUND, agreement_z
+    from isocompute.train.backends.verl.weight_sync import STALE, SYNCED, judge_metrics
+
+    tree = ast.parse((REPO / "benchmarks" / "gpu_check.py").read_text())
+    imported = {(n.module, a.name) for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names}
+    assert {("isocompute.cluster.agreement", "agreement_z"), ("isocompute.cluster.agreement", "Z_BOUND"),
+            ("isocompute.train.backends.verl.weight_sync", "judge_metrics")} <= imported, imported
+    defined = {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    defined |= {t.id for n in ast.walk(tree) if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+    assert not defined & {"agreement_z", "Z_BOUND", "judge_metrics", "verdict"}, defined
 
     rng = np.random.default_rng(0)
     rates = rng.uniform(0, 1, 400)
     same = [pd.Series(rng.binomial(16, rates)) for _ in range(2)]
     lower = pd.Series(rng.binomial(16, rates * 0.8))
-    assert abs(gpu_check.agreement_z(*same, 16)) < gpu_check.Z_BOUND < abs(gpu_check.agreement_z(same[0], lower, 16))
+    assert abs(agreement_z(*same, 16)) < Z_BOUND < abs(agreement_z(same[0], lower, 16))
 
     def metrics(synced_of_step, stale_of_step=lambda s: 0.05 * (s - 1)):
         path = tmp_path / f"metrics{len(list(tmp_path.iterdir()))}.jsonl"
         path.write_text("\n".join(json.dumps({"step": s, "data": {SYNCED: synced_of_step(s), STALE: stale_of_step(s)}})
                                   for s in (1, 2, 3)))
-        return gpu_check.weight_sync(path)
+        return judge_metrics(path)
 
     # The twin test's criterion (weight_sync.verdict), judged from step 2: step 1's rollouts come
     # before any update (stale 0, synced the rounding floor), update 1 moved the actor.
@@ -200,4 +213,4 @@ def test_part_2_judges_vllm_and_the_weight_sync_as_the_cpu_twin_does(tmp_path):
     # so nothing tells a stale vLLM from a synced one there.
     frozen = metrics(lambda s: 1e-4, lambda s: 0.05 * max(0, s - 2) or 1e-4)
     assert frozen["ok"] is False and any("step 2: the actor moved by rounding only" in f for f in frozen["failures"])
-    assert gpu_check.weight_sync(tmp_path / "absent.jsonl")["logged"] is False
+    assert judge_metrics(tmp_path / "absent.jsonl")["logged"] is False

@@ -1,22 +1,20 @@
-"""The power benchmark (benchmarks/power_nstar.py) in its quick mode, and what its table
-rests on: the rise truth moves n* from 2 to 8, the null truth puts every n on one
-curve, and the cost model prices the embedded study's jobs as they were measured."""
+"""The power analysis (isocompute.design.power) and its benchmark (benchmarks/power_nstar.py,
+run as a user runs it) in its quick mode, and what its table rests on: the rise truth moves n*
+from 2 to 8, the null truth puts every n on one curve, and the cost model (cluster.plan's, at
+the units design.costs measured) prices the embedded study's jobs as they were measured."""
 
 from __future__ import annotations
 
-import sys
 from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from support import REPO
-
-sys.path.insert(0, str(REPO / "benchmarks"))
-
-import power_nstar  # noqa: E402
-from power_cost import UnitCosts, packed_wall  # noqa: E402
+from support import run_benchmark
+from isocompute.cluster.plan import packed_wall
+from isocompute.design import power as power_nstar
+from isocompute.design.costs import MEASURED
 
 # Sum of the job wall seconds (column s) in results/replicate_pilot/benchmarks/train/{split}/*.tsv of
 # the replication pilot (config/replicate_pilot.yaml) on 2026-12-03 (E12 on Easy and Hard, 2 seeds per cell), which the
@@ -50,21 +48,20 @@ def test_cost_model_prices_the_replication_jobs_as_measured(split):
     design = replace(_design("E12"), seeds=2)                 # config/replicate_pilot.yaml
     if split == "hard":
         design = replace(design, split="hard", n=(2, 4, 8, 16), B_max=64)
-    cost = power_nstar.design_cost(design, UnitCosts(), cores=2)
+    cost = power_nstar.design_cost(design, MEASURED, cores=2)
     assert cost["jobs"] == {"easy": 28, "hard": 18}[split]
     assert cost["cpu_s"] == pytest.approx(MEASURED_JOB_S[split], rel=0.03)
 
 
 def test_packing_puts_the_longest_jobs_on_different_cores():
-    assert packed_wall([10, 10, 1, 1], cores=2) == 11
-    assert packed_wall([10, 10, 1, 1], cores=1) == 22
+    assert packed_wall([10, 10, 1, 1], workers=2) == 11
+    assert packed_wall([10, 10, 1, 1], workers=1) == 22
 
 
 @pytest.mark.slow   # runs a benchmark (--quick)
-def test_quick_mode_prints_a_table_of_rates_and_says_what_it_would_run(tmp_path, capsys):
+def test_quick_mode_prints_a_table_of_rates_and_says_what_it_would_run(tmp_path):
     out = tmp_path / "power.csv"
-    assert power_nstar.main(["--quick", "--out", str(out)]) == 0
-    printed = capsys.readouterr().out
+    printed = run_benchmark("power_nstar.py", "--quick", "--out", str(out), timeout=1200).stdout
     table = pd.read_csv(out)
     assert list(table["design"]) == list(power_nstar.QUICK)
     for rate in ("power", "false"):

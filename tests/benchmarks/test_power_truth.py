@@ -1,24 +1,18 @@
-"""The power analysis' truth from a finished study's fits (benchmarks/power_truth.py): the fitted
+"""The power analysis' truth from a finished study's fits (isocompute.design.truth): the fitted
 curves come back as fitted, an untrained n follows the study's trend in log2 n, the null is one
 curve, and the overtaking compute of n = 8 over 4 is where the curves cross, with its interval
 over bootstrap replicates."""
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 import pandas as pd
 import pytest
 
-from support import REPO
-
-sys.path.insert(0, str(REPO / "benchmarks"))
-
-import power_nstar  # noqa: E402
-from power_truth import FittedTruth, overtake, overtake_interval  # noqa: E402
-
-from isocompute.analysis.fits.sigmoid import sigmoid_reward  # noqa: E402
+from support import run_benchmark
+from isocompute.analysis.fits.sigmoid import sigmoid_reward
+from isocompute.design import power
+from isocompute.design.truth import FittedTruth, overtake, overtake_interval
 
 NS = (2, 4, 8, 16)
 
@@ -52,7 +46,7 @@ def test_fitted_truth_returns_the_fits_and_extrapolates_along_the_trend(tables):
     assert truth.params(8, 4) == pytest.approx(_curve(4))               # an untrained B_p: the nearest in log2
     null = truth.truth("null")
     assert all(null(4, n) == truth.params(4, 4) for n in (2, 8, 64))
-    assert list(power_nstar.true_n_star("easy", [1e1, 1e9], truth.params, 4, ns=NS)) == [2, 16]
+    assert list(power.true_n_star("easy", [1e1, 1e9], truth.params, 4, ns=NS)) == [2, 16]
     with pytest.raises(ValueError, match="unknown truth kind"):
         truth.truth("sideways")
 
@@ -86,16 +80,29 @@ def test_overtake_interval_counts_the_replicates_that_never_overtake(tables):
     assert overtake_interval(boot, 32, 4, 8)["replicates"] == 0
 
 
-def test_power_table_judges_designs_on_the_fitted_truth_too(tables, tmp_path, capsys):
+def test_a_flat_fit_is_a_constant_curve_and_its_replicates_count(tables):
+    """The fits' usable statuses are the analysis' own (ok and flat): a replicate whose n = 4 never
+    rose (flat: A = R0, no B or midpoint) has n = 8 ahead from the start, and is counted."""
+    boot = pd.read_csv(tables / "bootstrap_fits.csv")
+    flat = boot["replicate"].isin([3, 5]) & (boot["n"] == 4) & (boot["B_p"] == 4)
+    boot.loc[flat, ["A", "B", "C_mid", "status"]] = [0.4, np.nan, np.nan, "flat"]
+    iv = overtake_interval(boot, 4, 4, 8)
+    assert iv["replicates"] == 9 and iv["never"] == pytest.approx(1 / 9) and iv["log2_lo"] == 0.0
+    assert overtake({"R0": 0.4, "A": 0.4, "B": np.nan, "C_mid": np.nan}, _curve(8)) == 0.0
+
+
+@pytest.mark.slow   # runs a benchmark
+def test_power_table_judges_designs_on_the_fitted_truth_too(tables, tmp_path):
+    """benchmarks/power_nstar.py, run as a user runs it, on the fitted truth of a finished study."""
     analysis = tables.parent.parent
     out = tmp_path / "power.csv"
-    assert power_nstar.main(["--designs", "E1", "--seeds", "1", "--bootstrap", "10", "--truth-from", str(analysis),
-                             "--out", str(out)]) == 0
+    proc = run_benchmark("power_nstar.py", "--designs", "E1", "--seeds", "1", "--bootstrap", "10",
+                         "--truth-from", str(analysis), "--out", str(out))
     table = pd.read_csv(out)
     assert list(table["truth"]) == ["fitted", "hand-made"]
     assert table["beyond4"].between(0, 1).all() and (table["beyond4"] <= table["power"]).all()
-    text = capsys.readouterr().out
+    text = proc.stdout
     assert "easy B_p 8: n = 8 overtakes 4 at" not in text and "easy B_p 4: n = 8 overtakes 4 at 2^" in text
     assert "power beyond n = 4" in text
-    with pytest.raises(SystemExit):
-        power_nstar.main(["--truth-from", str(tmp_path / "nowhere")])
+    proc = run_benchmark("power_nstar.py", "--truth-from", str(tmp_path / "nowhere"), returncode=2)
+    assert "--truth-from" in proc.stderr

@@ -13,15 +13,17 @@ variance sum 2 n p_i (1 - p_i) / (n N)^2, estimated with the pooled p^_i = (x_i 
 (times 2n / (2n - 1), which makes p^(1 - p^) unbiased): z = D / sd. A shift that moves some
 problems up and others down leaves D near 0, so a second statistic reads the problems one by
 one: S = sum (x_i - y_i)^2, whose distribution under the hypothesis is drawn by a parametric
-bootstrap (x*, y* ~ Binomial(n, p^_i), BOOTSTRAP draws, seeded); its p-value is the share of
+bootstrap (x*, y* ~ Binomial(n, p^_i), 2,000 draws, seeded); its p-value is the share of
 draws with S* >= S. A temperature also moves how the passes concentrate on few problems where
 the mean barely moves, so a third statistic reads that: C = sum [x_i (x_i - 1) - y_i (y_i - 1)]
 (x (x - 1) counts the pairs of correct samples of a problem, an unbiased estimate of
 n (n - 1) p_i^2); under the hypothesis x_i and y_i are exchangeable, so C's null distribution
 is that of the sum with random signs (SIGN_FLIPS draws, seeded), and its p-value is two-sided.
 The engines agree when |z| < Z_BOUND = 4 (two-sided, a false alarm about once in 16,000 runs)
-and the p-values of S and C are above P_BOUND = 1e-3 (about 1 in 500 runs all told). It can
-fail: the local sampler at another temperature (TEMPERATURE_OFF) must be told apart from vLLM's
+and the p-values of S and C are above P_BOUND = 1e-3 (about 1 in 500 runs all told). The three
+statistics and the rule are isocompute.cluster.agreement's (agreement_z, dispersion_p,
+concentration_p, disagreement; the GPU check runs agreement_z on CUDA). It can fail: the local
+sampler at another temperature (TEMPERATURE_OFF) must be told apart from vLLM's
 counts; a sampler whose tempering or top-p were wrong would be.
 
 Its power, measured on this config's model by the local sampler alone (vLLM's stand-in) over
@@ -31,7 +33,8 @@ C in 65; z or S alone, the old rule, 67), and of the 630 pairs of draws at T = 0
 (by S; |z| at most 3.0). At 300 pretraining steps (the old config) the model solved 3% and its
 pass rates barely moved with the temperature: 1.2 against 0.6 was flagged in 1 of 12 pairs by
 z or S, 0.4 in none; the old check needed T = 0.1, near-greedy.
-benchmarks/power_sampler_agreement.py repeats the measurement.
+benchmarks/power_sampler_agreement.py repeats the measurement (on a study folder this test
+built: its config/test.yaml is CONFIG).
 
 vLLM samples with float32 here, as the local sampler does (the schema's default is
 bfloat16, for GPUs), so the two draw from the same distribution up to kernel rounding.
@@ -46,11 +49,9 @@ import sys
 import pandas as pd
 import pytest
 
-from support import REPO, TINY_CONFIG, make_study_dir
+from isocompute.cluster.agreement import disagreement
+from support import TINY_CONFIG, make_study_dir
 from twin_env import require_twin, run_twin_study
-
-sys.path.insert(0, str(REPO / "benchmarks"))
-from gpu_check import Z_BOUND, agreement_z  # noqa: E402  (the statistic the GPU check runs on CUDA)
 
 pytestmark = [pytest.mark.slow, pytest.mark.engine]  # tests/conftest.py: the engine tests
 
@@ -76,7 +77,6 @@ CONFIG = {
 }
 RESULTS = f"results/{EXPERIMENT}"
 SPLITS = f"{RESULTS}/splits/splits.json"
-P_BOUND, SIGN_FLIPS = 1e-3, 4000
 # Twice the study's temperature, at its top-p: the size of mistake the power above is measured for.
 TEMPERATURE_OFF = 1.2
 TIMEOUT_S = 1800
@@ -113,37 +113,6 @@ def counts_of(table: pd.DataFrame) -> pd.Series:
     return table.set_index("problem_id")["correct"].astype(int)
 
 
-def dispersion_p(x: pd.Series, y: pd.Series, n: int = SAMPLES, draws: int = 2000, seed: int = 0) -> float:
-    """Bootstrap p-value of S = sum (x_i - y_i)^2 under equal per-problem rates (module docstring)."""
-    import numpy as np
-
-    x, y = x.align(y, join="inner")
-    p = ((x + y) / (2 * n)).to_numpy()
-    observed = float(((x - y) ** 2).sum())
-    rng = np.random.default_rng(seed)
-    null = ((rng.binomial(n, p, (draws, len(p))) - rng.binomial(n, p, (draws, len(p)))) ** 2).sum(axis=1)
-    return (1 + int((null >= observed).sum())) / (1 + draws)
-
-
-def concentration_p(x: pd.Series, y: pd.Series, draws: int = SIGN_FLIPS, seed: int = 0) -> float:
-    """Two-sided sign-flip p-value of C = sum [x_i (x_i - 1) - y_i (y_i - 1)] (module docstring)."""
-    import numpy as np
-
-    x, y = x.align(y, join="inner")
-    d = (x * (x - 1) - y * (y - 1)).to_numpy()
-    null = (np.random.default_rng(seed).choice([-1, 1], (draws, len(d))) * d).sum(axis=1)
-    return (1 + int((np.abs(null) >= abs(d.sum())).sum())) / (1 + draws)
-
-
-def disagreement(x: pd.Series, y: pd.Series) -> tuple[bool, str]:
-    """Whether counts `x` and `y` differ beyond sampling error by any of the three statistics, and the line
-    that says how they read."""
-    z, s, c = agreement_z(x, y, SAMPLES), dispersion_p(x, y), concentration_p(x, y)
-    line = (f"mean pass rate {x.mean() / SAMPLES:.4f} against {y.mean() / SAMPLES:.4f}: z = {z:+.2f}, "
-            f"p(S) = {s:.4f}, p(C) = {c:.4f}")
-    return abs(z) >= Z_BOUND or s <= P_BOUND or c <= P_BOUND, line
-
-
 def test_vllm_sampled_the_difficulty_stage(study):
     log = (study / RESULTS / "logs" / "difficulty" / "part000.log").read_text(errors="replace")
     # vLLM's own engine, on its CPU platform, with the config's KV cache bound.
@@ -159,7 +128,7 @@ def test_vllm_sampled_the_difficulty_stage(study):
 def test_vllm_and_the_local_sampler_agree_within_sampling_error(study):
     vllm = counts_of(pd.read_parquet(study / RESULTS / "data" / "difficulty.parquet"))
     local = local_counts(study, CONFIG["sampling"]["temperature"])  # the study's temperature and top-p
-    differ, line = disagreement(vllm, local)
+    differ, line = disagreement(vllm, local, SAMPLES)
     print(f"vLLM against the local sampler: {line}")
     assert not differ, f"vLLM's pass counts differ from the local sampler's beyond sampling error ({line})"
 
@@ -167,6 +136,6 @@ def test_vllm_and_the_local_sampler_agree_within_sampling_error(study):
 def test_the_agreement_test_detects_another_temperature(study):
     vllm = counts_of(pd.read_parquet(study / RESULTS / "data" / "difficulty.parquet"))
     off = local_counts(study, TEMPERATURE_OFF)
-    differ, line = disagreement(vllm, off)
+    differ, line = disagreement(vllm, off, SAMPLES)
     print(f"vLLM against the local sampler at temperature {TEMPERATURE_OFF}: {line}")
     assert differ, f"temperature {TEMPERATURE_OFF} went unnoticed ({line})"

@@ -2,7 +2,9 @@
 way and round no loop (import-linter contracts in pyproject.toml, among them
 the rooms of analysis/ by stage; an import inside a function closes no cycle
 either), the workflow passes `snakemake --lint`
-and `snakefmt --check`, and no module or rule file outgrows one reader."""
+and `snakefmt --check`, no module or rule file outgrows one reader, and no test imports a
+benchmark (a benchmark is a command-line script over the package: what a test needs of it lives
+in the package, and the package imports no benchmark either)."""
 
 from __future__ import annotations
 
@@ -54,6 +56,99 @@ def test_every_analysis_module_has_a_room():
                 if (p.suffix == ".py" and p.name != "__init__.py") or (p / "__init__.py").is_file()}
     assert sorted(rooms) == sorted(children)
     assert rooms[0] == "pipeline" and rooms[-1] == "inputs"
+
+
+# --- benchmarks are scripts, not modules -------------------------------------------------
+
+BENCHMARK_MODULES = sorted(p.stem for p in (REPO / "benchmarks").glob("*.py") if not p.name.startswith("_"))
+_DYNAMIC_IMPORTS = {"spec_from_file_location", "SourceFileLoader", "import_module", "__import__", "run_path",
+                    "run_module"}
+
+
+def _is_sys_path(node) -> bool:
+    """`sys.path`, or a slice or item of it."""
+    node = node.value if isinstance(node, ast.Subscript) else node
+    return (isinstance(node, ast.Attribute) and node.attr == "path" and isinstance(node.value, ast.Name)
+            and node.value.id == "sys")
+
+
+def _called(node: ast.Call) -> str | None:
+    return getattr(node.func, "attr", getattr(node.func, "id", None))
+
+
+def _benchmark_path_entries(node, source: str) -> list[str]:
+    """What `node` puts on an import path that names benchmarks/: sys.path.insert/append/extend,
+    an assignment to sys.path (or a slice of it), a PYTHONPATH entry of a dict or an environment."""
+    parts = []
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and _is_sys_path(node.func.value):
+        parts = node.args
+    elif isinstance(node, (ast.Assign, ast.AugAssign)):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        pythonpath = [t for t in targets if isinstance(t, ast.Subscript) and isinstance(t.slice, ast.Constant)
+                      and t.slice.value == "PYTHONPATH"]
+        parts = [node.value] if any(_is_sys_path(t) for t in targets) or pythonpath else []
+    elif isinstance(node, ast.Dict):
+        parts = [v for k, v in zip(node.keys, node.values) if isinstance(k, ast.Constant) and k.value == "PYTHONPATH"]
+    return [text for text in (ast.get_source_segment(source, part) or "" for part in parts) if "benchmarks" in text]
+
+
+def benchmark_imports(root: Path, benchmarks=tuple(BENCHMARK_MODULES)) -> list[str]:
+    """'path:line what' for each place under `root` that imports a benchmark: `import <stem>` or
+    `from <stem> import` for a stem of benchmarks/*.py, a module loaded from a file (importlib,
+    runpy) that names one, or benchmarks/ put on sys.path or PYTHONPATH."""
+    stems = re.compile(r"\b(?:benchmarks|" + "|".join(map(re.escape, benchmarks)) + r")\b")
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        source = path.read_text()
+        for node in ast.walk(ast.parse(source, filename=str(path))):
+            hits = []
+            if isinstance(node, ast.Import):
+                hits = [f"import {a.name}" for a in node.names if a.name.split(".")[0] in benchmarks]
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                hits = [f"from {node.module} import"] if node.module.split(".")[0] in benchmarks else []
+            elif isinstance(node, ast.Call) and _called(node) in _DYNAMIC_IMPORTS:
+                text = ast.get_source_segment(source, node) or ""
+                hits = [text] if stems.search(text) else []
+            hits += [f"benchmarks on the import path: {text}" for text in _benchmark_path_entries(node, source)]
+            found += [f"{path.relative_to(root.parent)}:{node.lineno} {hit}" for hit in hits]
+    return found
+
+
+def test_no_test_imports_a_benchmark():
+    # What a test needs of a benchmark lives in the package (imported from there), or the test runs
+    # the benchmark as a user does (support.run_benchmark) and reads what it prints and writes.
+    found = benchmark_imports(REPO / "tests")
+    assert not found, "tests that import a benchmark (move what they need into the package):\n" + "\n".join(found)
+
+
+def test_the_benchmark_import_guard_can_fail(tmp_path):
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    where = "REPO / " + repr("benchmarks")
+    planted = {
+        "by_name.py": "import power_nstar\nimport os.path\n",
+        "from_name.py": "from gpu_check import agreement_z\nfrom isocompute.cluster.agreement import Z_BOUND\n",
+        "on_path.py": f"import sys\nsys.path.insert(0, str({where}))\nsys.path[:0] = [str({where})]\n",
+        "by_file.py": "import importlib.util\nspec = importlib.util.spec_from_file_location('bench_step', BENCH)\n",
+        "by_env.py": f"import os\nenv = {{'PYTHONPATH': str({where})}}\nos.environ['PYTHONPATH'] = str({where})\n",
+        "clean.py": "import subprocess, sys\nsys.path.insert(0, 'tests')\n"
+                    f"subprocess.run([sys.executable, str({where} / 'power_nstar.py')])\n",
+    }
+    for name, text in planted.items():
+        (tests / name).write_text(text)
+    found = benchmark_imports(tests, ("bench_step", "gpu_check", "power_nstar"))
+    assert sorted(f.split(" ")[0] for f in found) == [
+        "tests/by_env.py:2", "tests/by_env.py:3", "tests/by_file.py:2", "tests/by_name.py:1", "tests/from_name.py:1",
+        "tests/on_path.py:2", "tests/on_path.py:3"], found
+
+
+def test_the_package_is_forbidden_every_benchmark():
+    # import-linter's forbidden contract names each benchmark module: a new benchmark joins it.
+    import tomllib
+
+    contracts = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    (forbidden,) = [c for c in contracts if c["type"] == "forbidden" and c["source_modules"] == ["isocompute"]]
+    assert sorted(forbidden["forbidden_modules"]) == BENCHMARK_MODULES
 
 
 def _package_table() -> set[str]:

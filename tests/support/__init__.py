@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -27,24 +28,9 @@ import yaml
 REPO = Path(__file__).resolve().parents[2]
 VENV_BIN = Path(sys.executable).parent
 
-# Small but real: a pool of 5 families, a model pretrained for a few seconds,
-# 16 samples per problem, small validation sets. 300 pretraining steps (3 s): at 60 the
-# model wrote noise, and its "easy" problems were the digits inside that noise the grader
-# used to read as a final number (grader version 5 reads none: avg@16 0.000, no Easy split);
-# at 300 it writes boxed answers and solves 0.7% of its samples (Easy: 23 + 4 problems).
-TINY_CONFIG = {
-    "experiment": "tiny",
-    "seed": 0,
-    "pool": {"n_problems": 300, "instruction": ""},
-    "base_model": {"hidden_size": 32, "num_layers": 1, "num_heads": 2, "intermediate_size": 64,
-                   "corpus_size": 4000, "pretrain_steps": 300, "pretrain_batch_size": 64,
-                   "pretrain_threads": 1},
-    "difficulty": {"samples": 16, "extremely_hard_samples": 24},
-    "sampling": {"batch_size": 512, "chunk_size": 128},
-    # A seconds-pretrained model solves little, so the tiny study widens Easy
-    # to "at least one of 16 correct" to keep both splits populated.
-    "splits": {"names": ["easy", "hard"], "val_size": 4, "bands": {"easy": [0.05, 1.0]}},
-}
+# The tiny study (config/tiny.yaml, whose comments say why it is sized so): small but real, the
+# real pipeline stages in seconds on 2 cores.
+TINY_CONFIG = yaml.safe_load((REPO / "config" / "tiny.yaml").read_text())
 
 # The data stages of TINY_CONFIG: pool -> base model -> difficulty -> splits -> Fig. 2
 # (built once per session by tests/conftest.py's tiny_stages fixture).
@@ -104,6 +90,26 @@ def require_slow(what: str) -> None:
         pytest.fail(f"{item.nodeid} {what} but is not marked slow: mark it slow (@pytest.mark.slow on the test "
                     "or pytestmark = pytest.mark.slow in its module), so that `make check` (pytest -m \"not slow\") "
                     "leaves it to `make test`", pytrace=False)
+
+
+BENCHMARKS = REPO / "benchmarks"
+
+
+def run_benchmark(script: str, *args: str, returncode: int = 0, timeout: float = 600) -> subprocess.CompletedProcess:
+    """`benchmarks/<script> args` run as a user runs it (a subprocess from the repo root, this
+    checkout's src/ first), which must exit with `returncode`: no test imports a benchmark, whose
+    logic a test rests on lives in the package (tests/project/test_architecture.py keeps it so).
+    A benchmark is real work (require_slow); one that says it starts an engine (its line
+    `STARTS_ENGINES = "..."`) runs only in a test marked engine (require_engine)."""
+    require_slow(f"runs the benchmark {script}")
+    engines = re.search(r"^STARTS_ENGINES = \"(.+)\"", (BENCHMARKS / script).read_text(), flags=re.M)
+    if engines:
+        require_engine(f"runs the benchmark {script}, which starts {engines.group(1)}")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run([sys.executable, str(BENCHMARKS / script), *args], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == returncode, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc
 
 
 def is_dry_run(args) -> bool:

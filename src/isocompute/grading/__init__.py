@@ -8,8 +8,8 @@ decides plain numbers in microseconds, anything else goes to math-verify in a
 killable worker process (`sandbox`, `worker`). `judge` says what a pair came
 to (`outcome.Verdict`: correct, wrong, or timed out -- not graded on its
 merits, counted apart); `cache` keeps definite verdicts between runs (stamped
-with `version.GRADER_VERSION`), and `adversarial` generates the inputs that
-keep the bound honest.
+with `version.GRADER_VERSION`), `adversarial` generates the inputs that
+keep the bound honest, and `load` those graded on a loaded machine.
 """
 
 from isocompute.grading.cache import GradeCache

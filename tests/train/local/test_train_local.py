@@ -17,7 +17,7 @@ from isocompute.grid import Cell
 from isocompute.layout import RunPaths
 from isocompute.train.backends import train_run
 
-from support import TINY_CONFIG, require_slow
+from support import TINY_CONFIG, require_slow, run_benchmark
 
 pytestmark = pytest.mark.slow   # each test trains (the module's fixture pretrains the base model)
 
@@ -332,17 +332,11 @@ def test_timed_out_rewards_are_zero_counted_per_step_and_fail_the_run_above_the_
     assert [(s, d["grading/timeouts"]) for s, d in metric_rows(strict) if s > 0] == [(1, 1)]
 
 
-def test_step_benchmark_rebuilds_a_finished_run_and_splits_its_step(tiny_model_and_splits, capsys):
-    """benchmarks/bench_step.py on a finished run: one row per run, its batch, the step's time
-    split into shares of one step, its FLOPs and their rate against the matmul peak measured
-    in the same run (nothing here depends on the machine's speed)."""
+def test_step_benchmark_rebuilds_a_finished_run_and_splits_its_step(tiny_model_and_splits):
+    """benchmarks/bench_step.py, run as a user runs it, on a finished run: one row per run, its
+    batch, the step's time split into shares of one step, its FLOPs and their rate against the
+    matmul peak measured in the same run (nothing here depends on the machine's speed)."""
     import re
-    import sys
-
-    from support import REPO
-
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    import bench_step
 
     from isocompute import atomic
     from isocompute.cli.common import config_from_params, provenance
@@ -355,8 +349,7 @@ def test_step_benchmark_rebuilds_a_finished_run_and_splits_its_step(tiny_model_a
     summary = train_run(run_cfg, Cell("easy", 2, 3, 3, int(run_cfg["schedule"]["C_max"])), paths)
     atomic.write_json(paths.marker, provenance(run_cfg, **summary, model=paths.model, train_file=str(paths.train_file),
                                                val_file=str(paths.val_file)))
-    assert bench_step.main([str(paths.run_dir), "--steps", "3", "--warm-up", "1", "--ops"]) == 0
-    out = capsys.readouterr().out
+    out = run_benchmark("bench_step.py", str(paths.run_dir), "--steps", "3", "--warm-up", "1", "--ops").stdout
     row = re.search(r"^bench\s+(\d+)\s+([\d.]+)\s+([\d.]+)%\s+([\d.]+)%\s+([\d.]+)%\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)"
                     r"\s+([\d.]+)%$", out, flags=re.M)
     assert row, out
@@ -364,5 +357,5 @@ def test_step_benchmark_rebuilds_a_finished_run_and_splits_its_step(tiny_model_a
     assert B == 6 and ms > 0 and gflop > 0 and rate > 0 and peak > 0 and share > 0
     assert 0 < gen + reward + update <= 100.5   # shares of the step's own wall time
     assert "aten::" in out                       # --ops: the profiler's operator table
-    with pytest.raises(SystemExit):
-        bench_step.main([str(root)])             # a folder without run.json is refused by name
+    refused = run_benchmark("bench_step.py", str(root), returncode=2)   # a folder without run.json, by name
+    assert f"{root}: no run.json" in refused.stderr, refused.stderr

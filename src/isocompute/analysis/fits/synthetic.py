@@ -7,6 +7,8 @@ grows with compute, as in the paper. `synthetic_evals` spaces a fixed number
 of evaluations per run; `synthetic_study` trains every run to one compute
 budget under a given evaluation schedule, with evaluation noise as a real
 validation set gives it (Gaussian, or binomial from problems x samples).
+`scale_study` is the large table `analyze` is timed and checked on (benchmarks/
+bench_analyze_scale.py, tests/analysis/test_analysis_scale.py): seeds and a dense schedule.
 """
 
 from __future__ import annotations
@@ -171,3 +173,46 @@ def synthetic_study(B_ps, ns, *, c_max: float, eval_steps, params=crossover_para
                     frame.insert(2, "seed", s)
                 rows.append(frame)
     return pd.concat(rows, ignore_index=True)
+
+
+# The scale study: every cell of SCALE_B_PS x SCALE_NS, binomial noise from SCALE_PROBLEMS x
+# SCALE_SAMPLES, validated from C_MAX / 2^SCALE_SPAN_DOUBLINGS to C_MAX at compute-matched points.
+SCALE_B_PS = (4, 8, 16, 32)
+SCALE_NS = (2, 4, 8, 16, 32, 64, 128, 256)
+SCALE_PROBLEMS, SCALE_SAMPLES = 100, 4
+SCALE_SPAN_DOUBLINGS = 10
+
+
+def scale_study_shape(rows: float) -> dict:
+    """Seeds and evaluation points per run of a scale study of about `rows` rows: seeds grow
+    with the size (2 at 10^4, 8 at 10^6), the schedule takes the rest."""
+    cells = len(SCALE_B_PS) * len(SCALE_NS)
+    seeds = 2 if rows < 3e4 else 4 if rows < 3e5 else 8
+    points = max(8, int(round(rows / (cells * seeds))))
+    return {"seeds": seeds, "points": points}
+
+
+def scale_study(rows: float, *, seed: int = 0) -> pd.DataFrame:
+    """The evaluation table of a study of about `rows` rows (`scale_study_shape`): every cell of
+    SCALE_B_PS x SCALE_NS trained to one budget, `seeds` times, validated at `points`
+    compute-matched points (a dense schedule; a large batch has fewer distinct steps at small
+    compute)."""
+    from isocompute.schedule import compute_schedule_steps
+
+    shape = scale_study_shape(rows)
+    # Budget large enough that the largest batch has a distinct step for every point.
+    c_max = float(2 ** int(np.ceil(np.log2(max(SCALE_B_PS) * max(SCALE_NS) * shape["points"] * 4))))
+    lo = c_max / 2 ** SCALE_SPAN_DOUBLINGS
+    # crossover_params' midpoints sit near 3e4-4e5 rollouts: scale them into the validated range.
+    scale = lo * 2 ** 3 / 3e4
+
+    def params(B_p, n):
+        p = crossover_params(B_p, n)
+        return {**p, "C_mid": p["C_mid"] * scale * (B_p / SCALE_B_PS[0]) ** 0.25}
+
+    def schedule(B, M_max):
+        return compute_schedule_steps(B, M_max, shape["points"], min_compute=lo, c_max=c_max)
+
+    return synthetic_study(SCALE_B_PS, SCALE_NS, c_max=c_max, eval_steps=schedule, params=params,
+                           noise=EvalNoise(problems=SCALE_PROBLEMS, samples=SCALE_SAMPLES, seeds=shape["seeds"],
+                                           seed=seed))

@@ -14,7 +14,8 @@ FIRST_MOVED on: update 1 moves the actor (the recipe's warm-up starts at lr / wa
 both backends, train.recipe.warmup_lr), so step 2 is the first. There the actor must have moved
 (STALE above STALE_FACTOR times the floor: otherwise no update was real and the check could not
 tell a stale engine from a synced one), and the engine with it (STALE above STALE_FACTOR times
-SYNCED). At every step SYNCED stays below SYNC_TOL.
+SYNCED). At every step SYNCED stays below SYNC_TOL. `judge_metrics` judges a run's
+metrics.jsonl as the GPU check reports it.
 """
 
 from __future__ import annotations
@@ -65,3 +66,13 @@ def verdict(pairs: dict[int, dict], first_moved: int = FIRST_MOVED) -> dict:
             failures.append(f"step {s}: the rollout reads the initial weights (synced {synced:.2e}, "
                             f"stale {stale:.2e})")
     return {"ok": not failures, "floor": floor, "judged": judged, "failures": failures}
+
+
+def judge_metrics(metrics: Path) -> dict:
+    """A run's metrics.jsonl judged (`verdict` of its `step_pairs`): {"logged", "per_step", and the
+    verdict's keys}; {"logged": False, "why"} where there is no such file."""
+    metrics = Path(metrics)
+    if not metrics.is_file():
+        return {"logged": False, "why": f"no {metrics.name}"}
+    per_step = step_pairs(metrics)
+    return {"logged": bool(per_step), "per_step": per_step, **verdict(per_step)}
