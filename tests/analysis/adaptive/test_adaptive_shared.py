@@ -55,6 +55,33 @@ def test_two_tied_runs_are_never_both_stopped():
     assert np.isfinite(p).all()
 
 
+@pytest.mark.parametrize("levels", [[0.716, 0.708, 0.700], [0.721, 0.716, 0.708, 0.700]],
+                         ids=["three", "four"])
+def test_regret_does_not_chain(levels):
+    """Each run within epsilon (0.01) of the next, the best first in n: stopping one because the next
+    stays within epsilon, then that one because a third does, left the last run alone, 0.016 (three
+    runs) or 0.021 (four) below the best. A run stops only if a run that finally goes on stays within
+    epsilon of it: the best goes on, every stopped run within epsilon of it."""
+    ens = _ensemble(levels, spread=0.0005)
+    stop, p, _ = shared_verdicts(ens, epsilon=0.01, floor=0.006, judged=np.ones(len(levels), dtype=bool),
+                                 c_max=C_MAX, insurance=0.0)
+    going = np.asarray(levels)[~stop]
+    assert going.size and not stop[0], (stop, p)                  # the best goes on
+    assert max(levels) - going.max() <= 0.01
+    assert (np.asarray(levels)[stop] <= going.max() + 0.01).all()
+    assert stop.sum() == len(levels) - 1                          # and the rest stop: each is within epsilon of it
+
+
+def test_ties_stop_the_run_predicted_lower_first_not_the_smaller_n():
+    """Two runs the draws cannot tell apart within epsilon: the one predicted lower stops, whichever
+    its n (the order of n broke the tie before)."""
+    for levels in ([0.700, 0.705], [0.705, 0.700]):
+        ens = _ensemble(levels, spread=0.0005)
+        stop, _, _ = shared_verdicts(ens, epsilon=0.01, floor=0.006, judged=np.ones(2, dtype=bool), c_max=C_MAX,
+                                     insurance=0.0)
+        assert stop.tolist() == [levels[0] < levels[1], levels[1] < levels[0]], (levels, stop)
+
+
 def test_the_insurance_run_trains_to_its_share_of_c_max():
     ens = _ensemble([0.70, 0.70, 0.50], spread=0.002)
     stop, _, _ = shared_verdicts(ens, epsilon=0.01, floor=0.006, judged=np.ones(3, dtype=bool), c_max=C_MAX,

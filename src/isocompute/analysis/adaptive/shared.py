@@ -145,8 +145,13 @@ def shared_verdicts(ens: Ensemble, *, epsilon: float, floor: float, judged: np.n
     """Which of one B_p's active runs stop, by the model (pure over the draws).
 
     `judged`: the runs the model may stop (active, inside the calibrated reach, enough evaluations).
-    Greedy: the judged run least likely to matter (`chance_to_matter` against the runs going on)
+    Greedy: the judged run least likely to matter (`chance_to_matter` against the runs going on;
+    ties broken by the lower predicted reward at the end of the horizon, the median over the draws)
     stops if that chance is below `floor`; the rest are judged again without it; until none stops.
+    Regret does not chain: a run stopped because a rival stayed within epsilon of it, whose rival
+    stopped in turn, is judged again against the runs that finally go on; one that matters against
+    them goes on after all and is not judged again at this rung, and the greedy runs again, until
+    every stopped run is below `floor` against the final set.
     The largest n (the insurance run) is not stopped before it reaches `insurance` x c_max.
     Returns (stop (R,) bool, p_matters (R,): each active run's last chance, NaN for the others,
     p_revive (R,): for a run stopped at an earlier rung, its chance to matter against the runs
@@ -156,17 +161,23 @@ def shared_verdicts(ens: Ensemble, *, epsilon: float, floor: float, judged: np.n
     stop = np.zeros(R, dtype=bool)
     insured = (ens.n == ens.n.max()) & (ens.reached < insurance * c_max * (1 - 1e-9))
     candidates = judged & ens.active & ~insured
+    predicted = np.median(ens.curves[:, :, -1], axis=0)                        # (R,) at the horizon's end
     p = np.full(R, np.nan)
-    while True:
-        left = np.flatnonzero(candidates & going)
-        for i in np.flatnonzero(going):
-            p[i] = chance_to_matter(ens, i, going, epsilon)
-        if not left.size:
+    for _ in range(R + 1):               # each pass keeps one more run for good, so R + 1 passes end it
+        while True:
+            left = np.flatnonzero(candidates & going)
+            for i in np.flatnonzero(going):
+                p[i] = chance_to_matter(ens, i, going, epsilon)
+            if not left.size:
+                break
+            worst = left[np.lexsort((predicted[left], p[left]))[0]]
+            if p[worst] >= floor:
+                break
+            going[worst], stop[worst] = False, True
+        back = [i for i in np.flatnonzero(stop) if chance_to_matter(ens, i, going, epsilon) >= floor]
+        if not back:
             break
-        worst = left[np.argmin(p[left])]
-        if p[worst] >= floor:
-            break
-        going[worst], stop[worst] = False, True
+        going[back], stop[back], candidates[back] = True, False, False
     revive = np.full(R, np.nan)
     for i in np.flatnonzero(~ens.active):
         revive[i] = chance_to_matter(ens, i, going, epsilon)
