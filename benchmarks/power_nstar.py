@@ -1,48 +1,9 @@
 """Power analysis before a study: which design would establish that n* rises, and at what cost?
 
-The embedded study (`make run`) cannot say: its n* bands at C_max span 2-16
-and no rise is established. This benchmark simulates candidate designs on
-known curves shaped like its runs, analyses each replication with the tool's
-own default chain (`isocompute.design.chain.analyse`: fit_study, the bootstrap of
-frontier_tables, recommendation_table, the claims of `claims`) and counts:
-
-  power        P(some B_p's law claim is "rises: established") on the rising truth
-  false claim  P(some B_p's law claim is "rises" or "falls: established") on the null
-  (a design with three B_p makes three claims: a study says "n* rises" when any does)
-
-each with its count and Clopper-Pearson 95% interval (`isocompute.design.chain.rate`),
-and prices each design with the cost model of `isocompute.cluster.plan` (per-unit
-costs measured by benchmarks/power_cost.py, jobs packed on `--cores`). It then names the cheapest design with power >= 80% and false
-claims <= 5% (point estimates; the intervals say how sure that is).
-
-The truths (fixed before any design was run; nothing was tuned on the answer),
-per split, from the embedded study's fits (results/embedded/analysis/{split}/
-tables/fits.csv):
-  R0 the pooled R0; B the mean of the B_p's fitted B; n = 2's A (mean) and C_mid
-  (geometric mean); C_mid grows as n^0.577 (Easy's fits from n = 2 to 8, mean
-  over B_p; Hard's runs share one curve, so Easy's is used). Noise: binomial
-  from problems x 4 samples, which is what the fits' residuals show (weighted
-  SSE / dof 0.6-1.5, mean about 1; se 0.025 on Easy, 0.008 on Hard at 100 problems).
-  rise  A rises with n up to n = 8 and stays there (n > 8: n = 8's A, later
-        midpoint, so never optimal): the two steps of A are solved so that n = 4
-        overtakes n = 2 at C_max / 8 and n = 8 overtakes n = 4 at C_max / 2 of the
-        embedded design (Easy 2^10 and 2^12, Hard 2^9 and 2^11). n* = 2 -> 8 over
-        the embedded range, and over every design's range reaching below 2^10 (2^9).
-        Easy A = 0.637, 0.693, 0.736 (fits: 0.62-0.71); Hard 0.043, 0.049, 0.054 (0.039-0.049).
-  null  every n on the rise truth's n = 4 curve: n does not matter.
-  fitted (--truth-from results/<experiment>/analysis) a finished study's own fits per (B_p, n),
-        extrapolated along its trend in log2 n and by its sigmoids in compute
-        (`isocompute.design.truth.FittedTruth`); its null puts every n of a B_p on that B_p's n = 4 curve.
-        The script also prints, per B_p, the compute from which n = 8 stays ahead of 4 on the
-        study's fits, with the interval over its bootstrap replicates (bootstrap_fits.csv), or
-        how often the replicates say it never does.
-Beside the power, ">4": P(some B_p establishes the rise and its n* band at its last comparable
-budget lies above 4), the power to establish a rise beyond n = 4.
-Assumed, not measured: seeds differ only by their evaluation noise (one seed per
-cell cannot show run-to-run variation); seeds are pooled by the analysis (its
-bootstrap then draws seeds). Averaging k seeds would equal k times the problems here.
-
-The logic is `isocompute.design.power`; this script prints its table.
+Prints the table of `isocompute.design.power` (its docstring says what is simulated: the truths,
+the chain of analysis, the power, false-claim and ">4" rates with their Clopper-Pearson
+intervals, the costs from `isocompute.cluster.plan`'s model) and names the cheapest design with
+power >= 80% and false claims <= 5%.
 
     PYTHONPATH=src .venv/bin/python benchmarks/power_nstar.py [--seeds 20] [--bootstrap 50] [--designs E4 E9] [--quick] [--truth-from results/replicate_pilot/analysis] [--out power.csv]
 """
