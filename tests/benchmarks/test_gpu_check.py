@@ -20,16 +20,13 @@ import time
 
 import pytest
 
-from support import REPO, VENV_BIN
+from support import REPO, VENV_BIN, run_benchmark
 
 
 @pytest.mark.slow   # runs a benchmark (and verl's CLI)
 def test_gpu_check_dry_run_plans_every_step_and_verl_resolves_its_command(tmp_path):
     out = tmp_path / "plan.json"
-    proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / "gpu_check.py"), "--dry-run",
-                           "--work", str(tmp_path / "work"), "--out", str(out)],
-                          cwd=REPO, capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    run_benchmark("gpu_check.py", "--dry-run", "--work", str(tmp_path / "work"), "--out", str(out), timeout=900)
     plan = json.loads(out.read_text())
     assert plan["dry_run"] is True and plan["part"] == 2
     assert plan["doctor"]["command"].split()[-1] == "doctor"
@@ -107,10 +104,8 @@ def test_gpu_check_local_dry_run_parses_every_command_and_passes_the_rules_param
     from isocompute.layout import StudyLayout
 
     out = tmp_path / "plan1.json"
-    proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / "gpu_check_local.py"), "--dry-run",
-                           "--work", str(tmp_path / "w"), "--out", str(out)],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    run_benchmark("gpu_check_local.py", "--dry-run", "--work", str(tmp_path / "w"), "--out", str(out), timeout=300,
+                  cwd=tmp_path)
     plan = json.loads(out.read_text())
     assert plan["finished"] and plan["part"] == 1
     commands = [r["command"] for r in plan["steps"] if "command" in r]

@@ -95,9 +95,10 @@ def require_slow(what: str) -> None:
 BENCHMARKS = REPO / "benchmarks"
 
 
-def run_benchmark(script: str, *args: str, returncode: int = 0, timeout: float = 600) -> subprocess.CompletedProcess:
-    """`benchmarks/<script> args` run as a user runs it (a subprocess from the repo root, this
-    checkout's src/ first), which must exit with `returncode`: no test imports a benchmark, whose
+def run_benchmark(script: str, *args: str, returncode: int = 0, timeout: float = 600,
+                  cwd: Path = REPO) -> subprocess.CompletedProcess:
+    """`benchmarks/<script> args` run as a user runs it (a subprocess from `cwd`, by default the
+    repo root, this checkout's src/ first), which must exit with `returncode`: no test imports a benchmark, whose
     logic a test rests on lives in the package (tests/project/test_architecture.py keeps it so).
     A benchmark is real work (require_slow); one that says it starts an engine (its line
     `STARTS_ENGINES = "..."`) runs only in a test marked engine (require_engine)."""
@@ -106,7 +107,7 @@ def run_benchmark(script: str, *args: str, returncode: int = 0, timeout: float =
     if engines:
         require_engine(f"runs the benchmark {script}, which starts {engines.group(1)}")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.run([sys.executable, str(BENCHMARKS / script), *args], cwd=REPO, env=env,
+    proc = subprocess.run([sys.executable, str(BENCHMARKS / script), *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=timeout)
     assert proc.returncode == returncode, proc.stdout[-3000:] + proc.stderr[-3000:]
     return proc
