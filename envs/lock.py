@@ -372,14 +372,16 @@ def unbuildable(name: str) -> list[str]:
     return problems
 
 
-def index_files(package: str, timeout: float = 60) -> list[tuple[str, str, str]]:
-    """(file, url, sha256) of every file of `package` on PyPI's simple index."""
+@functools.cache
+def index_files(package: str, timeout: float = 60) -> tuple[tuple[str, str, str], ...]:
+    """(file, url, sha256) of every file of `package` on PyPI's simple index; each page is read once
+    a process (the locks share most of their pins, and `unbuildable` asks `sdist_only` again)."""
     import html
     import urllib.request
 
     with urllib.request.urlopen(f"{SIMPLE_INDEX}/{canonical(package)}/", timeout=timeout) as r:
         page = r.read().decode()
-    return [(m["file"], html.unescape(m["url"]), m["sha"]) for m in FILE_LINK.finditer(page)]
+    return tuple((m["file"], html.unescape(m["url"]), m["sha"]) for m in FILE_LINK.finditer(page))
 
 
 def download_sha256(url: str, timeout: float = 120) -> str:
