@@ -82,19 +82,19 @@ def require_index() -> None:
 
 
 def private_caches(where: Path) -> dict[str, str]:
-    """pip's and uv's caches, new and empty, beside `where`: what a new machine starts with."""
-    caches = {"PIP_CACHE_DIR": Path(f"{where}.pip-cache"), "UV_CACHE_DIR": Path(f"{where}.uv-cache")}
-    for folder in caches.values():
-        folder.mkdir(parents=True)
-    return {k: str(v) for k, v in caches.items()}
+    """pip's and uv's caches of the environment at `where`, beside it: new and empty when
+    conda_like_env made it, what a new machine starts with."""
+    return {"PIP_CACHE_DIR": f"{where}.pip-cache", "UV_CACHE_DIR": f"{where}.uv-cache"}
 
 
 def conda_like_env(python: str, where: Path) -> Path:
     """A new CPython 3.12 environment with pip (what analysis.yaml asks of conda) at `where`,
     made with an empty uv cache of its own."""
+    caches = private_caches(where)
+    for folder in caches.values():
+        Path(folder).mkdir(parents=True)
     subprocess.run([_uv(), "venv", "-q", "--seed", "--python", python, str(where)], check=True,
-                   env=dict(os.environ, UV_PYTHON_DOWNLOADS="never", **private_caches(where)),
-                   capture_output=True, text=True)
+                   env=dict(os.environ, UV_PYTHON_DOWNLOADS="never", **caches), capture_output=True, text=True)
     return where
 
 
@@ -107,7 +107,7 @@ def activated(env_dir: Path) -> dict[str, str]:
     env["PATH"] = os.pathsep.join([str(env_dir / "bin"), env.get("PATH", "")])
     env["CONDA_PREFIX"] = env["VIRTUAL_ENV"] = str(env_dir)
     env["PIP_CONFIG_FILE"] = os.devnull
-    env["PIP_CACHE_DIR"], env["UV_CACHE_DIR"] = f"{env_dir}.pip-cache", f"{env_dir}.uv-cache"
+    env.update(private_caches(env_dir))
     return env
 
 
@@ -139,7 +139,7 @@ def installed(python312, tmp_path_factory) -> Path:
     require_slow("installs the analysis environment from the package index")
     require_index()
     env_dir = conda_like_env(python312, tmp_path_factory.mktemp("conda") / "analysis-env")
-    assert not any(Path(f"{env_dir}.pip-cache").iterdir()), "the install's pip cache is not empty"
+    assert not any(Path(private_caches(env_dir)["PIP_CACHE_DIR"]).iterdir()), "the install's pip cache is not empty"
     proc = run_post_deploy(env_dir, REPO)
     assert proc.returncode == 0, f"analysis.post-deploy.sh failed ({proc.returncode}):\n{proc.stderr[-4000:]}"
     assert "--require-hashes" in (REPO / "envs" / "install-env.sh").read_text()

@@ -174,15 +174,15 @@ def shared_verdicts(ens: Ensemble, *, epsilon: float, floor: float, judged: np.n
             if p[worst] >= floor:
                 break
             going[worst], stop[worst] = False, True
-        back = [i for i in np.flatnonzero(stop) if chance_to_matter(ens, i, going, epsilon) >= floor]
-        if not back:
+        for i in np.flatnonzero(stop):          # each stopped run against the runs that go on now
+            p[i] = chance_to_matter(ens, i, going, epsilon)
+        back = np.flatnonzero(stop & (p >= floor))
+        if not back.size:
             break
         going[back], stop[back], candidates[back] = True, False, False
     revive = np.full(R, np.nan)
     for i in np.flatnonzero(~ens.active):
         revive[i] = chance_to_matter(ens, i, going, epsilon)
-    for i in np.flatnonzero(stop):
-        p[i] = chance_to_matter(ens, i, going, epsilon)
     return stop, p, revive
 
 
