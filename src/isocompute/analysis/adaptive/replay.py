@@ -53,7 +53,7 @@ def validation_cost(evals: pd.DataFrame, eval_rollouts: float | None = None) -> 
 
 def replay_sweep(evals: pd.DataFrame, *, c_max: float, params: SweepSettings | dict | None = None,
                  settings: AnalysisSettings | None = None,
-                 eval_rollouts: float | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+                 eval_rollouts: float | None = None, log: list | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Run the rule rung by rung on a checked full-grid table.
 
     Returns (the adaptive study's evaluations, one row per run: B_p, n,
@@ -63,7 +63,9 @@ def replay_sweep(evals: pd.DataFrame, *, c_max: float, params: SweepSettings | d
     reason (the rule's), evaluations_full / evaluations_spent (its evaluation
     rows in the grid / in the sweep, step 0 included) and validation_full /
     validation_spent (the generations they cost: `validation_cost`), revivals (how often the
-    safety net resumed it)).
+    safety net resumed it)). `log`, when given, gets one entry per rung decided: {"rung": its
+    compute, "next": the next rung's, "decision": the rule's frame, "going": the (B_p, n) that train
+    on to the next rung}.
     """
     p = SweepSettings.of(params)
     budgets = p.budgets(c_max)
@@ -89,6 +91,8 @@ def replay_sweep(evals: pd.DataFrame, *, c_max: float, params: SweepSettings | d
             else:
                 active.discard(key)
                 reason[key] = why
+        if log is not None:
+            log.append({"rung": float(budget), "next": float(nxt), "decision": decision, "going": set(active)})
     visible = _visible(evals, limit)
     cost = pd.Series(validation_cost(evals, eval_rollouts), index=evals.index)
     keys = ["B_p", "n"]
@@ -199,8 +203,10 @@ def replay(evals: pd.DataFrame, *, c_max: float | None = None, params: SweepSett
     c_max, averaged over the frontiers: one per B_p, or one joint),
     right_by_regret (share of probes where the sweep's n* is within sweep.epsilon of the best n
     by the full grid's own fits: `fitted_regret`), in_band (NaN: `with_grid_band` fills it),
-    budgets (the rungs), params, runs (per run, see `replay_sweep`) and
-    probes (per frontier and probe: n* and reward of both, regret, and the band).
+    budgets (the rungs), params, runs (per run, see `replay_sweep`),
+    probes (per frontier and probe: n* and reward of both, regret, and the band), evals (the
+    adaptive study's evaluations), fits_full / fits_adaptive (both studies' fits) and log (the
+    rule's decisions per rung, `replay_sweep`'s).
     """
     s = replace(settings or AnalysisSettings(), method="noise")
     evals = check_evals(evals, s.metric, split=split)
@@ -209,7 +215,8 @@ def replay(evals: pd.DataFrame, *, c_max: float | None = None, params: SweepSett
         raise ValueError(f"c_max must be > 0, got {c_max!r}")
     p = SweepSettings.of(params)
     evals = evals[evals["compute"] <= c_max * (1 + 1e-9)]
-    adaptive, runs = replay_sweep(evals, c_max=c_max, params=p, settings=s, eval_rollouts=eval_rollouts)
+    log: list = []
+    adaptive, runs = replay_sweep(evals, c_max=c_max, params=p, settings=s, eval_rollouts=eval_rollouts, log=log)
     _, fits_full, _ = fit_study(evals, s)
     _, fits_adaptive, _ = fit_study(adaptive, s)
     grid = (probe_budgets(fits_full, c_max, int(probes)) if np.ndim(probes) == 0
@@ -234,6 +241,7 @@ def replay(evals: pd.DataFrame, *, c_max: float | None = None, params: SweepSett
         "reward_diff": float((at_max["reward_adaptive"] - at_max["reward_full"]).mean()),
         "budgets": p.budgets(c_max),
         "params": p.rule(), "c_max": c_max, "runs": runs, "probes": table,
+        "evals": adaptive, "fits_full": fits_full, "fits_adaptive": fits_adaptive, "log": log,
     }
 
 
