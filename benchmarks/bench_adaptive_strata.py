@@ -49,10 +49,11 @@ import sys
 import time
 
 import pandas as pd
+from scipy.stats import norm
 import yaml
 
 from isocompute.analysis.adaptive.calibration import coverage_table
-from isocompute.analysis.adaptive.scoring import judge, summary, verdict
+from isocompute.analysis.adaptive.scoring import judge, mean_bill_interval, summary, verdict
 from isocompute.analysis.adaptive.strata import B_PS, NS, STRATA
 from isocompute.sweep import SweepSettings
 
@@ -99,9 +100,9 @@ def main(argv=None) -> int:
     if args.out:
         table.to_csv(args.out, index=False)
     summ = summary(table)
-    with pd.option_context("display.width", 250):
+    with pd.option_context("display.width", 250, "display.max_columns", None):
         print(summ.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
-    print("\n".join(verdict(summ)))
+    print("\n".join(verdict(summ, float(norm.sf(params["z"])), mean_bill_interval(table))))
     print(f"{time.perf_counter() - start:.0f} s ({table['seconds'].mean():.1f} s per study, {args.jobs} jobs)")
     return 0
 

@@ -55,6 +55,7 @@ class SweepSettings:
     bands: str = _D["bands"]
     mature_width: float = _D["mature_width"]    # legacy: bands pooled only
     epsilon: float = _D["epsilon"]
+    epsilon_of: str = _D["epsilon_of"]
     reach: float = _D["reach"]
     inflation: float = _D["inflation"]
     insurance: float = _D["insurance"]
@@ -80,6 +81,13 @@ class SweepSettings:
             raise ConfigError(f"config key 'sweep.{unknown[0]}': not a sweep key (expected one of: "
                               f"{', '.join(SWEEP_KEYS)})")
         return cls(**values)
+
+    def regret(self, rise: float) -> float:
+        """The regret the sweep accepts where training adds `rise` (the metric's units): epsilon, or
+        epsilon x rise (a negative rise counts as 0) when epsilon_of is rise."""
+        if self.epsilon_of == "reward":
+            return float(self.epsilon)
+        return float(self.epsilon) * max(float(rise), 0.0) if math.isfinite(rise) else float("nan")
 
     def rule(self) -> dict:
         """The rule's keys and values (the replay's `params`)."""

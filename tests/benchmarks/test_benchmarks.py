@@ -70,6 +70,11 @@ def test_adaptive_strata_quick_judges_every_stratum_by_regret(tmp_path):
     assert (studies.groupby("stratum").size() == 2).all()          # --quick: 2 truths x 1 noise seed
     assert ((studies["oracle"] > 0) & (studies["oracle"] <= studies["bill"] + 1e-9)).all()   # a floor
     assert ((studies["wrong"] >= 0) & (studies["wrong"] <= studies["probes"])).all()
+    # judged where the sweep acts: probes at or above the first rung (C_max / 32 of C_max / 2^10..C_max)
+    assert (studies["acting_probes"] == 2 * 10).all() and (studies["cmax_probes"] == 2).all()
+    assert (studies["wrong_acting"] <= studies["wrong"]).all() and (studies["wrong_cmax"] <= studies["wrong_acting"]).all()
+    assert ((studies["bad_stops"] >= 0) & (studies["bad_stops"] <= studies["model_stops"])).all()
+    assert studies["model_stops"].sum() > 0                     # the model stops runs, and each stop is judged
     assert ((studies["outside_band"] >= 0) & (studies["outside_band"] <= studies["probes"])).all()
     # replay caps a run's spend at the grid's, so "bill <= 100%" cannot fail, and on a null every n
     # is right, so "0% wrong" cannot either: the sweep is judged by what it saves instead. Averaged
@@ -79,8 +84,9 @@ def test_adaptive_strata_quick_judges_every_stratum_by_regret(tmp_path):
     null = studies[studies["stratum"] == "null"]
     assert len(null) == 2 and (null["bill"] < 0.9).all(), null["bill"]
     for stratum in STRATA:
-        assert re.search(rf"^{stratum}\s+wrong [\d.]+% \[[\d.]+%, [\d.]+%\] \(grid [\d.]+%\), bill max", out, re.M), out
-    assert "bill averaged over the strata" in out and "late stratum bill" in out
+        assert re.search(rf"^{stratum}\s+wrong [\d.]+% \[[\d.]+%, [\d.]+%\] \(grid [\d.]+%\), bill [\d.]+% \(max",
+                         out, re.M), out
+    assert "bill averaged over the strata" in out and "highest stratum bill" in out
     lo, hi = wilson(0, 40)
     assert lo == 0 and hi == pytest.approx(0.0876, abs=1e-3)     # the Wilson interval's known value
     lo, hi = wilson(5, 10)

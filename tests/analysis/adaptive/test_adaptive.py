@@ -41,7 +41,7 @@ def test_sweep_settings_take_the_schema_defaults():
     assert SweepSettings.of(p) is p and SweepSettings.of(None) == SweepSettings()
     with pytest.raises(ValueError, match="'sweep.zz': not a sweep key"):
         SweepSettings.of({"zz": 1})
-    assert p.bands == "shared" and p.mature_width == pytest.approx(0.06) and p.epsilon == pytest.approx(0.01)
+    assert p.bands == "shared" and p.mature_width == pytest.approx(0.06) and p.epsilon == pytest.approx(0.05) and p.epsilon_of == "rise"
     with pytest.raises(ValueError, match="'sweep.bands': expected one of"):
         SweepSettings.of({"bands": "trend"})
     with pytest.raises(ValueError, match="'sweep.mature_width': expected a value >= 0"):
@@ -100,7 +100,7 @@ def test_the_safety_net_resumes_a_stopped_run_only_on_the_trends_word():
     shared = apply_revival(decisions, chances, stopped=stopped, z=z, revived=revived).set_index("n")
     assert z == SweepSettings().z / 2 and shared.loc[16, "continue"]
     assert shared.loc[16, "reason"].startswith("revived: the shared model has it beat every run going on by more "
-                                               "than 0.01 somewhere ahead in 20.0% of the draws")
+                                               "than 0.05 of the rise somewhere ahead in 20.0% of the draws")
     assert "pooled" not in shared.loc[16, "reason"]
 
 

@@ -153,6 +153,21 @@ def test_each_stratum_draws_its_shape(stratum):
         assert all(np.argmax(r) > 0 for r in at_max.values())             # a larger n overtook the smallest
     if stratum == "null":
         assert all(np.ptp(r) == 0 for r in at_max.values())
+    if stratum in ("b_varies", "correlated", "late_rise", "curved", "hard"):     # out of model, crossed
+        assert all(np.argmax(r) > 0 for r in at_max.values())
+    if stratum == "b_varies":
+        assert len({truth.params[(B_PS[0], n)]["B"] for n in NS}) == len(NS)       # B differs with n
+    if stratum == "falling":                           # n* at C_max below n* 10 doublings earlier
+        early = {b: np.argmax([truth.reward(b, n, C_MAX / 2 ** 10) for n in NS]) for b in B_PS}
+        assert all(np.argmax(at_max[b]) < early[b] for b in B_PS)
+    if stratum == "late_rise":
+        a2 = [truth.second[(B_PS[0], n)][0] for n in NS]
+        assert a2[0] == 0 and np.all(np.diff(a2) > 0) and 0.03 <= a2[-1] <= 0.1
+    if stratum == "correlated":
+        assert 0.01 <= truth.noise["run_sd"] <= 0.02 and 0.01 <= truth.noise["wiggle_sd"] <= 0.02
+    if stratum == "hard":
+        assert all(0.01 <= p["R0"] <= 0.1 for p in truth.params.values()) and truth.noise == {"binomial": True}
+        assert all(truth.rise(b, NS, C_MAX) < 0.12 for b in B_PS)
     if stratum == "unstable":
         assert truth.collapse and len({b for b, _ in truth.collapse}) == 1
         (b, n), (start, drop) = next(iter(truth.collapse.items()))
@@ -222,3 +237,60 @@ def test_the_straight_trend_takes_the_draws_the_data_do_not_need_a_curvature_for
     assert lower_degree_weight(trend, None, 2) == 0.0
     badly = {"sse": 400.0, "n_points": 200}            # reduced chi-square 400 / 193: a gain counts that much less
     assert lower_degree_weight(badly, {"sse": 400.0 + 2 * np.log(200) * 400 / 193}, 2) == pytest.approx(0.5)
+
+
+def test_a_runs_evaluations_share_errors_when_the_truth_says_so():
+    from isocompute.analysis.fits.synthetic import EvalNoise, synthetic_study
+
+    steps = lambda B, M: np.unique(np.geomspace(1, M, 60).astype(int))  # noqa: E731
+    flat = lambda B_p, n, c: np.full(np.shape(c), 0.5)                    # noqa: E731
+    ns = tuple(2 ** k for k in range(3, 10))
+
+    def residuals(noise):
+        e = synthetic_study((16, 32, 64, 128), ns, c_max=2.0 ** 22, eval_steps=steps, reward=flat, noise=noise)
+        e = e[e["compute"] > 0]
+        return [g["avg@4"].to_numpy() - 0.5 for _, g in e.groupby(["B_p", "n"])]
+
+    plain = residuals(EvalNoise(sd=0.01, seed=1))
+    shared = residuals(EvalNoise(sd=0.01, seed=1, run_sd=0.02, wiggle_sd=0.015, wiggle_doublings=2.0))
+    lag1 = lambda rs: np.mean([np.corrcoef(r[:-1] - r.mean(), r[1:] - r.mean())[0, 1] for r in rs])  # noqa: E731
+    assert abs(lag1(plain)) < 0.1 and lag1(shared) > 0.4               # the wiggle correlates neighbours
+    assert np.std([r.mean() for r in plain]) < 0.005 < np.std([r.mean() for r in shared])   # the run's offset
+    hard = residuals(EvalNoise(sd=0.02, seed=1, binomial_like=True))   # sd x sqrt(r (1 - r)) / 0.5: 0.02 at r = 0.5
+    assert np.std(np.concatenate(hard)) == pytest.approx(0.02, rel=0.1)
+
+
+def test_epsilon_is_a_share_of_the_rise_or_a_reward():
+    from isocompute.sweep import SweepSettings
+
+    assert SweepSettings().epsilon_of == "rise" and SweepSettings().regret(0.2) == pytest.approx(0.05 * 0.2)
+    assert SweepSettings(epsilon=0.01, epsilon_of="reward").regret(0.002) == 0.01
+    assert SweepSettings().regret(-0.1) == 0.0 and np.isnan(SweepSettings().regret(float("nan")))
+    truth = draw_truth("hard", 0)                     # a Hard-like split: its regret scales with its rise
+    assert SweepSettings().regret(truth.rise(16, NS, C_MAX)) < 0.004
+
+
+def test_decision_calibration_counts_a_stop_the_truth_needed():
+    from isocompute.analysis.adaptive.scoring import decision_calibration
+    from isocompute.sweep import SweepSettings
+
+    truth = draw_truth("early", 0)
+    at = {n: float(truth.value(16, n, C_MAX)) for n in NS}
+    best, worst = max(at, key=at.get), min(at, key=at.get)
+    decision = pd.DataFrame({"B_p": [16, 16], "n": [best, worst], "continue": [False, False],
+                             "reason": ["shared model: ...", "shared model: ..."]})
+    log = [{"rung": C_MAX / 4, "next": C_MAX / 2, "decision": decision, "going": {(16, worst)} | {(32, best)}}]
+    bad, stops = decision_calibration(truth, log, SweepSettings())
+    assert (bad, stops) == (1, 2)                     # stopping the best against the worst was needed; not the worst
+    decision["reason"] = ["band cannot reach the frontier", "shared model: ..."]
+    assert decision_calibration(truth, log, SweepSettings()) == (0, 1)   # only the model's stops are judged
+
+
+def test_the_truth_bootstrap_keeps_a_truths_noise_seeds_together():
+    from isocompute.analysis.adaptive.scoring import truth_bootstrap
+
+    # 10 truths x 2 noise seeds; truth 0 wrong at every probe of both seeds, the others never
+    g = pd.DataFrame({"truth": np.repeat(np.arange(10), 2), "wrong": np.r_[[10, 10], np.zeros(18)],
+                      "probes": 10})
+    (lo, hi), = truth_bootstrap(g, ["wrong"], ["probes"], resamples=4000)
+    assert lo == 0 and 0.25 <= hi <= 0.35            # a truth is one draw: up to ~3 of 10 resampled

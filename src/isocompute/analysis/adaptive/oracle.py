@@ -12,15 +12,17 @@ import pandas as pd
 from isocompute.analysis.adaptive.strata import B_PS, C_MAX, NS, SPAN_DOUBLINGS, Truth
 
 
-def oracle_share(truth: Truth, evals: pd.DataFrame, epsilon: float, eval_rollouts: float, points: int = 161) -> float:
+def oracle_share(truth: Truth, evals: pd.DataFrame, epsilon: float | dict, eval_rollouts: float,
+                 points: int = 161) -> float:
     """The least bill, as a share of the grid's, of a sweep that knows the curves: per B_p, covering
     the probed range from C_max down, each time with the run within epsilon of the best that stays
     so furthest down (trained to where the cover starts). Validation: a run's evaluations up to
-    where it is trained."""
+    where it is trained. `epsilon`: one regret, or one per B_p ({B_p: regret})."""
     grid = np.geomspace(C_MAX / 2 ** SPAN_DOUBLINGS, C_MAX, points)
     spent = 0.0
     for B_p in B_PS:
-        ok = np.array([truth.value(B_p, n, grid) >= truth.best(B_p, NS, grid) - epsilon - 1e-12 for n in NS])
+        eps = epsilon[B_p] if isinstance(epsilon, dict) else epsilon
+        ok = np.array([truth.value(B_p, n, grid) >= truth.best(B_p, NS, grid) - eps - 1e-12 for n in NS])
         trained = np.zeros(len(NS))
         g = points - 1
         while g >= 0:

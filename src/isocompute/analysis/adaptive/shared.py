@@ -51,6 +51,12 @@ class Ensemble(NamedTuple):
     active: np.ndarray
     grid: np.ndarray
     curves: np.ndarray
+    R0: float = float("nan")
+
+    def rise(self) -> float:
+        """What training adds by the model: the best run's median predicted reward at the horizon's
+        end (C_max) less the base model's R0 (the scale of a sweep.epsilon read as a share of it)."""
+        return float(np.max(np.median(self.curves[:, :, -1], axis=0)) - self.R0)
 
 
 class TrendDraws(NamedTuple):
@@ -102,7 +108,7 @@ def trend_ensemble(seen: pd.DataFrame, fits: pd.DataFrame, B_p, ahead: Horizon, 
         active = trained_to_rung(reached, B_p * n, ahead.c_from)
     else:
         active = np.array([(float(B_p), float(k)) in trained for k in n], dtype=bool)
-    return Ensemble(n=n, reached=reached, active=active, grid=grid, curves=curves)
+    return Ensemble(n=n, reached=reached, active=active, grid=grid, curves=curves, R0=R0)
 
 
 def lower_degree_weight(trend: dict, lower: dict | None, degree: int) -> float:
@@ -197,7 +203,8 @@ def apply_shared(decisions: pd.DataFrame, seen: pd.DataFrame, fits: pd.DataFrame
 
     Per B_p whose trend model is in force: the runs the per-run rule lets go on that the model may
     judge (enough evaluations, data within `params.reach` doublings of C_max) stop when the model
-    says a run going on stays within `params.epsilon` of them at every compute ahead in all but
+    says a run going on stays within the regret it accepts (`params.regret` of the model's rise,
+    `Ensemble.rise`) of them at every compute ahead in all but
     1 - Phi(z) of its draws; finished runs are rivals, never candidates. `trained`: the set of
     (B_p, n), as floats, trained to this rung (`shared.trend_ensemble`'s). Returns (the decisions,
     with p_n_star the chance to matter; the chances, columns B_p, n, p_revive, for the revival of
@@ -219,13 +226,16 @@ def apply_shared(decisions: pd.DataFrame, seen: pd.DataFrame, fits: pd.DataFrame
         judged = (going & sub["fitted"].to_numpy(dtype=bool) & (sub["n_evals"].to_numpy() >= params.min_evals)
                   & (extrapolation_doublings(ens.reached, c_max) <= params.reach + 1e-9))
         ens = ens._replace(active=ens.active & (going | finished))
-        stop, p_matters, p_revive = shared_verdicts(ens, epsilon=params.epsilon, floor=floor, judged=judged,
+        epsilon = params.regret(ens.rise())
+        if not np.isfinite(epsilon):          # no rise to scale by: the per-run rule decides
+            continue
+        stop, p_matters, p_revive = shared_verdicts(ens, epsilon=epsilon, floor=floor, judged=judged,
                                                     c_max=c_max, insurance=params.insurance)
         for k, i in enumerate(idx):
             out.at[i, "p_n_star"] = p_matters[k]
             if stop[k]:
                 out.at[i, "continue"] = False
-                out.at[i, "reason"] = (f"shared model: a run going on stays within {params.epsilon:g} of it at every "
+                out.at[i, "reason"] = (f"shared model: a run going on stays within {epsilon:.3g} of it at every "
                                        f"compute ahead in {1 - p_matters[k]:.1%} of the draws (>= {1 - floor:.1%})")
         rows += [{"B_p": B_p, "n": n, "p_revive": r} for n, r in zip(ens.n, p_revive)]
     return out, pd.DataFrame(rows, columns=["B_p", "n", "p_revive"])

@@ -20,7 +20,27 @@ B_p 16 and 32, n 8..512, C_max 2^22):
 
 The ranges (`draw_truth`) were set from the paper's Easy and Hard figures (base rates 0.3-0.6,
 rises of 0.08-0.3 over a run, spreads across n at C_max of up to ~0.1) and this project's own
-finished studies, before any rule was judged on them. Pure: a truth is a seeded draw.
+finished studies, before any rule was judged on them. Those eight strata are drawn from nearly
+the sweep's own model (one B per study, log C_mid linear in log2 n, independent noise per
+evaluation). Six more (`OUT_OF_MODEL`) are not; their ranges were written down here before any
+rule was judged on them (issue 52), each a crossover (the smallest n loses at C_max) unless said:
+
+- b_varies: B differs with n, B x 2^(beta log2(n / n_0)), beta in [-0.2, 0.2] per doubling of n;
+- correlated: a run's evaluations share errors (one validation set): a persistent run-level
+  deviation (sd 0.01-0.02) plus a wiggle correlated along log2 compute (Ornstein-Uhlenbeck, sd
+  0.01-0.02, correlation length 0.5-2 doublings), on top of the study's independent noise;
+- falling: n* falls with compute: A falls with log2 n (0.005-0.025 per doubling from a rise of
+  0.1-0.3) while C_mid falls as n^-(0.2..0.8), so large n lead early and small n win late (the
+  n* at C_max below the n* at C_max / 2^10 in every B_p);
+- late_rise: a second rise the sigmoid does not follow: each run gains a second sigmoid of
+  0.03-0.1 x log2(n / n_0) / log2(n_max / n_0) (large n gain most), midpoint in [C_max / 4,
+  2 C_max], slope 1.5-3;
+- curved: A and log C_mid curved beyond any low-degree trend in log2 n: sines of amplitude
+  0.01-0.03 (A) and 0.2-0.5 (log C_mid), periods 1.5-3 doublings of n;
+- hard: a Hard-like split: base rates 0.01-0.1, rises 0.01-0.05 plus 0.002-0.01 per doubling of
+  n, evaluation noise binomial-like (the study's sd scaled by sqrt(r (1 - r)) / 0.5).
+
+Pure: a truth is a seeded draw.
 """
 
 from __future__ import annotations
@@ -31,7 +51,9 @@ import numpy as np
 
 from isocompute.analysis.fits.sigmoid import sigmoid_reward
 
-STRATA = ("early", "mid", "late", "climbing", "saturating", "peaked", "null", "unstable")
+IN_MODEL = ("early", "mid", "late", "climbing", "saturating", "peaked", "null", "unstable")
+OUT_OF_MODEL = ("b_varies", "correlated", "falling", "late_rise", "curved", "hard")
+STRATA = IN_MODEL + OUT_OF_MODEL
 CROSSOVER_STRATA = ("early", "mid", "late", "climbing")
 B_PS, NS, C_MAX = (16, 32), (8, 16, 32, 64, 128, 256, 512), 2.0 ** 22
 SPAN_DOUBLINGS = 10                 # the probes, and the first matched evaluation, from C_max / 2^10
@@ -50,12 +72,17 @@ class Truth:
     params: dict
     collapse: dict = field(default_factory=dict)
     lead_doublings: float = float("nan")
+    second: dict = field(default_factory=dict)      # (B_p, n) -> (a2, B2, C2): a second rise on top
+    noise: dict = field(default_factory=dict)       # how its evaluations err beyond the study's sd (`scoring.study`)
 
     def reward(self, B_p, n, compute) -> np.ndarray:
         """The true reward of run (B_p, n) at `compute` (rollouts)."""
         p = self.params[(B_p, n)]
         c = np.asarray(compute, dtype=float)
         r = sigmoid_reward(c, p["R0"], p["A"], p["B"], p["C_mid"])
+        if (B_p, n) in self.second:
+            a2, b2, c2 = self.second[(B_p, n)]
+            r = r + a2 * sigmoid_reward(c, 0.0, 1.0, b2, c2)
         if (B_p, n) in self.collapse:
             start, drop = self.collapse[(B_p, n)]
             with np.errstate(divide="ignore"):
@@ -81,19 +108,55 @@ class Truth:
         """The true frontier over `ns` at `compute` (best checkpoints so far, `value`): (G,)."""
         return np.max([self.value(B_p, n, compute) for n in ns], axis=0)
 
+    def rise(self, B_p, ns, c_max: float) -> float:
+        """What training adds on B_p: the frontier's true reward at `c_max` less the base model's
+        (the mean of the runs' R0): the scale of `sweep.epsilon` read as a share of the rise."""
+        base = float(np.mean([self.params[(B_p, n)]["R0"] for n in ns]))
+        return float(self.best(B_p, ns, c_max)) - base
+
 
 def _log_uniform(rng, lo, hi):
     return float(np.exp(rng.uniform(np.log(lo), np.log(hi))))
 
 
-def _crossover(rng, b_ps, ns, c_max) -> dict:
-    R0 = rng.uniform(0.3, 0.6)
-    a_ref, a_per, c_exp = rng.uniform(0.08, 0.25), rng.uniform(0.005, 0.03), rng.uniform(0.2, 1.1)
+def _crossover(rng, b_ps, ns, c_max, base=(0.3, 0.6), rise=(0.08, 0.25), per=(0.005, 0.03)) -> dict:
+    R0 = rng.uniform(*base)
+    a_ref, a_per, c_exp = rng.uniform(*rise), rng.uniform(*per), rng.uniform(0.2, 1.1)
     c_ref, B, bp_exp = _log_uniform(rng, c_max / 2 ** 14, c_max / 2 ** 3), rng.uniform(0.8, 2.5), rng.uniform(0, 0.5)
     d_sat = rng.uniform(2, 10)          # doublings over the smallest n where A stops rising (n 32..8192)
     return {(b, n): {"R0": R0, "A": min(R0 + a_ref + a_per * min(np.log2(n / ns[0]), d_sat), 0.98), "B": B,
                      "C_mid": c_ref * (n / ns[0]) ** c_exp * (b / max(b_ps)) ** bp_exp}
             for b in b_ps for n in ns}
+
+
+def _b_varies(rng, b_ps, ns, c_max) -> dict:
+    params, beta = _crossover(rng, b_ps, ns, c_max), rng.uniform(-0.2, 0.2)
+    for (b, n), p in params.items():
+        p["B"] *= 2.0 ** (beta * np.log2(n / ns[0]))
+    return params
+
+
+def _falling(rng, b_ps, ns, c_max) -> dict:
+    R0, a_ref, a_per = rng.uniform(0.3, 0.6), rng.uniform(0.1, 0.3), rng.uniform(0.005, 0.025)
+    c_ref, c_exp, B = _log_uniform(rng, c_max / 2 ** 10, c_max / 2 ** 3), rng.uniform(0.2, 0.8), rng.uniform(0.8, 2.5)
+    return {(b, n): {"R0": R0, "A": R0 + a_ref - a_per * np.log2(n / ns[0]), "B": B,
+                     "C_mid": c_ref * (n / ns[0]) ** -c_exp * (b / max(b_ps)) ** 0.25}
+            for b in b_ps for n in ns}
+
+
+def _curved(rng, b_ps, ns, c_max) -> dict:
+    params = _crossover(rng, b_ps, ns, c_max)
+    w_a, p_a, f_a = rng.uniform(0.01, 0.03), rng.uniform(1.5, 3), rng.uniform(0, 2 * np.pi)
+    w_c, p_c, f_c = rng.uniform(0.2, 0.5), rng.uniform(1.5, 3), rng.uniform(0, 2 * np.pi)
+    for (b, n), p in params.items():
+        d = np.log2(n / ns[0])
+        p["A"] = max(p["A"] + w_a * np.sin(np.pi * d / p_a + f_a), p["R0"] + 0.01)
+        p["C_mid"] *= np.exp(w_c * np.sin(np.pi * d / p_c + f_c))
+    return params
+
+
+def _hard(rng, b_ps, ns, c_max) -> dict:
+    return _crossover(rng, b_ps, ns, c_max, base=(0.01, 0.1), rise=(0.01, 0.05), per=(0.002, 0.01))
 
 
 def _saturating(rng, b_ps, ns, c_max) -> dict:
@@ -154,6 +217,8 @@ def draw_truth(stratum: str, seed: int, b_ps=B_PS, ns=NS, c_max: float = C_MAX) 
     if stratum not in STRATA:
         raise ValueError(f"unknown stratum {stratum!r}: expected one of {', '.join(STRATA)}")
     rng = np.random.default_rng([seed, STRATA.index(stratum)])
+    if stratum in OUT_OF_MODEL:
+        return _out_of_model(rng, stratum, b_ps, ns, c_max)
     if stratum in CROSSOVER_STRATA or stratum == "unstable":
         for _ in range(MAX_TRIES):
             got, truth = _classify(rng, _crossover, b_ps, ns, c_max)
@@ -174,3 +239,35 @@ def _collapse(rng, truth: Truth, b_ps, ns, c_max) -> Truth:
     start = _log_uniform(rng, c_max / 16, c_max / 2)
     drops = {(b, n): (start * rng.uniform(0.7, 1.4), rng.uniform(0.05, 0.2)) for n in ns}
     return Truth("unstable", truth.params, drops, truth.lead_doublings)
+
+
+def _n_star(truth: Truth, B_p, ns, compute: float) -> int:
+    return ns[int(np.argmax([float(truth.reward(B_p, n, compute)) for n in ns]))]
+
+
+def _out_of_model(rng, stratum: str, b_ps, ns, c_max) -> Truth:
+    """A truth of an OUT_OF_MODEL stratum: the first draw of its family that crosses (the smallest n
+    loses at C_max in every B_p; falling: n* lower at C_max than at C_max / 2^SPAN_DOUBLINGS)."""
+    draw = {"b_varies": _b_varies, "correlated": _crossover, "falling": _falling, "late_rise": _crossover,
+            "curved": _curved, "hard": _hard}[stratum]
+    for _ in range(MAX_TRIES):
+        params = draw(rng, b_ps, ns, c_max)
+        second, noise = {}, {}
+        if stratum == "late_rise":
+            a2, b2, c2 = rng.uniform(0.03, 0.1), rng.uniform(1.5, 3), _log_uniform(rng, c_max / 4, 2 * c_max)
+            span = np.log2(ns[-1] / ns[0])
+            second = {(b, n): (a2 * np.log2(n / ns[0]) / span, b2, c2) for b in b_ps for n in ns}
+        if stratum == "correlated":
+            noise = {"run_sd": rng.uniform(0.01, 0.02), "wiggle_sd": rng.uniform(0.01, 0.02),
+                     "wiggle_doublings": rng.uniform(0.5, 2)}
+        if stratum == "hard":
+            noise = {"binomial": True}
+        truth = Truth(stratum, params, second=second, noise=noise)
+        if stratum == "falling":
+            ok = all(_n_star(truth, b, ns, c_max) < _n_star(truth, b, ns, c_max / 2 ** SPAN_DOUBLINGS) for b in b_ps)
+        else:
+            ok = all(truth.reward(b, ns[0], c_max) < truth.best(b, ns, c_max) - 1e-9 for b in b_ps)
+        if ok:
+            lam = min(lead_doublings(truth, b, ns, c_max) for b in b_ps)
+            return Truth(stratum, params, lead_doublings=lam, second=second, noise=noise)
+    raise RuntimeError(f"no {stratum} truth in {MAX_TRIES} draws")

@@ -49,8 +49,8 @@ class SharedBands(RunBands):
         # A stopped run resumes only when its chance to matter is beyond a z/2 band's tail (13.0% at
         # z 2.25), not merely above the stopping floor: noise alone moves a chance across one
         # threshold from rung to rung, and each resumption trains the rungs it missed.
-        return params.z / 2, (f"the shared model has it beat every run going on by more than {params.epsilon:g} "
-                              "somewhere ahead")
+        by = f"{params.epsilon:g}" + (" of the rise" if params.epsilon_of == "rise" else "")
+        return params.z / 2, f"the shared model has it beat every run going on by more than {by} somewhere ahead"
 
 
 @BANDS.register("pooled")

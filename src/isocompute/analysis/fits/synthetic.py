@@ -125,13 +125,42 @@ def crossover_params(B_p: int, n: int, truth: CrossoverTruth = CrossoverTruth())
 class EvalNoise:
     """How a synthetic study's evaluations are drawn around the truth: Gaussian with sd `sd`,
     or, with `problems`, binomial from problems x `samples` draws; every cell trained `seeds`
-    times; the generator seeded by `seed`."""
+    times; the generator seeded by `seed`.
+
+    Gaussian noise may carry more structure: `binomial_like` scales sd by sqrt(r (1 - r)) / 0.5 at
+    the true reward r (a success rate's sd, equal to `sd` at 0.5); `run_sd` adds one persistent
+    deviation per run and `wiggle_sd` a wiggle correlated along log2 compute (Ornstein-Uhlenbeck,
+    correlation exp(-distance / `wiggle_doublings`)) to every evaluation at positive compute (a
+    run's evaluations share one validation set, so their errors correlate; the base model's
+    evaluation at step 0 has neither). Without them the draws are the plain Gaussian's, unchanged."""
 
     sd: float = 0.0
     problems: int | None = None
     samples: int = 4
     seeds: int = 1
     seed: int = 0
+    binomial_like: bool = False
+    run_sd: float = 0.0
+    wiggle_sd: float = 0.0
+    wiggle_doublings: float = 1.0
+
+
+def _shared_errors(rng: np.random.Generator, compute: np.ndarray, noise: EvalNoise) -> np.ndarray:
+    """One run's correlated evaluation errors (`EvalNoise.run_sd`, `wiggle_sd`): 0 at compute 0."""
+    out = np.zeros(compute.shape)
+    pos = np.flatnonzero(compute > 0)
+    if not pos.size:
+        return out
+    offset = noise.run_sd * rng.standard_normal()
+    x = np.log2(compute[pos].astype(float))
+    shocks = rng.standard_normal(pos.size)
+    wiggle = np.empty(pos.size)
+    wiggle[0] = noise.wiggle_sd * shocks[0]
+    rho = np.exp(-np.diff(x) / max(noise.wiggle_doublings, 1e-9))
+    for k in range(1, pos.size):
+        wiggle[k] = rho[k - 1] * wiggle[k - 1] + np.sqrt(1 - rho[k - 1] ** 2) * noise.wiggle_sd * shocks[k]
+    out[pos] = offset + wiggle
+    return out
 
 
 def synthetic_study(B_ps, ns, *, c_max: float, eval_steps, params=crossover_params,
@@ -165,7 +194,14 @@ def synthetic_study(B_ps, ns, *, c_max: float, eval_steps, params=crossover_para
                     draws = problems * samples
                     avg = rng.binomial(draws, np.clip(truth, 0, 1)) / draws
                 else:
-                    avg = np.clip(truth + noise.sd * rng.standard_normal(truth.shape), 0, 1)
+                    sd = noise.sd
+                    if noise.binomial_like:
+                        r = np.clip(truth, 0, 1)
+                        sd = noise.sd * np.sqrt(r * (1 - r)) / 0.5
+                    avg = truth + sd * rng.standard_normal(truth.shape)
+                    if noise.run_sd > 0 or noise.wiggle_sd > 0:
+                        avg = avg + _shared_errors(rng, B_p * n * steps, noise)
+                    avg = np.clip(avg, 0, 1)
                 frame = _run_frame(B_p, n, steps, avg)
                 if problems is not None:
                     frame["problems"], frame["samples"] = problems, samples
