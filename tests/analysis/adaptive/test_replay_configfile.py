@@ -1,4 +1,4 @@
-"""`isocompute replay-adaptive EVALS --configfile CONFIG` (issue 52, item 8): the sweep a study's
+"""`isocompute replay-adaptive EVALS --configfile CONFIG`: the sweep a study's
 config would run, its whole sweep and analysis sections, the options on top."""
 
 from __future__ import annotations
