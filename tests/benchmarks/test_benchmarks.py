@@ -61,7 +61,7 @@ def test_adaptive_replay_quick_spends_less_than_the_grid_it_replays(tmp_path):
 
 
 def test_adaptive_strata_quick_judges_every_stratum_by_regret(tmp_path):
-    from isocompute.analysis.adaptive.scoring import wilson
+    from isocompute.analysis.adaptive.intervals import wilson
     from isocompute.analysis.adaptive.strata import STRATA
 
     out = run_benchmark("bench_adaptive_strata.py", "--quick", "--bootstrap", "10", "--out", str(tmp_path / "s.csv"))

@@ -9,7 +9,7 @@ bootstrap bands, claims), from the full grid's evaluations and from the adaptive
 from the truth's known curves: the truth's frontier on the same grid (`envelope.study_grid` and
 `comparable` over the runs' evaluated range), its n* exact (bands of zero width) and the F-test
 replaced by whether the B_p's curves are identical. `claims_summary` counts per stratum how often
-the claims differ, with Wilson intervals (`scoring.wilson`).
+the claims differ, with Wilson intervals (`intervals.wilson`).
 
 Cost: the bootstrap of the two studies' bands (`fits.pooled`'s trend model refitted per replicate)
 is nearly all of it, linear in `resamples`: on the benchmark's studies (B_p 16, 32 x n 8..512) 0.07
@@ -25,7 +25,7 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from isocompute.analysis.adaptive.scoring import wilson
+from isocompute.analysis.adaptive.intervals import wilson
 from isocompute.analysis.adaptive.strata import Truth
 from isocompute.analysis.fits.fitter import Fitter
 from isocompute.analysis.fits.settings import AnalysisSettings

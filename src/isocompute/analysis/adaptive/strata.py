@@ -23,7 +23,7 @@ rises of 0.08-0.3 over a run, spreads across n at C_max of up to ~0.1) and this 
 finished studies, before any rule was judged on them. Those eight strata are drawn from nearly
 the sweep's own model (one B per study, log C_mid linear in log2 n, independent noise per
 evaluation). Six more (`OUT_OF_MODEL`) are not; their ranges were written down here before any
-rule was judged on them (issue 52), each a crossover (the smallest n loses at C_max) unless said:
+rule was judged on them, each a crossover (the smallest n loses at C_max) unless said:
 
 - b_varies: B differs with n, B x 2^(beta log2(n / n_0)), beta in [-0.2, 0.2] per doubling of n;
 - correlated: a run's evaluations share errors (one validation set): a persistent run-level
