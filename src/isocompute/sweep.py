@@ -58,6 +58,7 @@ class SweepSettings:
     epsilon_of: str = _D["epsilon_of"]
     reach: float = _D["reach"]
     inflation: float = _D["inflation"]
+    run_effects: bool = _D["run_effects"]
     insurance: float = _D["insurance"]
     revive: bool = _D["revive"]
 

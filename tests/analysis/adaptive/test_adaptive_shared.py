@@ -287,10 +287,36 @@ def test_decision_calibration_counts_a_stop_the_truth_needed():
 
 
 def test_the_truth_bootstrap_keeps_a_truths_noise_seeds_together():
-    from isocompute.analysis.adaptive.scoring import truth_bootstrap
+    from isocompute.analysis.adaptive.intervals import truth_bootstrap
 
     # 10 truths x 2 noise seeds; truth 0 wrong at every probe of both seeds, the others never
     g = pd.DataFrame({"truth": np.repeat(np.arange(10), 2), "wrong": np.r_[[10, 10], np.zeros(18)],
                       "probes": 10})
     (lo, hi), = truth_bootstrap(g, ["wrong"], ["probes"], resamples=4000)
     assert lo == 0 and 0.25 <= hi <= 0.35            # a truth is one draw: up to ~3 of 10 resampled
+
+
+def test_the_runs_spread_is_what_their_evaluations_noise_does_not_explain():
+    from isocompute.analysis.adaptive.draws import run_spread
+    from isocompute.analysis.adaptive.rule import rule_settings
+    from isocompute.analysis.adaptive.scoring import study
+    from isocompute.analysis.fits.noise import cell_arrays
+    from isocompute.analysis.fits.pooled import fit_trend
+    from isocompute.sweep import SweepSettings
+
+    s = rule_settings(None, SweepSettings(), C_MAX)
+
+    def spread(stratum, seed):
+        evals = study(draw_truth(stratum, seed), seed, 0)
+        seen, fits, _ = fit_study(evals[evals["compute"] <= C_MAX / 4], s)
+        g = fits[(fits["B_p"] == 16) & (fits["status"] == "ok")].sort_values("n")
+        cells = dict(iter(seen.groupby(["B_p", "n"], sort=False)))
+        points = [{"n": float(n), **cell_arrays(cells[(16, n)], s.metric)} for n in g["n"]]
+        return run_spread(fit_trend(points, float(g["R0"].iloc[0]), g[["n", "A", "B", "C_mid"]], degree=2), 2)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        assert spread("null", 1000) < 0.003                 # independent errors, runs on the trend: none
+        truth = draw_truth("correlated", 1003)               # run-level deviations of sd ~0.015
+        assert 0.4 * truth.noise["run_sd"] < spread("correlated", 1003) < 3 * truth.noise["run_sd"]
+    assert run_spread({"jac": np.eye(3), "sse": 3.0}, 2) == 0.0          # no residuals by run: none

@@ -47,6 +47,31 @@ def trained_to_rung(reached, step, rung_compute: float) -> np.ndarray:
     return reached + step > rung_compute * (1 - 1e-9)
 
 
+def run_spread(trend: dict, degree: int) -> float:
+    """The sd of the runs' own deviations from the trend (in the metric's units), beyond what their
+    evaluations' noise explains: a method-of-moments estimate from each run's weighted mean residual
+    m_r (noise variance v_r = the reduced chi-square, at least 1, over its summed weights),
+    tau^2 = max(0, sum m_r^2 / (R - degree - 1) - mean v_r), the trend's degree + 1 coefficients
+    of A having absorbed that many dimensions of the runs' spread. 0 without residuals by run.
+
+    A run's evaluations share one validation set and one training seed, so a run can sit above or
+    below the trend as a whole; and a trend of low degree in log2 n does not follow runs whose A or
+    C_mid wander beyond it. Either way the trend's parameter draws put every run on the trend, and a
+    rival's distance from a run is surer than it is."""
+    if not {"residuals", "run", "weights"} <= set(trend):
+        return 0.0
+    e, run, w = (np.asarray(trend[k], dtype=float) for k in ("residuals", "run", "weights"))
+    groups = np.unique(run)
+    if groups.size <= degree + 1:
+        return 0.0
+    dof = max(e.size - trend["jac"].shape[1], 1)
+    scale = max(1.0, float(e @ e) / dof)
+    sw = np.sqrt(w)
+    m = np.array([np.sum(sw[run == r] * e[run == r]) / np.sum(w[run == r]) for r in groups])
+    v = np.array([scale / np.sum(w[run == r]) for r in groups])
+    return float(np.sqrt(max(0.0, np.sum(m ** 2) / (groups.size - degree - 1) - np.mean(v))))
+
+
 def trend_covariance(trend: dict) -> np.ndarray:
     """The trend fit's parameter covariance: (J'J)^-1 times the reduced chi-square when above 1."""
     jac = trend["jac"]

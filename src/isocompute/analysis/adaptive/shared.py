@@ -34,7 +34,7 @@ import pandas as pd
 from scipy.special import expit
 from scipy.stats import norm
 
-from isocompute.analysis.adaptive.draws import DRAWS, Horizon, draw_trend_curves, held_grid, trained_to_rung
+from isocompute.analysis.adaptive.draws import DRAWS, Horizon, draw_trend_curves, held_grid, run_spread, trained_to_rung
 from isocompute.analysis.fits.noise import cell_arrays
 from isocompute.analysis.fits.pooled import fit_trend
 from isocompute.analysis.fits.settings import AnalysisSettings
@@ -69,6 +69,7 @@ class TrendDraws(NamedTuple):
     alpha: float = 0.01
     draws: int = DRAWS
     inflation: float = 1.0
+    runs: bool = False
 
 
 def trend_ensemble(seen: pd.DataFrame, fits: pd.DataFrame, B_p, ahead: Horizon, how: TrendDraws,
@@ -79,7 +80,7 @@ def trend_ensemble(seen: pd.DataFrame, fits: pd.DataFrame, B_p, ahead: Horizon, 
     `trained`: the set of (B_p, n), as floats, trained to this rung (the ensemble's `active`); without
     it, `draws.trained_to_rung`'s guess (a run taken for stopped would be neither a rival nor a
     candidate)."""
-    metric, degree, alpha, draws, inflation = how
+    metric, degree, alpha, draws, inflation, runs = how
     group = fits[(fits["B_p"] == B_p) & fits["status"].isin(USABLE)].sort_values("n")
     p = group["pool_p"].to_numpy(dtype=float) if "pool_p" in group.columns else np.array([np.nan])
     if len(group) < degree + 2 or not (np.isfinite(p).all() and (p >= alpha).all()):
@@ -103,6 +104,10 @@ def trend_ensemble(seen: pd.DataFrame, fits: pd.DataFrame, B_p, ahead: Horizon, 
         curves_lower, _ = draw_trend_curves(lower, n, R0, at, rng, draws=draws, inflation=inflation)
         pick = rng.random(draws) < w_lower
         curves[pick] = curves_lower[pick]
+    if runs:                    # each run's own deviation from the trend, drawn apart from the trend's
+        tau = run_spread(trend, degree)
+        if tau > 0:
+            curves = curves + tau * rng.standard_normal((draws, n.size, 1))
     reached = group["compute_max"].to_numpy(dtype=float)
     if trained is None:
         active = trained_to_rung(reached, B_p * n, ahead.c_from)
@@ -212,7 +217,8 @@ def apply_shared(decisions: pd.DataFrame, seen: pd.DataFrame, fits: pd.DataFrame
     out = decisions.copy()
     floor = float(norm.sf(params.z))
     rng = np.random.default_rng(0)
-    how = TrendDraws(settings.metric, settings.pool_degree, settings.pool_alpha, inflation=params.inflation)
+    how = TrendDraws(settings.metric, settings.pool_degree, settings.pool_alpha, inflation=params.inflation,
+                     runs=params.run_effects)
     c_max = ahead.c_max
     rows = []
     for B_p in sorted(out["B_p"].unique()):

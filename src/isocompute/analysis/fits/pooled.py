@@ -101,8 +101,10 @@ def fit_trend(points: list[dict], R0: float, init: pd.DataFrame, *, degree: int 
     n, compute, values, weights; a bootstrap replicate's weights are its
     drawn counts times 1/se^2), started from the run-by-run fits `init`
     (columns n, A, B, C_mid). Returns theta, centre, sse (weighted),
-    n_points (the draws behind the points: a point's `draws`, default 1) and
-    jac (the weighted residuals' Jacobian at theta), or None when the solver fails. `degree` 0 is one curve for every run.
+    n_points (the draws behind the points: a point's `draws`, default 1),
+    jac (the weighted residuals' Jacobian at theta), residuals (the weighted residuals there), run
+    (each residual's run, an index into `points`) and weights (each residual's), or None when the
+    solver fails. `degree` 0 is one curve for every run.
     """
     log2_n = np.log2([p["n"] for p in points]).astype(float)
     centre = float(log2_n.mean())
@@ -118,6 +120,7 @@ def fit_trend(points: list[dict], R0: float, init: pd.DataFrame, *, degree: int 
     w = np.concatenate([p["weights"] for p in points])
     keep = w > 0
     draws = np.concatenate([p.get("draws", np.ones(p["compute"].size)) for p in points])
+    run = np.repeat(np.arange(len(points)), sizes)[keep]
     X, c, y, sw = X[keep], c[keep], y[keep], np.sqrt(w[keep])
     try:
         res = least_squares(_WeightedResiduals(X, R0, c, y, sw), theta0, method="trf", x_scale="jac")
@@ -126,7 +129,8 @@ def fit_trend(points: list[dict], R0: float, init: pd.DataFrame, *, degree: int 
     if not (res.success and np.all(np.isfinite(res.x)) and res.x[0] > 0):
         return None
     return {"theta": res.x, "centre": centre, "sse": float(np.sum(res.fun ** 2)),
-            "n_points": int(round(draws[keep].sum())), "jac": res.jac}
+            "n_points": int(round(draws[keep].sum())), "jac": res.jac, "residuals": res.fun, "run": run,
+            "weights": w[keep]}
 
 
 def trend_params(trend: dict, n, degree: int) -> dict:
