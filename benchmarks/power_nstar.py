@@ -6,6 +6,11 @@ intervals, the costs from `isocompute.cluster.plan`'s model) and names the cheap
 power >= 80% and false claims <= 5%.
 
     PYTHONPATH=src .venv/bin/python benchmarks/power_nstar.py [--seeds 20] [--bootstrap 50] [--designs E4 E9] [--quick] [--truth-from results/replicate_pilot/analysis] [--out power.csv]
+
+Power is judged at one truth at a time (the hand-made ones, or a finished study's point fits), which
+is what the replication's notebook quotes. To design a study from a pilot, averaging over the
+pilot's bootstrap replicates and its run-to-run variation, use `isocompute design PILOT`
+(isocompute.design.assurance).
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ from isocompute.errors import ConfigError, InputError
 
 # In the order `--help` lists them: the cluster tools first, as a newcomer meets them
 # (check-config, doctor, plan), then the stages in DAG order.
-SUBCOMMAND_MODULES = ["cluster", "data", "train", "evaluate", "sweep", "analysis", "compare", "recommend"]
+SUBCOMMAND_MODULES = ["cluster", "data", "train", "evaluate", "sweep", "analysis", "compare", "recommend", "design"]
 USER_TITLE = "commands"
 STAGE_TITLE = "pipeline stages (the Snakemake rules run these, with --params)"
 

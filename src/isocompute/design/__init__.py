@@ -1,8 +1,10 @@
-"""Study design before a study runs: which design would establish that n* rises, and at what
-cost (`power`), judged on known truths, the hand-made ones or a finished study's own fits
-(`truth`), with the analysis' own chain (`chain`) and the cost model of `isocompute.cluster.plan`
-priced with unit costs measured on a finished study (`costs`).
+"""Study design before a study runs: which design would establish what the analysis claims, and at
+what cost. `assurance` answers it from a finished pilot (`isocompute design PILOT`: truths drawn
+from the pilot's bootstrap replicates, `pilot`), `power` on one known truth at a time, the
+hand-made ones or a finished study's point fits (`truth`); both judge with the analysis' own chain
+(`chain`) and price with the cost model of `isocompute.cluster.plan`, at unit costs measured on a
+finished study (`costs`) or a config's cluster.throughput.
 
-The benchmarks print its numbers (benchmarks/power_nstar.py, benchmarks/power_cost.py);
+The benchmarks print `power`'s numbers (benchmarks/power_nstar.py, benchmarks/power_cost.py);
 nothing here imports a benchmark.
 """

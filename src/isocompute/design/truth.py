@@ -51,15 +51,20 @@ class FittedTruth:
         if not path.is_file():
             raise FileNotFoundError(f"{path}: no fits table (expected a finished study's "
                                     f"results/<experiment>/analysis/<split>/tables/fits.csv)")
-        fits = pd.read_csv(path)
+        return cls.from_fits(pd.read_csv(path), null_n, str(path))
+
+    @classmethod
+    def from_fits(cls, fits: pd.DataFrame, null_n: int = 4, source: str = "fits") -> "FittedTruth":
+        """The truth of a fits table (fits.csv, or one replicate's rows of bootstrap_fits.csv);
+        ValueError naming `source` when a column is missing or no fit is usable."""
         missing = [c for c in ("B_p", "n", "status", *PARAMS) if c not in fits.columns]
         if missing:
-            raise ValueError(f"{path}: missing column {missing[0]!r} (expected fits.csv of the analysis)")
+            raise ValueError(f"{source}: missing column {missing[0]!r} (expected fits.csv of the analysis)")
         ok = _usable(fits)
         if ok.empty:
-            raise ValueError(f"{path}: no usable fit (status ok or flat with C_mid > 0)")
+            raise ValueError(f"{source}: no usable fit (status ok or flat with C_mid > 0)")
         cells = {int(b): g.sort_values("n").reset_index(drop=True) for b, g in ok.groupby("B_p")}
-        return cls(cells, null_n, str(path))
+        return cls(cells, null_n, source)
 
     @property
     def name(self) -> str:
