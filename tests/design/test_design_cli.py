@@ -37,6 +37,7 @@ def test_design_prints_assurance_false_claims_and_cost(study, tmp_path, capsys):
     for column in ("rises", "n* det", "U", "false", "cost"):
         assert column in head
     assert "run-to-run sd" in printed.out and "measured from" in printed.out     # two seeds per cell
+    assert "easy B_p 8 n 2-8 C 2^13 val 200 x2/dbl seeds 2" in printed.out.splitlines()[0]   # the pilot's design
     assert "simulated studies" in printed.err                                   # the progress bar
     table = pd.read_csv(out)
     assert list(table["design"]) == ["pilot", "C=2^14 val=400"]

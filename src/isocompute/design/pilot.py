@@ -96,7 +96,7 @@ def run_to_run_sd(evals: pd.DataFrame, metric: str = "avg@4") -> tuple[float, in
 def pilot_design(fits: pd.DataFrame, evals: pd.DataFrame | None, split: str) -> Design:
     """The design the pilot ran, as `Design` reads it: its B_p and n, its C_max (the largest compute
     evaluated), its validation size (the evaluations' problems, else 100), its evaluations per doubling
-    (the median run's over its compute range) and its seeds per cell."""
+    (the median cell's over its compute range, per seed) and its seeds per cell."""
     f = fits[np.isfinite(fits["compute_min"]) & (fits["compute_min"] > 0)] if "compute_min" in fits else fits
     per_doubling = 2
     if len(f) and "n_evals" in f.columns:
@@ -109,6 +109,7 @@ def pilot_design(fits: pd.DataFrame, evals: pd.DataFrame | None, split: str) -> 
             problems = int(evals["problems"].median())
         if "seed" in evals.columns:
             seeds = int(evals.groupby(["B_p", "n"])["seed"].nunique().max())
+            per_doubling = max(1, round(per_doubling / seeds))      # fits.csv counts the evaluations of every seed
     c_max = float(2.0 ** np.ceil(np.log2(float(fits["compute_max"].max()))))
     B_p = tuple(sorted(int(b) for b in fits["B_p"].unique()))
     n = tuple(sorted(int(x) for x in fits["n"].unique()))
