@@ -94,6 +94,11 @@ def replay_sweep(evals: pd.DataFrame, *, c_max: float, params: SweepSettings | d
         if log is not None:
             log.append({"rung": float(budget), "next": float(nxt), "decision": decision, "going": set(active)})
     visible = _visible(evals, limit)
+    return visible, _run_table(evals, visible, runs, limit, reason, revivals, eval_rollouts)
+
+
+def _run_table(evals, visible, runs, limit, reason, revivals, eval_rollouts) -> pd.DataFrame:
+    """`replay_sweep`'s one row per run, from where each run stopped (`limit`), why, and its revivals."""
     cost = pd.Series(validation_cost(evals, eval_rollouts), index=evals.index)
     keys = ["B_p", "n"]
     counts_full, counts_spent = evals.groupby(keys).size(), visible.groupby(keys).size()
@@ -111,7 +116,7 @@ def replay_sweep(evals: pd.DataFrame, *, c_max: float, params: SweepSettings | d
                      "validation_full": float(val_full.get((B_p, n), 0.0)),
                      "validation_spent": float(val_spent.get((B_p, n), 0.0)),
                      "revivals": revivals[(B_p, n)]})
-    return visible, pd.DataFrame(rows, columns=RUN_COLUMNS)
+    return pd.DataFrame(rows, columns=RUN_COLUMNS)
 
 
 def bill(runs: pd.DataFrame) -> dict:
@@ -154,6 +159,17 @@ def grid_n_star_bands(evals: pd.DataFrame, budgets, settings: AnalysisSettings, 
         lo, hi = n_star_band(n_star, n_max, 50 * (1 - s.ci), 50 * (1 + s.ci))
         parts.append(pd.DataFrame({"B_p": B_p, "compute": budgets, "n_star_lo": lo, "n_star_hi": hi}))
     return pd.concat(parts, ignore_index=True)
+
+
+def _probe_table(fits_full: pd.DataFrame, fits_adaptive: pd.DataFrame, grid, joint: bool) -> pd.DataFrame:
+    """Both studies' n* and frontier reward at the probe budgets `grid`, and the sweep's regret by the
+    full grid's fits (`fitted_regret`)."""
+    full, ad = _frontiers(fits_full, grid, joint), _frontiers(fits_adaptive, grid, joint)
+    table = pd.DataFrame({"B_p": full["B_p"], "compute": full["compute"], "n_star_full": full["n_star"],
+                          "n_star_adaptive": ad["n_star"], "reward_full": full["reward"],
+                          "reward_adaptive": ad["reward"]})
+    table["regret"] = fitted_regret(fits_full, table, "n_star_adaptive")
+    return table
 
 
 def fitted_regret(fits: pd.DataFrame, probes: pd.DataFrame, column: str) -> np.ndarray:
@@ -240,12 +256,7 @@ def replay(evals: pd.DataFrame, *, c_max: float | None = None, params: SweepSett
     _, fits_adaptive, _ = fit_study(adaptive, s)
     grid = (probe_budgets(fits_full, c_max, int(probes)) if np.ndim(probes) == 0
             else np.asarray(probes, dtype=float))
-    joint = p.frontier == "joint"
-    full, ad = _frontiers(fits_full, grid, joint), _frontiers(fits_adaptive, grid, joint)
-    table = pd.DataFrame({"B_p": full["B_p"], "compute": full["compute"], "n_star_full": full["n_star"],
-                          "n_star_adaptive": ad["n_star"], "reward_full": full["reward"],
-                          "reward_adaptive": ad["reward"]})
-    table["regret"] = fitted_regret(fits_full, table, "n_star_adaptive")
+    table = _probe_table(fits_full, fits_adaptive, grid, p.frontier == "joint")
     tolerance = pd.Series(fitted_regrets(fits_full, table, c_max, p), index=table.index)
     defined = table["n_star_full"].notna()
     same = (table["n_star_full"] == table["n_star_adaptive"])[defined]
