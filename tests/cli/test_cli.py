@@ -16,8 +16,8 @@ import isocompute
 from isocompute.cli import STAGE_TITLE, USER_TITLE, build_parser, command_groups, main
 from support import REPO
 
-TOOLS = {"check-config", "doctor", "plan", "verl-command", "verl-merge", "analyze", "replay-adaptive", "design", "recommend",
-         "ship-base-model"}
+TOOLS = {"check-config", "doctor", "plan", "verl-command", "verl-merge", "analyze", "replay-adaptive", "design",
+         "recommend", "ship-base-model"}
 # Every subcommand a rule runs with --params (analyze and verl-merge are also rules' commands,
 # but a person runs them by hand on their own tables and runs, so they are tools).
 STAGES = {"pool", "base-model", "difficulty", "difficulty-merge", "splits", "fig-difficulty", "check-grid",
