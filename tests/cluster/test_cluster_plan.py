@@ -13,10 +13,11 @@ import pytest
 import yaml
 
 from isocompute.cli import main
-from isocompute.cluster import plan
+from isocompute.cluster import adaptive_cost
 from isocompute.analysis.adaptive.strata import STRATA
-from isocompute.cluster.plan import (PLAN_REPLAY_SEEDS, UnitCosts, adaptive_estimate, approx, cell_costs, format_plan,
-                                     segment_seconds, split_summary, sweep_costs, synthetic_split_study)
+from isocompute.cluster.adaptive_cost import PLAN_REPLAY_SEEDS, adaptive_estimate, sweep_costs, synthetic_split_study
+from isocompute.cluster.plan import UnitCosts, cell_costs, segment_seconds, split_summary
+from isocompute.cluster.plan_report import approx, format_plan
 from isocompute.config import load_config, read_config_file
 from isocompute.grid import find_cell, grid_cells, variant_cells
 from isocompute.train.recipe import cell_recipe
@@ -206,14 +207,14 @@ def test_approx_keeps_two_significant_figures():
 def test_a_stratum_not_drawn_is_named_not_dropped(monkeypatch):
     """A truth the grid cannot hold (draw_truth's RuntimeError) is named with its split, seed and
     reason; its draw is left out of the range, and says so."""
-    real = plan.synthetic_split_study
+    real = adaptive_cost.synthetic_split_study
 
     def no_late(cfg, split, seed, stratum="mid"):
         if stratum == "late":
             raise RuntimeError("no late truth in 5000 draws")
         return real(cfg, split, seed, stratum)
 
-    monkeypatch.setattr(plan, "synthetic_split_study", no_late)
+    monkeypatch.setattr(adaptive_cost, "synthetic_split_study", no_late)
     cfg = _tiny()
     est = adaptive_estimate(cfg, seeds=1, workers=1)
     failed = est["failed"]
@@ -223,7 +224,8 @@ def test_a_stratum_not_drawn_is_named_not_dropped(monkeypatch):
     assert ("stratum late not replayed for split easy (seed 0): no late truth in 5000 draws; its draw is left out "
             "of the GPU-hours and wall clock") in text
     # Nothing replayed at all: still named, never silent.
-    monkeypatch.setattr(plan, "synthetic_split_study", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("too small")))
+    monkeypatch.setattr(adaptive_cost, "synthetic_split_study",
+                        lambda *a, **k: (_ for _ in ()).throw(RuntimeError("too small")))
     est = adaptive_estimate(cfg, seeds=1, workers=1)
     assert est["replays"].empty and len(est["failed"]) == len(STRATA)
     text = format_plan(cfg, est)
@@ -258,7 +260,7 @@ def test_plan_command_caches_the_adaptive_estimate(tmp_path, monkeypatch, capsys
     assert main(["plan", str(path), "--adaptive-seeds", "1"]) == 0
     first = capsys.readouterr().out
     assert "adaptive sweep" in first and list((tmp_path / "cache" / "isocompute" / "plan").glob("adaptive-*.json"))
-    monkeypatch.setattr(plan, "adaptive_estimate", lambda *a, **k: pytest.fail("replayed despite the cache"))
+    monkeypatch.setattr(adaptive_cost, "adaptive_estimate", lambda *a, **k: pytest.fail("replayed despite the cache"))
     assert main(["plan", str(path), "--adaptive-seeds", "1"]) == 0
     assert capsys.readouterr().out == first
     assert main(["plan", str(path), "--no-adaptive"]) == 0

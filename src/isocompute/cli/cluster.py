@@ -60,7 +60,7 @@ def cmd_doctor(args) -> int:
 
 
 def cmd_plan(args) -> int:
-    from isocompute.cluster.plan import format_plan
+    from isocompute.cluster.plan_report import format_plan
     from isocompute.config import load_config
 
     if args.adaptive_seeds is not None and args.adaptive_seeds < 1:
@@ -72,7 +72,7 @@ def cmd_plan(args) -> int:
 
 
 def _cached_adaptive_estimate(cfg: dict, seeds: int | None) -> dict:
-    """`plan.adaptive_estimate`, kept under $XDG_CACHE_HOME/isocompute/plan (~/.cache) by its
+    """`adaptive_cost.adaptive_estimate`, kept under $XDG_CACHE_HOME/isocompute/plan (~/.cache) by its
     inputs and the rule's code, so that a plan is replayed once (seconds to a minute)."""
     import os
     from pathlib import Path
@@ -80,7 +80,7 @@ def _cached_adaptive_estimate(cfg: dict, seeds: int | None) -> dict:
     import pandas as pd
 
     from isocompute import atomic
-    from isocompute.cluster.plan import PLAN_REPLAY_SEEDS, adaptive_cache_key, adaptive_estimate
+    from isocompute.cluster.adaptive_cost import PLAN_REPLAY_SEEDS, adaptive_cache_key, adaptive_estimate
 
     seeds = PLAN_REPLAY_SEEDS if seeds is None else seeds
     root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "isocompute" / "plan"
