@@ -44,6 +44,7 @@ report never uses.
 from __future__ import annotations
 
 import argparse
+import logging
 from concurrent.futures import ProcessPoolExecutor
 import sys
 import time
@@ -56,6 +57,7 @@ from isocompute.analysis.adaptive.calibration import coverage_table
 from isocompute.analysis.adaptive.claims import claims_summary
 from isocompute.analysis.adaptive.scoring import judge, mean_bill_interval, summary, verdict
 from isocompute.analysis.adaptive.strata import B_PS, NS, STRATA
+from isocompute.analysis.fits.progress import progress
 from isocompute.sweep import SweepSettings
 
 
@@ -94,8 +96,9 @@ def main(argv=None) -> int:
           f"(truth seeds {args.first_truth}-{args.first_truth + truths - 1}); rule {params}", flush=True)
     start = time.perf_counter()
     rows = []
+    logging.basicConfig(level=logging.INFO, format="%(message)s")      # progress on stderr
     with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        for row in pool.map(judge, tasks, chunksize=1):
+        for row in progress(pool.map(judge, tasks, chunksize=1), total=len(tasks), desc="studies"):
             rows.append(row)
     table = pd.DataFrame(rows)
     if args.calibration:
