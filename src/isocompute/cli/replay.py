@@ -29,7 +29,8 @@ the bill the adaptive sweep runs up as a share of the full grid's (training
 rollouts plus validation generations, each evaluation costing its problems x
 samples, or --eval-rollouts; both parts are printed), the share of
 probe budgets (log-spaced over the studied range) where the sweep's n* is within
-sweep.epsilon of the best n by the full grid's own fits (regret), inside the full
+the regret the sweep accepts (sweep.epsilon, of the B_p's rise by default) of the best n by
+the full grid's own fits, inside the full
 grid's n* band (--bootstrap), and the same n* as the full grid's,
 and the frontier reward at C_max (adaptive - full). EVALS as for `analyze`.
 
@@ -147,7 +148,8 @@ def cmd_replay_adaptive(args) -> int:
     p = res["params"]
     print(f"adaptive replay of {args.evals}: {len(runs)} runs, C_max = {res['c_max']:.6g}, {p['rungs']} rungs "
           f"from C_max/{p['eta']:.4g}^{p['rungs'] - 1} = {res['budgets'][0]:.4g} (bands {p['bands']}, z {p['z']}, neighbours "
-          f"{p['neighbours']}, min_evals {p['min_evals']}, frontier {p['frontier']}, epsilon {p['epsilon']:g}, "
+          f"{p['neighbours']}, min_evals {p['min_evals']}, frontier {p['frontier']}, epsilon {p['epsilon']:g}"
+          f"{' of the rise' if p['epsilon_of'] == 'rise' else ''}, run_effects {p['run_effects']}, "
           f"revive {p['revive']}; fitted on {analysis['metric']})")
     if args.configfile is not None:
         print(f"settings: {args.configfile}'s sweep and analysis sections, the options given on top")
@@ -160,8 +162,9 @@ def cmd_replay_adaptive(args) -> int:
     else:
         print(f"training rollouts: {res['share_training']:.1%} of the full grid's; validation NOT counted: "
               f"{args.evals} has no problems and samples columns (give --eval-rollouts)")
-    print(f"n* within epsilon = {p['epsilon']:g} of the best n by the full grid's fits: {res['right_by_regret']:.1%} "
-          f"of {args.probes} probe budgets per frontier")
+    regrets = ", ".join(f"{r:.4g} (B_p {b:g})" if np.isfinite(b) else f"{r:.4g}" for b, r in res["regrets"].items())
+    print(f"n* within the regret the sweep accepts ({regrets}) of the best n by the full grid's fits: "
+          f"{res['right_by_regret']:.1%} of {args.probes} probe budgets per frontier")
     if np.isfinite(res["in_band"]):
         print(f"n* inside the full grid's n* band ({args.bootstrap} resamples): {res['in_band']:.1%}")
     print(f"same n* as the full grid: {res['agreement']:.1%} of {args.probes} probe budgets per frontier")

@@ -240,8 +240,9 @@ def replay(evals: pd.DataFrame, *, c_max: float | None = None, params: SweepSett
     (`fitted_regrets`) of the best n by the full grid's own fits: `fitted_regret`), in_band (NaN: `with_grid_band` fills it),
     budgets (the rungs), params, runs (per run, see `replay_sweep`),
     probes (per frontier and probe: n* and reward of both, regret, and the band), evals (the
-    adaptive study's evaluations), fits_full / fits_adaptive (both studies' fits) and log (the
-    rule's decisions per rung, `replay_sweep`'s).
+    adaptive study's evaluations), fits_full / fits_adaptive (both studies' fits), log (the
+    rule's decisions per rung, `replay_sweep`'s) and regrets (B_p -> the regret right_by_regret
+    is judged by, `fitted_regrets`).
     """
     s = replace(settings or AnalysisSettings(), method="noise")
     evals = check_evals(evals, s.metric, split=split)
@@ -274,6 +275,7 @@ def replay(evals: pd.DataFrame, *, c_max: float | None = None, params: SweepSett
         "budgets": p.budgets(c_max),
         "params": p.rule(), "c_max": c_max, "runs": runs, "probes": table,
         "evals": adaptive, "fits_full": fits_full, "fits_adaptive": fits_adaptive, "log": log,
+        "regrets": {float(b): float(r) for b, r in zip(table["B_p"], tolerance)},
     }
 
 
