@@ -32,7 +32,8 @@ def _spread(values, unit: str) -> str:
 def _adaptive_lines(cfg: dict, costs: pd.DataFrame, adaptive: dict) -> list[str]:
     frac = adaptive["fractions"]
     merged = costs.merge(frac, on=["split", "B_p", "n"], how="left").fillna({"fraction": 1.0, "eval_fraction": 1.0})
-    train, val = (merged["rollouts"] * merged["fraction"]).sum(), (merged["eval_rollouts"] * merged["eval_fraction"]).sum()
+    train = (merged["rollouts"] * merged["fraction"]).sum()
+    val = (merged["eval_rollouts"] * merged["eval_fraction"]).sum()
     share = float(train / merged["rollouts"].sum())
     val_share = float(val / merged["eval_rollouts"].sum()) if merged["eval_rollouts"].sum() > 0 else float("nan")
     bill = float((train + val) / (merged["rollouts"].sum() + merged["eval_rollouts"].sum()))
@@ -64,11 +65,13 @@ def _adaptive_lines(cfg: dict, costs: pd.DataFrame, adaptive: dict) -> list[str]
               "not, the model cannot rule out that one run pulls ahead); per stratum: "
               + ", ".join(f"{k} {v:.0%}" for k, v in per_stratum.items()),
               f"  expected from replaying the rule (bands {sw['bands']}, eta {sw['eta']:.4g}, {sw['rungs']} rungs, "
-              f"z {sw['z']}, epsilon {sw['epsilon']:g}, and the rest of the sweep and analysis sections) on "
+              f"z {sw['z']}, epsilon {sw['epsilon']:g}{' of the rise' if sw['epsilon_of'] == 'rise' else ''}, "
+              f"and the rest of the sweep and analysis sections) on "
               f"{rep['seed'].nunique()} synthetic studies per split and "
               f"stratum shaped like this grid (its cells, C_max, validation steps and {cfg['splits']['val_size']} x "
               f"{cfg['eval']['k']} validation draws; truths of isocompute.analysis.adaptive.strata); n* within "
-              f"epsilon of the full grid's best at {rep['right_by_regret'].mean():.0%} of probe budgets, the same n* "
+              f"the regret it accepts of the full grid's best at {rep['right_by_regret'].mean():.0%} of probe budgets, "
+              f"the same n* "
               f"at {rep['agreement'].mean():.0%}"]
     return lines + _failed_lines(adaptive)
 
