@@ -70,7 +70,7 @@ def cmd_design(args) -> int:
     from isocompute import atomic
     from isocompute.cli.common import progress
     from isocompute.config import load_config
-    from isocompute.design.assurance import Plan, assess, design_of, table_text
+    from isocompute.design.assurance import Plan, assess, default_designs, design_of, table_text
     from isocompute.design.pilot import read_pilot
     from isocompute.errors import InputError
 
@@ -80,10 +80,8 @@ def cmd_design(args) -> int:
             raise InputError(f"{flag} {value}: must be at least {least}")
     config = load_config(args.configfile) if args.configfile is not None else None
     pilot = read_pilot(args.pilot, args.split, run_sd=args.run_sd, bootstrap=args.pilot_bootstrap)
-    texts = args.designs or ["pilot", f"C=2^{_log2(pilot.design.c_max) + 2} name=C_x4",
-                             f"val={4 * pilot.design.problems} name=val_x4",
-                             f"C=2^{_log2(pilot.design.c_max) + 2} val={4 * pilot.design.problems} name=C_x4_val_x4"]
-    designs = [design_of(t, pilot.design) for t in texts]
+    designs = ([design_of(t, pilot.design) for t in args.designs] if args.designs
+               else default_designs(pilot.design))
     plan = Plan(draws=args.draws, seeds=args.seeds, bootstrap=args.bootstrap, seed=args.seed)
     table, studies = assess(designs, pilot, plan, config, args.cores,
                             progress=lambda total: progress(total=total, desc="design: simulated studies", unit="study"))
@@ -92,9 +90,3 @@ def cmd_design(args) -> int:
         atomic.write_text(args.out, table.to_csv(index=False))
         atomic.write_text(args.out.with_name(args.out.stem + "_studies.csv"), studies.to_csv(index=False))
     return 0
-
-
-def _log2(x: float) -> int:
-    import math
-
-    return int(round(math.log2(x)))

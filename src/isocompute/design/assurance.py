@@ -140,12 +140,14 @@ def design_costs(d: Design, config: dict | None = None, cores: int = 2, units: U
 @dataclass(frozen=True)
 class Plan:
     """How hard to simulate: `draws` truths from the bootstrap per design, `seeds` simulated studies on each,
-    as many on the fitted null; each analysed with `bootstrap` replicates; `seed` the noise's."""
+    as many on the fitted null (none with `fitted_null` False: its false-claim columns are then NaN); each
+    analysed with `bootstrap` replicates; `seed` the noise's."""
 
     draws: int = 20
     seeds: int = 1
     bootstrap: int = 50
     seed: int = 0
+    fitted_null: bool = True
 
     def studies(self) -> int:
         return self.draws * self.seeds
@@ -157,12 +159,13 @@ def assess(designs, pilot: Pilot, plan: Plan = Plan(), config: dict | None = Non
     `progress(total=...)`, if given, makes a bar that each simulated study advances."""
     settings = AnalysisSettings(bootstrap=plan.bootstrap)
     costs = [design_costs(d, config, cores) for d in designs]       # a config that cannot price them stops here
-    total = len(designs) * 2 * plan.studies()
+    kinds = ("assurance", "fitted_null") if plan.fitted_null else ("assurance",)
+    total = len(designs) * len(kinds) * plan.studies()
     bar = progress(total=total) if progress is not None and total else None
     rows, studies = [], []
     for d, cost in zip(designs, costs):
         runs = []
-        for kind in ("assurance", "fitted_null"):
+        for kind in kinds:
             for i in range(plan.studies()):
                 r = replication(d, pilot, kind, i, settings, plan.seed)
                 runs.append({"design": d.name, **r})
@@ -218,6 +221,14 @@ def _numbers(key: str, text: str) -> tuple[int, ...]:
         lo, hi = (int(x) for x in text.split("-"))
         return tuple(2 ** k for k in range(int(np.log2(lo)), int(np.log2(hi)) + 1))
     return tuple(int(x) for x in text.split(","))
+
+
+def default_designs(base: Design) -> list[Design]:
+    """The designs `isocompute design` judges unless told: the pilot's own (`base`), it trained 4x further,
+    with 4x the validation problems, and both."""
+    further, larger = f"C=2^{round(float(np.log2(base.c_max))) + 2}", f"val={4 * base.problems}"
+    texts = ["pilot", f"{further} name=C_x4", f"{larger} name=val_x4", f"{further} {larger} name=C_x4_val_x4"]
+    return [design_of(t, base) for t in texts]
 
 
 def design_of(text: str, base: Design) -> Design:
