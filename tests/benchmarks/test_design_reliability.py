@@ -1,0 +1,32 @@
+"""benchmarks/bench_design_reliability.py in its quick mode, run as a user runs it: one synthetic pilot
+per shape, each candidate's predicted assurance against its outcome on the known truth, printed as
+the reliability table (every claim x bin), the pooled calibration and the verdict."""
+
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+import pytest
+
+from support import run_benchmark
+from isocompute.design.assurance import CLAIMS
+from isocompute.design.reliability import BINS, SHAPES
+
+pytestmark = pytest.mark.slow   # runs a benchmark
+
+
+def test_quick_prints_the_reliability_table_of_every_shape(tmp_path):
+    out = run_benchmark("bench_design_reliability.py", "--quick", "--jobs", "1",
+                        "--out", str(tmp_path / "r.csv")).stdout
+    rows = pd.read_csv(tmp_path / "r.csv", keep_default_na=False, na_values=[""])   # "null" is a shape
+    assert sorted(rows["shape"].unique()) == sorted(SHAPES) and rows["truth_seed"].nunique() == len(SHAPES)
+    took = rows[rows["refused"].isna()]
+    assert took["successes"].isin([0, 1]).all() and took["outcomes"].eq(1).all()
+    assert took["predicted"].isin([0.0, 0.5, 1.0]).all()                        # --quick: 2 draws
+    lines = re.findall(r"^\| (rises|determined|U) \| \[[\d.]+, [\d.]+[)\]] \| (\d+) \|", out, flags=re.M)
+    assert len(lines) == len(CLAIMS) * (len(BINS) - 1), out
+    for claim in CLAIMS:
+        assert sum(int(n) for c, n in lines if c == claim) == (took["claim"] == claim).sum()
+    assert re.search(rf"pilots refused by the tool \(or with no truth drawn\): \d+ of {len(SHAPES)}", out), out
+    assert "judged bins (>= 20 designs): 0 of 15" in out                      # too few designs to judge any
