@@ -5,6 +5,7 @@ hand-made ones or a finished study's point fits (`truth`); both judge with the a
 (`chain`) and price with the cost model of `isocompute.cluster.plan`, at unit costs measured on a
 finished study (`costs`) or a config's cluster.throughput.
 
-The benchmarks print `power`'s numbers (benchmarks/power_nstar.py, benchmarks/power_cost.py);
-nothing here imports a benchmark.
+`reliability` asks whether the assurance is calibrated, on synthetic pilots of known truths.
+The benchmarks print `power`'s numbers (benchmarks/power_nstar.py, benchmarks/power_cost.py) and
+`reliability`'s table (benchmarks/bench_design_reliability.py); nothing here imports a benchmark.
 """
