@@ -196,17 +196,19 @@ def summarise(d: Design, runs: list[dict], cost: dict) -> dict:
 def table_text(table: pd.DataFrame, pilot: Pilot, plan: Plan) -> str:
     """The assurance table as `isocompute design` prints it: a line per design, then the key."""
     head = (f"{'design':<22}{'what':<50}{'rises':>7}{'95% CI':>13}{'n* det':>8}{'U':>6}{'truth':>7}"
-            f"{'false':>7}{'95% CI':>13}{'cost':>10}{'unit':>7}")
+            f"{'false':>7}{'95% CI':>13}{'cost':>10}{'unit':>7}{'wall h':>8}")
     lines = [pilot.describe(), head, "-" * len(head)]
     for r in table.itertuples():
         lines.append(f"{r.design[:21]:<22}{r.describe[:49]:<50}{r.rises:>7.2f}{f'[{r.rises_lo:.2f},{r.rises_hi:.2f}]':>13}"
                      f"{r.determined:>8.2f}{r.U:>6.2f}{r.truth_rises:>7.2f}{r.false_claim:>7.2f}"
-                     f"{f'[{r.false_claim_lo:.2f},{r.false_claim_hi:.2f}]':>13}{r.cost:>10.3g}{r.cost_unit:>7}")
+                     f"{f'[{r.false_claim_lo:.2f},{r.false_claim_hi:.2f}]':>13}{r.cost:>10.3g}{r.cost_unit:>7}"
+                     f"{r.wall_h:>8.3g}")
     lines.append(f"rises, n* det, U: assurance that some B_p's n*(C) law is 'rises: established', its n* at the top is "
                  f"determined, its law's U has an interval within {SPAN:g} doublings; averaged over {plan.draws} truths "
                  f"drawn from the pilot's bootstrap x {plan.seeds} simulated studies each; truth: share of drawn truths "
                  f"whose own n* rises over the compared range; false: a rise or fall claimed on the pilot's fitted null; "
-                 f"CI: Clopper-Pearson 95% over the simulated studies; cost: plan's cost model")
+                 f"CI: Clopper-Pearson 95% over the simulated studies; cost: plan's cost model; wall h: its wall clock "
+                 f"(the longest job on a cluster; the jobs packed on --cores locally)")
     return "\n".join(lines)
 
 
