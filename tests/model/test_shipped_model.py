@@ -66,7 +66,8 @@ def test_shipped_copy_checksums_and_loads():
     assert sum(p.numel() for p in lean.parameters()) == n_params
 
 
-@pytest.mark.parametrize("config", ["config.yaml", "replicate.yaml", "replicate_e15.yaml", "replicate_pilot.yaml"])
+@pytest.mark.parametrize("config", ["config.yaml", "replicate.yaml", "replicate_e15.yaml", "replicate_e18.yaml",
+                                    "replicate_pilot.yaml"])
 def test_shipped_recipe_is_the_embedded_studies(config):
     """`make run` and `make replicate` get the shipped copy: their recipe is its recipe."""
     assert shipped.shipped_recipe() == shipped.recipe(embedded_params(config))
