@@ -25,12 +25,11 @@ import numpy as np
 import pandas as pd
 
 from isocompute.analysis.fits.settings import AnalysisSettings
-from isocompute.analysis.fits.sigmoid import USABLE
 from isocompute.analysis.inputs.read import read_evals
 from isocompute.design.chain import analyse
 from isocompute.design.costs import EVAL_SAMPLES
 from isocompute.design.power import Design
-from isocompute.design.truth import FittedTruth
+from isocompute.design.truth import FittedTruth, usable_cells
 from isocompute.errors import InputError
 
 # A B_p's truth extrapolates in n along its runs' trend (FittedTruth: quadratic in log2 n); fewer
@@ -122,9 +121,9 @@ def pilot_from_tables(fits: pd.DataFrame, boot: pd.DataFrame, evals: pd.DataFram
                       source: str, metric: str = "avg@4", run_sd: float | None = None) -> Pilot:
     """The pilot of a split's tables (fits, bootstrap_fits, and its evaluation table when there is one);
     InputError naming `source` when it cannot be used. `run_sd`, when given, replaces what the seeds say."""
-    usable = fits[fits["status"].isin(USABLE) & (fits["C_mid"] > 0)]
+    usable = usable_cells(fits)
     for B_p in sorted(fits["B_p"].unique()):
-        runs = usable[usable["B_p"] == B_p][["n"]].drop_duplicates()
+        runs = usable[usable["B_p"] == B_p]
         if len(runs) < MIN_RUNS:
             raise InputError(f"{source}: fewer than {MIN_RUNS} usable runs in B_p {int(B_p)} ({len(runs)} fitted "
                              f"with status ok or flat and a midpoint): its trend in n cannot be extrapolated")

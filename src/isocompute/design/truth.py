@@ -32,7 +32,9 @@ from isocompute.analysis.fits.sigmoid import USABLE, sigmoid_reward
 PARAMS = ("R0", "A", "B", "C_mid")
 
 
-def _usable(fits: pd.DataFrame) -> pd.DataFrame:
+def usable_cells(fits: pd.DataFrame) -> pd.DataFrame:
+    """One row per (B_p, n) with a usable fit (status ok or flat, C_mid > 0): its parameters, averaged
+    over seeds. What a truth is built from, and what a pilot must have enough of."""
     ok = fits[fits["status"].isin(USABLE) & (fits["C_mid"] > 0)]
     return ok.groupby(["B_p", "n"], as_index=False)[list(PARAMS)].mean()      # seeds: one curve per cell
 
@@ -60,7 +62,7 @@ class FittedTruth:
         missing = [c for c in ("B_p", "n", "status", *PARAMS) if c not in fits.columns]
         if missing:
             raise ValueError(f"{source}: missing column {missing[0]!r} (expected fits.csv of the analysis)")
-        ok = _usable(fits)
+        ok = usable_cells(fits)
         if ok.empty:
             raise ValueError(f"{source}: no usable fit (status ok or flat with C_mid > 0)")
         cells = {int(b): g.sort_values("n").reset_index(drop=True) for b, g in ok.groupby("B_p")}
