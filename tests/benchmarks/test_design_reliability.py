@@ -30,3 +30,16 @@ def test_quick_prints_the_reliability_table_of_every_shape(tmp_path):
         assert sum(int(n) for c, n in lines if c == claim) == (took["claim"] == claim).sum()
     assert re.search(rf"pilots refused by the tool \(or with no truth drawn\): \d+ of {len(SHAPES)}", out), out
     assert "judged bins (>= 20 designs): 0 of 15" in out                      # too few designs to judge any
+
+
+def test_the_null_diagnosis_prints_what_the_pilot_reads_as_noise():
+    out = run_benchmark("bench_design_null.py", "--seeds", "3005", "--outcomes", "1", "--jobs", "1").stdout
+    row = re.search(r"^\| 3005 \| ([\d.]+) \| ([\d.]+) \| (\d+) \| 5 \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \| "
+                    r"([\d.]+) \| ([\d.]+) \| 1 \|", out, flags=re.M)
+    assert row, out
+    run_sd, measured, over, spread, boot_sd, pilot_determined, predicted, observed = row.groups()
+    assert 0.005 <= float(run_sd) <= 0.02 and float(spread) >= 0 and float(boot_sd) >= 0
+    assert pilot_determined in ("0.000", "1.000") and observed in ("0.000", "1.000")
+    assert 0 <= float(predicted) <= 1
+    assert re.search(r"1 null truths: predicted determined [\d.]+, observed [\d.]+ \[[\d.]+, [\d.]+\] over 1 runs",
+                     out), out

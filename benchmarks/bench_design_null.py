@@ -1,0 +1,62 @@
+"""Benchmark: why `isocompute design` over-predicts "n* determined" on null truths (n does not matter).
+
+The reliability table (bench_design_reliability.py) found the assurance that n* is determined
+over-confident, most of it on null truths. For each null truth (by default the eight of the tuning
+seeds 3000-3047, `reliability.FIRST_TRUTH`, never the reported 4000s), the pilot as the reliability
+study makes it and, per `reliability.null_diagnosis`: its fits with an asymptote above 1 (a
+simulated run clips A to 1, so a curve still low on its rise becomes flat), the spread over n of
+its fitted rewards at its C_max (the truth's is 0) against the bootstrap's sd of them (what the
+tool reads as noise), whether the pilot's own analysis calls n* determined, the tool's predicted
+assurance for the pilot's design, and how often that design, run on the truth, determines n*.
+
+    PYTHONPATH=src .venv/bin/python benchmarks/bench_design_null.py [--seeds 3005,3011,...] [--outcomes 3]
+        [--jobs 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from functools import partial
+
+import pandas as pd
+
+from isocompute.design.chain import rate
+from isocompute.design.reliability import FIRST_TRUTH, SHAPES, markdown, null_diagnosis
+
+NULL_SEEDS = tuple(s for s in range(FIRST_TRUTH, FIRST_TRUTH + 48) if SHAPES[s % len(SHAPES)] == "null")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", default=",".join(map(str, NULL_SEEDS)), help="null truth seeds (default: %(default)s)")
+    parser.add_argument("--outcomes", type=int, default=3, help="runs of the pilot's design on each truth (default 3)")
+    parser.add_argument("--jobs", type=int, default=2, help="worker processes over truths (default 2)")
+    args = parser.parse_args(argv)
+    seeds = [int(s) for s in args.seeds.split(",") if s]
+    start = time.perf_counter()
+    work = partial(null_diagnosis, outcomes=args.outcomes)
+    if args.jobs <= 1:
+        rows = [work(s) for s in seeds]
+    else:
+        with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+            rows = list(pool.map(work, seeds))
+    frame = pd.DataFrame(rows)
+    frame["spread/sd"] = frame["top_spread"] / frame["boot_sd"]
+    print(markdown(frame, digits=3))
+    hits = [1.0] * int(round((frame["observed"] * frame["outcomes"]).sum()))
+    hits += [0.0] * (int(frame["outcomes"].sum()) - len(hits))
+    observed, n, lo, hi = rate(hits)
+    print(f"\n{len(frame)} null truths: predicted determined {frame['predicted'].mean():.2f}, observed "
+          f"{observed:.2f} [{lo:.2f}, {hi:.2f}] over {n} runs; the pilot's own analysis determined in "
+          f"{int(frame['pilot_determined'].sum())}; pilots with a fit A > 1: {int((frame['fits_over_1'] > 0).sum())} "
+          f"({int(frame['fits_over_1'].sum())} of {int(frame['fits'].sum())} fits); spread over n at C_max "
+          f"{frame['top_spread'].median():.3f} (median) against a bootstrap sd of {frame['boot_sd'].median():.3f}")
+    print(f"{time.perf_counter() - start:.0f} s, {args.jobs} jobs")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
