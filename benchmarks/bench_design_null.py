@@ -46,9 +46,8 @@ def main(argv=None) -> int:
     frame = pd.DataFrame(rows)
     frame["spread/sd"] = frame["top_spread"] / frame["boot_sd"]
     print(markdown(frame, digits=3))
-    hits = [1.0] * int(round((frame["observed"] * frame["outcomes"]).sum()))
-    hits += [0.0] * (int(frame["outcomes"].sum()) - len(hits))
-    observed, n, lo, hi = rate(hits)
+    successes, runs = int(frame["successes"].sum()), int(frame["outcomes"].sum())
+    observed, n, lo, hi = rate([1.0] * successes + [0.0] * (runs - successes))
     print(f"\n{len(frame)} null truths: predicted determined {frame['predicted'].mean():.2f}, observed "
           f"{observed:.2f} [{lo:.2f}, {hi:.2f}] over {n} runs; the pilot's own analysis determined in "
           f"{int(frame['pilot_determined'].sum())}; pilots with a fit A > 1: {int((frame['fits_over_1'] > 0).sum())} "

@@ -137,7 +137,11 @@ def _analysed(d: Design, params, seed: int, run_sd: float, bootstrap: int) -> di
 def synthetic_pilot(d: Design, params, run_sd: float, seed: int, bootstrap: int, source: str) -> Pilot:
     """The pilot `isocompute design` would read from design `d` run on the truth `params` (noise `seed`):
     its tables analysed with `bootstrap` replicates; InputError where the tool refuses it."""
-    out = _analysed(d, params, seed, run_sd, bootstrap)
+    return _pilot_of(_analysed(d, params, seed, run_sd, bootstrap), d, source)
+
+
+def _pilot_of(out: dict, d: Design, source: str) -> Pilot:
+    """The pilot `isocompute design` reads from the analysed tables `out` of design `d`."""
     return pilot_from_tables(out["fits"], out["bootstrap_fits"], out["evals"], split=d.split, source=source)
 
 
@@ -215,13 +219,12 @@ def null_diagnosis(seed: int, study: "Study" = None, outcomes: int = 3) -> dict:
       pilot_determined the pilot's own analysis: n* determined at its C_max (0/1)
       predicted        the tool's assurance that the pilot's design determines n*
       observed         the pilot's design run `outcomes` times on the truth with fresh noise: how
-                       often n* is determined."""
+                       often n* is determined (`successes` of them)."""
     study = study or Study()
-    params, run_sd, truth = known_truth("null", seed, study.pilot)
+    params, run_sd, _ = known_truth("null", seed, study.pilot)
     with _quiet():
         out = _analysed(study.pilot, params, seed, run_sd, study.pilot_bootstrap)
-        pilot = pilot_from_tables(out["fits"], out["bootstrap_fits"], out["evals"], split=study.pilot.split,
-                                  source=f"truth {seed} (null)")
+        pilot = _pilot_of(out, study.pilot, f"truth {seed} (null)")
         top = study.pilot.c_max
         point = [sigmoid_reward(top, **pilot.point.params(b, n)) for b, n in _cells(pilot.point)]
         boot = np.array([[sigmoid_reward(top, **r.params(b, n)) for b, n in _cells(pilot.point)]
@@ -235,7 +238,8 @@ def null_diagnosis(seed: int, study: "Study" = None, outcomes: int = 3) -> dict:
             "top_spread": float(np.ptp(point)), "boot_sd": float(boot.std(axis=0).mean()),
             "pilot_determined": judge(out, study.pilot)["determined"],
             "predicted": float(table["determined"].iloc[0]),
-            "observed": float(np.mean([s["determined"] for s in seen])), "outcomes": outcomes}
+            "observed": float(np.mean([s["determined"] for s in seen])), "outcomes": outcomes,
+            "successes": int(sum(s["determined"] for s in seen))}
 
 
 def _cells(truth) -> list[tuple[int, int]]:
