@@ -59,6 +59,7 @@ class SweepSettings:
     reach: float = _D["reach"]
     inflation: float = _D["inflation"]
     run_effects: bool = _D["run_effects"]
+    b_slope: bool = _D["b_slope"]
     insurance: float = _D["insurance"]
     revive: bool = _D["revive"]
 

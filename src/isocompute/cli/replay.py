@@ -149,7 +149,7 @@ def cmd_replay_adaptive(args) -> int:
     print(f"adaptive replay of {args.evals}: {len(runs)} runs, C_max = {res['c_max']:.6g}, {p['rungs']} rungs "
           f"from C_max/{p['eta']:.4g}^{p['rungs'] - 1} = {res['budgets'][0]:.4g} (bands {p['bands']}, z {p['z']}, neighbours "
           f"{p['neighbours']}, min_evals {p['min_evals']}, frontier {p['frontier']}, epsilon {p['epsilon']:g}"
-          f"{' of the rise' if p['epsilon_of'] == 'rise' else ''}, run_effects {p['run_effects']}, "
+          f"{' of the rise' if p['epsilon_of'] == 'rise' else ''}, run_effects {p['run_effects']}, b_slope {p['b_slope']}, "
           f"revive {p['revive']}; fitted on {analysis['metric']})")
     if args.configfile is not None:
         print(f"settings: {args.configfile}'s sweep and analysis sections, the options given on top")

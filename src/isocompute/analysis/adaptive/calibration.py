@@ -31,7 +31,8 @@ def calibration(truth: Truth, evals: pd.DataFrame, p: SweepSettings) -> dict:
         d = round(float(np.log2(C_MAX / budget)), 2)
         for B_p in B_PS:
             for k in INFLATIONS:
-                how = TrendDraws(s.metric, s.pool_degree, s.pool_alpha, draws=1000, inflation=k, runs=p.run_effects)
+                how = TrendDraws(s.metric, s.pool_degree, s.pool_alpha, draws=1000, inflation=k, runs=p.run_effects,
+                                 b_slope=p.b_slope)
                 ens = trend_ensemble(seen, fits, B_p, Horizon(budget, C_MAX, 2), how, rng)
                 if ens is None:
                     break

@@ -84,15 +84,18 @@ def draw_trend_curves(trend: dict, n: np.ndarray, R0: float, grid: np.ndarray, r
                       draws: int = DRAWS, inflation: float = 1.0):
     """`draws` joint draws of a trend fit's parameters (`fits.pooled.fit_trend`; Gaussian, covariance
     `trend_covariance` times inflation^2) as curves of the runs `n` (R,) on `grid` (G,): (curves
-    (K, R, G), (A (K, R), log C_mid (K, R), B (K, 1, 1))). The draws come from the covariance's
+    (K, R, G), (A (K, R), log C_mid (K, R), B (K, 1, 1); (K, R, 1) where B has a slope in n)). The draws come from the covariance's
     non-negative part: pinv's rounding can leave an eigenvalue a hair below 0. `grid` may be (R, G),
     one row per run (a collapsed run's grid held, `held_grid`)."""
-    degree = (trend["theta"].size - 1) // 2 - 1             # theta: B, then A's and log C_mid's coefficients
+    k = 2 if trend.get("b_slope", False) else 1             # theta: B (and its slope in log2 n), then
+    degree = (trend["theta"].size - k) // 2 - 1             # A's and log C_mid's coefficients
     theta = rng.multivariate_normal(trend["theta"], trend_covariance(trend) * inflation ** 2, size=draws,
                                     method="eigh", check_valid="ignore")
     X = _design(np.log2(np.asarray(n, dtype=float)), trend["centre"], degree)                 # (R, degree + 1)
-    A, log_mid = theta[:, 1:degree + 2] @ X.T, theta[:, degree + 2:] @ X.T                    # (K, R)
+    A, log_mid = theta[:, k:degree + 1 + k] @ X.T, theta[:, degree + 1 + k:] @ X.T            # (K, R)
     B = np.maximum(theta[:, :1, None], 1e-6)
+    if k == 2:                                                                                  # (K, R, 1)
+        B = B * np.exp2(np.clip(theta[:, 1, None, None] * X[None, :, -2, None], -60.0, 60.0))
     at = np.broadcast_to(np.asarray(grid, dtype=float), (A.shape[1], np.shape(grid)[-1]))         # (R, G)
     curves = R0 + (A - R0)[:, :, None] * expit(B * (np.log(at)[None, :, :] - log_mid[:, :, None]))
     return curves, (A, log_mid, B)

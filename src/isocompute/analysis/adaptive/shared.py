@@ -62,7 +62,8 @@ class Ensemble(NamedTuple):
 class TrendDraws(NamedTuple):
     """How a B_p's trend model is fitted and drawn: the metric, the trend's degree in log2 n
     (analysis.pool_degree), the F-test level that rejects it (analysis.pool_alpha), the draws, and
-    the factor that widens the parameters' sd (sweep.inflation)."""
+    the factor that widens the parameters' sd (sweep.inflation), whether each run gets its own
+    deviation (sweep.run_effects) and whether a trend with B varying in n is mixed in (sweep.b_slope)."""
 
     metric: str = "avg@4"
     degree: int = 2
@@ -70,6 +71,7 @@ class TrendDraws(NamedTuple):
     draws: int = DRAWS
     inflation: float = 1.0
     runs: bool = False
+    b_slope: bool = False
 
 
 def trend_ensemble(seen: pd.DataFrame, fits: pd.DataFrame, B_p, ahead: Horizon, how: TrendDraws,
@@ -80,7 +82,7 @@ def trend_ensemble(seen: pd.DataFrame, fits: pd.DataFrame, B_p, ahead: Horizon, 
     `trained`: the set of (B_p, n), as floats, trained to this rung (the ensemble's `active`); without
     it, `draws.trained_to_rung`'s guess (a run taken for stopped would be neither a rival nor a
     candidate)."""
-    metric, degree, alpha, draws, inflation, runs = how
+    metric, degree, alpha, draws, inflation, runs, b_slope = how
     group = fits[(fits["B_p"] == B_p) & fits["status"].isin(USABLE)].sort_values("n")
     p = group["pool_p"].to_numpy(dtype=float) if "pool_p" in group.columns else np.array([np.nan])
     if len(group) < degree + 2 or not (np.isfinite(p).all() and (p >= alpha).all()):
@@ -99,11 +101,17 @@ def trend_ensemble(seen: pd.DataFrame, fits: pd.DataFrame, B_p, ahead: Horizon, 
     grid = ahead.grid
     at = held_grid(grid, group)                          # a collapsed run's curve held flat
     curves, _ = draw_trend_curves(trend, n, R0, at, rng, draws=draws, inflation=inflation)
-    w_lower = lower_degree_weight(trend, lower, degree)
-    if w_lower > 0:
-        curves_lower, _ = draw_trend_curves(lower, n, R0, at, rng, draws=draws, inflation=inflation)
-        pick = rng.random(draws) < w_lower
-        curves[pick] = curves_lower[pick]
+    slope = fit_trend(points, R0, init, degree=degree, b_slope=True) if b_slope and degree >= 1 else None
+    w_lower, w_slope = model_weights(trend, degree, lower, slope)
+    if w_lower > 0 or w_slope > 0:
+        if w_lower > 0:
+            curves_lower, _ = draw_trend_curves(lower, n, R0, at, rng, draws=draws, inflation=inflation)
+        u = rng.random(draws)
+        if w_lower > 0:
+            curves[u < w_lower] = curves_lower[u < w_lower]
+        if w_slope > 0:
+            pick = (u >= w_lower) & (u < w_lower + w_slope)
+            curves[pick] = draw_trend_curves(slope, n, R0, at, rng, draws=draws, inflation=inflation)[0][pick]
     if runs:                    # each run's own deviation from the trend, drawn apart from the trend's
         tau = run_spread(trend, degree)
         if tau > 0:
@@ -114,6 +122,23 @@ def trend_ensemble(seen: pd.DataFrame, fits: pd.DataFrame, B_p, ahead: Horizon, 
     else:
         active = np.array([(float(B_p), float(k)) in trained for k in n], dtype=bool)
     return Ensemble(n=n, reached=reached, active=active, grid=grid, curves=curves, R0=R0)
+
+
+def model_weights(trend: dict, degree: int, lower: dict | None, slope: dict | None) -> tuple[float, float]:
+    """The weights, in the model's draws, of the trend one degree lower (`lower`) and of the trend
+    whose B varies with n (`slope`, one parameter more than `trend`), against `trend` of `degree`:
+    their BIC posterior probabilities (equal prior odds) among the models fitted (None: not
+    fitted, weight 0), as `lower_degree_weight` computes them for two. Without `slope` the
+    weight of `lower` is `lower_degree_weight`'s."""
+    if slope is None:
+        return lower_degree_weight(trend, lower, degree), 0.0
+    points = max(int(trend["n_points"]), 2)
+    scale = max(1.0, trend["sse"] / max(points - (3 + 2 * degree), 1))
+    fitted = [(trend, 3 + 2 * degree), (lower, 1 + 2 * degree), (slope, 4 + 2 * degree)]
+    bic = np.array([np.inf if fit is None else fit["sse"] / scale + k * np.log(points) for fit, k in fitted])
+    w = np.exp(-0.5 * (bic - bic.min()))
+    w /= w.sum()
+    return float(w[1]), float(w[2])
 
 
 def lower_degree_weight(trend: dict, lower: dict | None, degree: int) -> float:
@@ -218,7 +243,7 @@ def apply_shared(decisions: pd.DataFrame, seen: pd.DataFrame, fits: pd.DataFrame
     floor = float(norm.sf(params.z))
     rng = np.random.default_rng(0)
     how = TrendDraws(settings.metric, settings.pool_degree, settings.pool_alpha, inflation=params.inflation,
-                     runs=params.run_effects)
+                     runs=params.run_effects, b_slope=params.b_slope)
     c_max = ahead.c_max
     rows = []
     for B_p in sorted(out["B_p"].unique()):

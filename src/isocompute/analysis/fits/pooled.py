@@ -55,8 +55,20 @@ def _design(log2_n: np.ndarray, centre: float, degree: int) -> np.ndarray:
     return np.vander(log2_n - centre, degree + 1)          # highest power first, as np.polyval
 
 
-def _unpack(theta: np.ndarray, degree: int):
-    return theta[0], theta[1:degree + 2], theta[degree + 2:]
+def _unpack(theta: np.ndarray, degree: int, b_slope: bool = False):
+    """theta's parts: B (with `b_slope`, (B, beta): log2 B linear in log2 n), A's and log C_mid's
+    coefficients."""
+    k = 2 if b_slope else 1
+    B = theta[:2] if b_slope else theta[0]
+    return B, theta[k:degree + 1 + k], theta[degree + 1 + k:]
+
+
+def _efficiency(B, X: np.ndarray):
+    """The efficiency exponent at the design rows X: B, or with a slope (B, beta) B x 2^(beta x
+    (log2 n - centre)), the slope on the design's linear column."""
+    if np.ndim(B) == 0:
+        return B
+    return B[0] * np.exp2(np.clip(B[1] * X[:, -2], -60.0, 60.0))
 
 
 class _WeightedResiduals:
@@ -68,8 +80,8 @@ class _WeightedResiduals:
     move A alone and need no exp, log or expit over the points (the cost of the bootstrap's
     pooled refits on a large table)."""
 
-    def __init__(self, X, R0: float, compute, y, sw):
-        self.X, self.R0, self.y, self.sw = X, R0, y, sw
+    def __init__(self, X, R0: float, compute, y, sw, b_slope: bool = False):
+        self.X, self.R0, self.y, self.sw, self.b_slope = X, R0, y, sw, b_slope
         self.degree = X.shape[1] - 1
         self.nonpositive = compute <= 0
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -77,14 +89,14 @@ class _WeightedResiduals:
         self.m_key = self.b_key = None
 
     def __call__(self, theta):
-        B, a, m = _unpack(theta, self.degree)
+        B, a, m = _unpack(theta, self.degree, self.b_slope)
         with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
             if self.m_key != m.tobytes():
                 self.m_key, self.b_key = m.tobytes(), None
                 self.shift = self.log_c - np.log(np.exp(self.X @ m))
             if self.b_key != B.tobytes():
                 self.b_key = B.tobytes()
-                self.frac = expit(B * self.shift)
+                self.frac = expit(_efficiency(B, self.X) * self.shift)
             A = self.X @ a
             out = self.R0 + (A - self.R0) * self.frac
         base = self.R0 + 0.0
@@ -96,7 +108,8 @@ class _WeightedResiduals:
         return self.sw * (out - self.y)
 
 
-def fit_trend(points: list[dict], R0: float, init: pd.DataFrame, *, degree: int = 2) -> dict | None:
+def fit_trend(points: list[dict], R0: float, init: pd.DataFrame, *, degree: int = 2,
+              b_slope: bool = False) -> dict | None:
     """Least-squares trend fit of the runs in `points` (one dict per run:
     n, compute, values, weights; a bootstrap replicate's weights are its
     drawn counts times 1/se^2), started from the run-by-run fits `init`
@@ -104,13 +117,17 @@ def fit_trend(points: list[dict], R0: float, init: pd.DataFrame, *, degree: int 
     n_points (the draws behind the points: a point's `draws`, default 1),
     jac (the weighted residuals' Jacobian at theta), residuals (the weighted residuals there), run
     (each residual's run, an index into `points`) and weights (each residual's), or None when the
-    solver fails. `degree` 0 is one curve for every run.
+    solver fails. `degree` 0 is one curve for every run. `b_slope` (degree >= 1): B varies
+    with n too, log2 B linear in log2 n (one parameter more, after B in theta; the result's
+    b_slope says so).
     """
+    if b_slope and degree < 1:
+        raise ValueError("fit_trend: b_slope needs degree >= 1 (a linear term in log2 n)")
     log2_n = np.log2([p["n"] for p in points]).astype(float)
     centre = float(log2_n.mean())
     x0 = np.log2(init["n"].to_numpy(dtype=float))
     design0 = _design(x0, centre, degree)
-    theta0 = np.concatenate([[float(np.median(init["B"]))],
+    theta0 = np.concatenate([[float(np.median(init["B"]))] + ([0.0] if b_slope else []),
                              np.linalg.lstsq(design0, init["A"].to_numpy(dtype=float), rcond=None)[0],
                              np.linalg.lstsq(design0, np.log(init["C_mid"].to_numpy(dtype=float)), rcond=None)[0]])
     sizes = [p["compute"].size for p in points]
@@ -123,21 +140,21 @@ def fit_trend(points: list[dict], R0: float, init: pd.DataFrame, *, degree: int 
     run = np.repeat(np.arange(len(points)), sizes)[keep]
     X, c, y, sw = X[keep], c[keep], y[keep], np.sqrt(w[keep])
     try:
-        res = least_squares(_WeightedResiduals(X, R0, c, y, sw), theta0, method="trf", x_scale="jac")
+        res = least_squares(_WeightedResiduals(X, R0, c, y, sw, b_slope), theta0, method="trf", x_scale="jac")
     except (ValueError, np.linalg.LinAlgError):
         return None
     if not (res.success and np.all(np.isfinite(res.x)) and res.x[0] > 0):
         return None
     return {"theta": res.x, "centre": centre, "sse": float(np.sum(res.fun ** 2)),
             "n_points": int(round(draws[keep].sum())), "jac": res.jac, "residuals": res.fun, "run": run,
-            "weights": w[keep]}
+            "weights": w[keep], "b_slope": b_slope}
 
 
 def trend_params(trend: dict, n, degree: int) -> dict:
     """A, B, C_mid of the trend model at group sizes `n`."""
-    B, a, m = _unpack(trend["theta"], degree)
+    B, a, m = _unpack(trend["theta"], degree, trend.get("b_slope", False))
     X = _design(np.log2(np.asarray(n, dtype=float)), trend["centre"], degree)
-    return {"A": X @ a, "B": np.full(X.shape[0], B), "C_mid": np.exp(X @ m)}
+    return {"A": X @ a, "B": np.broadcast_to(_efficiency(B, X), X.shape[0]).astype(float), "C_mid": np.exp(X @ m)}
 
 
 def f_test(sse_trend: float, sse_runs: float, n_points: int, params_trend: int, params_runs: int) -> float:
