@@ -10,8 +10,9 @@ every stratum holds each of the four settings equally.
 
 Each study is replayed by `adaptive.replay.replay` with the sweep's schema defaults (or
 `--bands`), and judged at 20 probe budgets per B_p over [C_max / 2^10, C_max]:
-- wrong by regret: the true worth of the sweep's n* is more than epsilon (sweep.epsilon,
-  0.01) below the best n's; the full grid's own rate beside it (its n* from all the data).
+- wrong by regret: the true worth of the sweep's n* is more than the regret (sweep.epsilon,
+  0.05 of the truth's rise) below the best n's; the full grid's own rate beside it (its n*
+  from all the data), and the two differenced on the same probes with a bootstrap interval.
   A run's worth at a budget is the true reward of its best checkpoint so far (`Truth.value`):
   the study's frontier is a running maximum (docs/methods.md, section 6), so the n* it names is a claim about
   best checkpoints. It differs from the reward at the budget only after a collapse (the
@@ -31,9 +32,9 @@ per-study share of wrong probes is printed as well).
 The scoring is `isocompute.analysis.adaptive.scoring` (the oracle: `adaptive.oracle`, the
 calibration: `adaptive.calibration`); this script runs it over the strata and prints it.
 
-Seeds: truths 0..T-1 with noise seeds 0 and 1 are the report seeds. The rule's settings
-(reach, insurance, epsilon) were chosen on truth seeds 1000-1009 (noise seed 0), which the
-report never uses.
+Seeds: the rule's settings were chosen on tuning truths 1000-1019 (noise seed 0), which no
+report uses; the holdouts are 2000-2049 (spent) and 2100-2149 (docs/adaptive-sweep.md says
+which truths chose what); truths 0..T-1, the default, are the report seeds used before them.
 
     PYTHONPATH=src .venv/bin/python benchmarks/bench_adaptive_strata.py [--truths 50] [--first-truth 0]
         [--strata early,late] [--bootstrap 0] [--jobs 2] [--out studies.csv]

@@ -296,6 +296,25 @@ def test_the_truth_bootstrap_keeps_a_truths_noise_seeds_together():
     assert lo == 0 and 0.25 <= hi <= 0.35            # a truth is one draw: up to ~3 of 10 resampled
 
 
+def test_the_sweep_is_judged_against_the_grid_on_the_same_probes():
+    """`scoring.summary`'s over_grid: the sweep's wrong rate less the grid's, paired by study; where
+    the sweep is wrong exactly where the grid is, the difference is 0 with no spread, however much
+    either rate varies between truths."""
+    from isocompute.analysis.adaptive.scoring import summary
+
+    rng = np.random.default_rng(0)
+    wrong = rng.integers(0, 5, 20)
+    base = {"stratum": "mid", "truth": np.repeat(np.arange(10), 2), "bill": 0.5, "oracle": 0.15, "probes": 20,
+            "acting_probes": 10, "wrong": wrong, "wrong_acting": wrong, "cmax_probes": 1, "wrong_cmax": 0,
+            "grid_wrong_cmax": 0, "wrong_now": wrong, "wrong_now_full": wrong, "model_stops": 3, "bad_stops": 0,
+            "outside_band": np.nan, "same_n_star": 1.0, "revivals": 0}
+    same = summary(pd.DataFrame({**base, "grid_wrong_acting": wrong}), resamples=500).iloc[0]
+    assert same["over_grid"] == 0 and same["over_grid_lo"] == 0 and same["over_grid_hi"] == 0
+    assert same["wrong_hi"] > same["wrong_lo"]
+    one_more = summary(pd.DataFrame({**base, "grid_wrong_acting": np.maximum(wrong - 1, 0)}), resamples=500).iloc[0]
+    assert 0 < one_more["over_grid_lo"] <= one_more["over_grid"] <= one_more["over_grid_hi"] <= 0.1
+
+
 def test_the_runs_spread_is_what_their_evaluations_noise_does_not_explain():
     from isocompute.analysis.adaptive.draws import run_spread
     from isocompute.analysis.adaptive.rule import rule_settings

@@ -152,19 +152,22 @@ def summary(table: pd.DataFrame, resamples: int = 2000) -> pd.DataFrame:
     above the first rung (the sweep's, the grid's) with 95% intervals by a bootstrap over truths
     (`truth_bootstrap`), at C_max alone, and the share of studies with any wrong probe there; the
     model's stops and the share of them that were truly needed (decision-level calibration, with its
-    interval); outside the grid's band, exact agreement, revivals."""
+    interval); the sweep's wrong rate less the grid's on the same probes (over_grid, paired: its interval
+    by the same bootstrap); outside the grid's band, exact agreement, revivals."""
     rows = []
     for stratum, g in table.groupby("stratum", sort=False):
         acting = g["acting_probes"].sum()
-        (lo, hi), (glo, ghi), (clo, chi) = truth_bootstrap(
-            g, ["wrong_acting", "grid_wrong_acting", "bad_stops"], ["acting_probes", "acting_probes", "model_stops"],
-            resamples)
+        g = g.assign(over_grid=g["wrong_acting"] - g["grid_wrong_acting"])      # paired: the same probes
+        (lo, hi), (glo, ghi), (clo, chi), (olo, ohi) = truth_bootstrap(
+            g, ["wrong_acting", "grid_wrong_acting", "bad_stops", "over_grid"],
+            ["acting_probes", "acting_probes", "model_stops", "acting_probes"], resamples)
         band = g["outside_band"].dropna()
         stops = g["model_stops"].sum()
         rows.append({"stratum": stratum, "studies": len(g), "bill": g["bill"].mean(),
                      "bill_p95": g["bill"].quantile(0.95), "bill_max": g["bill"].max(), "oracle": g["oracle"].mean(),
                      "wrong": g["wrong_acting"].sum() / acting, "wrong_lo": lo, "wrong_hi": hi,
                      "grid_wrong": g["grid_wrong_acting"].sum() / acting, "grid_wrong_lo": glo, "grid_wrong_hi": ghi,
+                     "over_grid": g["over_grid"].sum() / acting, "over_grid_lo": olo, "over_grid_hi": ohi,
                      "wrong_cmax": g["wrong_cmax"].sum() / g["cmax_probes"].sum(),
                      "grid_wrong_cmax": g["grid_wrong_cmax"].sum() / g["cmax_probes"].sum(),
                      "wrong_all": g["wrong"].sum() / g["probes"].sum(),
@@ -200,7 +203,9 @@ def verdict(summ: pd.DataFrame, floor: float, bill_interval: tuple[float, float]
         cal = "no model stops" if not r.model_stops else (
             f"needed stops {r.needed:.1%} [{r.needed_lo:.1%}, {r.needed_hi:.1%}] of {r.model_stops} "
             f"(floor {floor:.1%}): {'PASS' if r.needed <= floor else 'FAIL'}")
-        lines.append(f"{r.stratum:<11} wrong {r.wrong:.1%} [{r.wrong_lo:.1%}, {r.wrong_hi:.1%}] (grid {r.grid_wrong:.1%})"
+        lines.append(f"{r.stratum:<11} wrong {r.wrong:.1%} [{r.wrong_lo:.1%}, {r.wrong_hi:.1%}] (grid {r.grid_wrong:.1%}"
+                     f"; sweep - grid {100 * r.over_grid:+.2f} points [{100 * r.over_grid_lo:+.2f}, "
+                     f"{100 * r.over_grid_hi:+.2f}])"
                      f", bill {r.bill:.1%} (max {r.bill_max:.1%}): {'PASS' if ok else 'FAIL'}; {cal}")
     mean = summ["bill"].mean()
     ci = f" [{bill_interval[0]:.1%}, {bill_interval[1]:.1%}]" if bill_interval else ""
