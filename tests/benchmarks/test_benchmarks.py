@@ -84,8 +84,8 @@ def test_adaptive_strata_quick_judges_every_stratum_by_regret(tmp_path):
     null = studies[studies["stratum"] == "null"]
     assert len(null) == 2 and (null["bill"] < 0.9).all(), null["bill"]
     for stratum in STRATA:
-        assert re.search(rf"^{stratum}\s+wrong [\d.]+% \[[\d.]+%, [\d.]+%\] \(grid [\d.]+%\), bill [\d.]+% \(max",
-                         out, re.M), out
+        assert re.search(rf"^{stratum}\s+wrong [\d.]+% \[[\d.]+%, [\d.]+%\] \(grid [\d.]+%; sweep - grid "
+                         rf"[-+][\d.]+ points \[[-+][\d.]+, [-+][\d.]+\]\), bill [\d.]+% \(max", out, re.M), out
     assert "bill averaged over the strata" in out and "highest stratum bill" in out
     lo, hi = wilson(0, 40)
     assert lo == 0 and hi == pytest.approx(0.0876, abs=1e-3)     # the Wilson interval's known value
