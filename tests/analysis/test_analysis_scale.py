@@ -31,11 +31,12 @@ def _bits(a) -> np.ndarray:
     return np.ascontiguousarray(a, dtype=np.float64).view(np.int64)
 
 
-def plain_residuals(X, R0, compute, y, sw):
-    """The trend model's residuals as they were written: the sigmoid recomputed at every theta."""
+def plain_residuals(X, R0, compute, y, sw, b_slope=False):
+    """The trend model's residuals as they were written: the sigmoid recomputed at every theta
+    (with `b_slope`, B per point: `fits_pooled._efficiency`)."""
     def residuals(theta):
-        B, a, m = fits_pooled._unpack(theta, X.shape[1] - 1)
-        return sw * (sigmoid_reward(compute, R0, X @ a, B, np.exp(X @ m)) - y)
+        B, a, m = fits_pooled._unpack(theta, X.shape[1] - 1, b_slope)
+        return sw * (sigmoid_reward(compute, R0, X @ a, fits_pooled._efficiency(B, X), np.exp(X @ m)) - y)
     return residuals
 
 
@@ -85,6 +86,15 @@ def test_trend_residuals_are_the_sigmoids_bit_for_bit():
     X0 = np.ones((N, 1))
     assert np.array_equal(_bits(fits_pooled._WeightedResiduals(X0, 0.31, c, y, sw)(flat)),
                           _bits(plain_residuals(X0, 0.31, c, y, sw)(flat)))
+    # B varying with n (sweep.b_slope's trend): theta gains the slope after B
+    sloped = np.array([1.3, 0.15, 0.02, 0.05, 0.62, 0.1, 0.4, 11.5])
+    cached = fits_pooled._WeightedResiduals(X, 0.31, c, y, sw, b_slope=True)
+    for j in (None, 0, 1, 4, 7):
+        step = sloped.copy()
+        if j is not None:
+            step[j] += 1e-7 * max(1.0, abs(step[j]))
+        np.testing.assert_allclose(cached(step), plain_residuals(X, 0.31, c, y, sw, b_slope=True)(step),
+                                   rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("size", [0, 1, 2, 300, 20000])
