@@ -17,7 +17,7 @@ import pandas as pd
 from scipy.special import expit
 
 from isocompute.analysis.fits.collapse import held
-from isocompute.analysis.fits.pooled import _design
+from isocompute.analysis.fits.pooled import _design, _efficiency
 
 DRAWS = 4000          # parameter draws per B_p: the tail share 1 - Phi(2.5) = 0.6% is ~25 draws
 
@@ -94,8 +94,8 @@ def draw_trend_curves(trend: dict, n: np.ndarray, R0: float, grid: np.ndarray, r
     X = _design(np.log2(np.asarray(n, dtype=float)), trend["centre"], degree)                 # (R, degree + 1)
     A, log_mid = theta[:, k:degree + 1 + k] @ X.T, theta[:, degree + 1 + k:] @ X.T            # (K, R)
     B = np.maximum(theta[:, :1, None], 1e-6)
-    if k == 2:                                                                                  # (K, R, 1)
-        B = B * np.exp2(np.clip(theta[:, 1, None, None] * X[None, :, -2, None], -60.0, 60.0))
+    if k == 2:                                       # each run's own B, as the fit has it: (K, R, 1)
+        B = _efficiency((B[:, :, 0], theta[:, 1:2]), X)[:, :, None]
     at = np.broadcast_to(np.asarray(grid, dtype=float), (A.shape[1], np.shape(grid)[-1]))         # (R, G)
     curves = R0 + (A - R0)[:, :, None] * expit(B * (np.log(at)[None, :, :] - log_mid[:, :, None]))
     return curves, (A, log_mid, B)

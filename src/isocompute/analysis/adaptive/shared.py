@@ -132,8 +132,7 @@ def model_weights(trend: dict, degree: int, lower: dict | None, slope: dict | No
     weight of `lower` is `lower_degree_weight`'s."""
     if slope is None:
         return lower_degree_weight(trend, lower, degree), 0.0
-    points = max(int(trend["n_points"]), 2)
-    scale = max(1.0, trend["sse"] / max(points - (3 + 2 * degree), 1))
+    points, scale = _bic_terms(trend, degree)
     fitted = [(trend, 3 + 2 * degree), (lower, 1 + 2 * degree), (slope, 4 + 2 * degree)]
     bic = np.array([np.inf if fit is None else fit["sse"] / scale + k * np.log(points) for fit, k in fitted])
     w = np.exp(-0.5 * (bic - bic.min()))
@@ -154,10 +153,16 @@ def lower_degree_weight(trend: dict, lower: dict | None, degree: int) -> float:
     (a peaked truth) and drops out where they do not."""
     if lower is None:
         return 0.0
-    points = max(int(trend["n_points"]), 2)
-    scale = max(1.0, trend["sse"] / max(points - (3 + 2 * degree), 1))
+    points, scale = _bic_terms(trend, degree)
     delta = (lower["sse"] - trend["sse"]) / scale - 2 * np.log(points)     # BIC(lower) - BIC(trend)
     return float(expit(-0.5 * delta))
+
+
+def _bic_terms(trend: dict, degree: int) -> tuple[int, float]:
+    """What the models' BICs share: N, the points the trend of `degree` is fitted to, and the scale of
+    their SSEs, that trend's reduced chi-square when above 1."""
+    points = max(int(trend["n_points"]), 2)
+    return points, max(1.0, trend["sse"] / max(points - (3 + 2 * degree), 1))
 
 
 def chance_to_matter(ens: Ensemble, i: int, rivals: np.ndarray, epsilon: float) -> float:

@@ -65,7 +65,8 @@ def _unpack(theta: np.ndarray, degree: int, b_slope: bool = False):
 
 def _efficiency(B, X: np.ndarray):
     """The efficiency exponent at the design rows X: B, or with a slope (B, beta) B x 2^(beta x
-    (log2 n - centre)), the slope on the design's linear column."""
+    (log2 n - centre)), the slope on the design's linear column. B and beta may be (K, 1) columns
+    of K parameter draws: then (K, rows)."""
     if np.ndim(B) == 0:
         return B
     return B[0] * np.exp2(np.clip(B[1] * X[:, -2], -60.0, 60.0))
