@@ -24,7 +24,12 @@ Each study is replayed by `adaptive.replay.replay` with the sweep's schema defau
 - the bill (training rollouts + validation generations) as a share of the grid's, and the
   oracle floor: the least any rule told the true curves could train so that at every probe
   some run trained that far is within epsilon of the best (`oracle_share`);
-- revivals (the safety net resuming a stopped run).
+- revivals (the safety net resuming a stopped run);
+- where the sweep and the grid part (probes at or above the first rung): sweep_only, the probes
+  where only the sweep is wrong, of them before_stops, at compute below the B_p's first stop
+  (no decision of the sweep's yet: only the stopped runs' shorter data, and so their fits,
+  differ from the grid's), and full_pick, where the sweep's answer was a run it trained to
+  C_max; grid_only, where only the grid is wrong.
 Wrong-answer rates carry Wilson 95% intervals over the probes (probes of one study are
 correlated, so the intervals are narrower than an interval over studies would be; the
 per-study share of wrong probes is printed as well).

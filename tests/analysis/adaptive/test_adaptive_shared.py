@@ -307,12 +307,31 @@ def test_the_sweep_is_judged_against_the_grid_on_the_same_probes():
     base = {"stratum": "mid", "truth": np.repeat(np.arange(10), 2), "bill": 0.5, "oracle": 0.15, "probes": 20,
             "acting_probes": 10, "wrong": wrong, "wrong_acting": wrong, "cmax_probes": 1, "wrong_cmax": 0,
             "grid_wrong_cmax": 0, "wrong_now": wrong, "wrong_now_full": wrong, "model_stops": 3, "bad_stops": 0,
-            "outside_band": np.nan, "same_n_star": 1.0, "revivals": 0}
+            "outside_band": np.nan, "same_n_star": 1.0, "revivals": 0, "sweep_only": 0,
+            "sweep_only_before_stops": 0, "sweep_only_full_pick": 0, "grid_only": 0}
     same = summary(pd.DataFrame({**base, "grid_wrong_acting": wrong}), resamples=500).iloc[0]
     assert same["over_grid"] == 0 and same["over_grid_lo"] == 0 and same["over_grid_hi"] == 0
     assert same["wrong_hi"] > same["wrong_lo"]
     one_more = summary(pd.DataFrame({**base, "grid_wrong_acting": np.maximum(wrong - 1, 0)}), resamples=500).iloc[0]
     assert 0 < one_more["over_grid_lo"] <= one_more["over_grid"] <= one_more["over_grid_hi"] <= 0.1
+
+
+def test_the_probes_where_only_the_sweep_is_wrong_are_split_by_the_first_stop():
+    """judge's sweep_only (wrong where the grid is right) less grid_only is the paired difference;
+    sweep_only_before_stops counts those at compute below the B_p's first stop, where no decision
+    of the sweep's was yet taken and only the stopped runs' shorter data (their fits) differ from
+    the grid's. Hard truth 1019: the sweep names n = 256 or 512 at 2^17-2^19 on B_p 16, where the
+    grid's fits of the full runs name the right n = 128, which the sweep stopped at 2^20."""
+    from isocompute.analysis.adaptive.scoring import first_stops, judge
+
+    row = judge(("hard", 1019, 0, {}, 0, False))
+    assert row["sweep_only"] - row["grid_only"] == row["wrong_acting"] - row["grid_wrong_acting"]
+    assert row["sweep_only"] >= row["sweep_only_before_stops"] >= 1
+    assert row["sweep_only"] >= row["sweep_only_full_pick"] >= 1
+    decision = pd.DataFrame({"B_p": [16, 16, 32], "n": [8, 16, 8], "continue": [True, False, True]})
+    later = decision.assign(**{"continue": [False, False, False]})
+    assert first_stops([{"rung": 2.0 ** 20, "decision": decision},
+                        {"rung": 2.0 ** 21, "decision": later}]) == {16: 2.0 ** 20, 32: 2.0 ** 21}
 
 
 def test_the_runs_spread_is_what_their_evaluations_noise_does_not_explain():

@@ -86,6 +86,16 @@ def decision_calibration(truth: Truth, log: list, p: SweepSettings) -> tuple[int
     return bad, stops
 
 
+def first_stops(log: list) -> dict:
+    """From a replay's decision log: the rung of each B_p's first stop, by any rule."""
+    first = {}
+    for entry in log:
+        d = entry["decision"]
+        for b in d.loc[~d["continue"].astype(bool), "B_p"]:
+            first.setdefault(b, entry["rung"])
+    return first
+
+
 def judge(task: tuple) -> dict:
     """One study: (stratum, truth seed, noise seed, rule params, bootstrap, calibrate[, claims]) -> its row.
 
@@ -127,6 +137,12 @@ def judge(task: tuple) -> dict:
     at_max = np.isclose(compute, C_MAX)
     out_band = int((~pr["in_band"]).sum()) if "in_band" in pr else np.nan
     bad, stops = decision_calibration(truth, res["log"], p)
+    first = first_stops(res["log"])
+    before = compute < np.array([first.get(b, np.inf) for b in pr["B_p"]]) * (1 - 1e-9)
+    only = acting & wrong & ~wrong_full              # the sweep wrong where the grid is right
+    reached = {(float(b), float(k)): c for b, k, c in res["runs"][["B_p", "n", "stopped_at"]].itertuples(index=False)}
+    full_pick = np.array([reached.get((float(b), float(k)), 0.0) >= C_MAX * (1 - 1e-9)
+                          for b, k in zip(pr["B_p"], pr["n_star_adaptive"].to_numpy(dtype=float))])
     sigma, ppd = setting(ts)
     return {"stratum": stratum, "truth": ts, "noise_seed": ns_, "sigma": sigma, "per_doubling": ppd,
             "lead_doublings": truth.lead_doublings, "regret": float(np.mean(list(eps.values()))),
@@ -138,6 +154,9 @@ def judge(task: tuple) -> dict:
             "cmax_probes": int(at_max.sum()), "wrong_cmax": int(wrong[at_max].sum()),
             "grid_wrong_cmax": int(wrong_full[at_max].sum()),
             "wrong_now": int(now[acting].sum()), "wrong_now_full": int(now_full[acting].sum()),
+            "sweep_only": int(only.sum()), "sweep_only_before_stops": int((only & before).sum()),
+            "sweep_only_full_pick": int((only & full_pick).sum()),
+            "grid_only": int((acting & wrong_full & ~wrong).sum()),
             "outside_band": out_band,
             "same_n_star": float((pr["n_star_adaptive"] == pr["n_star_full"]).mean()),
             "revivals": int(res["runs"]["revivals"].sum()), "model_stops": stops, "bad_stops": bad,
@@ -172,6 +191,9 @@ def summary(table: pd.DataFrame, resamples: int = 2000) -> pd.DataFrame:
                      "grid_wrong_cmax": g["grid_wrong_cmax"].sum() / g["cmax_probes"].sum(),
                      "wrong_all": g["wrong"].sum() / g["probes"].sum(),
                      "wrong_now": g["wrong_now"].sum() / acting, "grid_wrong_now": g["wrong_now_full"].sum() / acting,
+                     "sweep_only": int(g["sweep_only"].sum()),
+                     "before_stops": int(g["sweep_only_before_stops"].sum()),
+                     "full_pick": int(g["sweep_only_full_pick"].sum()), "grid_only": int(g["grid_only"].sum()),
                      "studies_wrong": float((g["wrong_acting"] > 0).mean()),
                      "grid_studies_wrong": float((g["grid_wrong_acting"] > 0).mean()),
                      "model_stops": int(stops), "needed": g["bad_stops"].sum() / stops if stops else np.nan,
