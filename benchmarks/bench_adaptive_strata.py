@@ -39,7 +39,8 @@ calibration: `adaptive.calibration`); this script runs it over the strata and pr
 
 Seeds: the rule's settings were chosen on tuning truths 1000-1019 (noise seed 0), which no
 report uses; the holdouts are 2000-2049 (spent) and 2100-2149 (docs/adaptive-sweep.md says
-which truths chose what); truths 0..T-1, the default, are the report seeds used before them.
+which truths chose what); 1020-1159 were used on late crossovers once (no choice made on them);
+truths 0..T-1, the default, are the report seeds used before them.
 
     PYTHONPATH=src .venv/bin/python benchmarks/bench_adaptive_strata.py [--truths 50] [--first-truth 0]
         [--strata early,late] [--bootstrap 0] [--jobs 2] [--out studies.csv]
