@@ -96,6 +96,21 @@ def first_stops(log: list) -> dict:
     return first
 
 
+def where_they_part(res: dict, only: np.ndarray) -> dict:
+    """Of the probes `only` (a mask over a replay's probes: the sweep wrong where the grid is right),
+    how many lie below their B_p's first stop (no decision of the sweep's yet: only the stopped runs'
+    shorter data, so their fits, differ from the grid's), and at how many the sweep's answer is a
+    run it trained to C_max."""
+    pr = res["probes"]
+    first = first_stops(res["log"])
+    before = pr["compute"].to_numpy(dtype=float) < np.array([first.get(b, np.inf) for b in pr["B_p"]]) * (1 - 1e-9)
+    reached = {(float(b), float(k)): c for b, k, c in res["runs"][["B_p", "n", "stopped_at"]].itertuples(index=False)}
+    full_pick = np.array([reached.get((float(b), float(k)), 0.0) >= C_MAX * (1 - 1e-9)
+                          for b, k in zip(pr["B_p"], pr["n_star_adaptive"].to_numpy(dtype=float))])
+    return {"sweep_only": int(only.sum()), "sweep_only_before_stops": int((only & before).sum()),
+            "sweep_only_full_pick": int((only & full_pick).sum())}
+
+
 def judge(task: tuple) -> dict:
     """One study: (stratum, truth seed, noise seed, rule params, bootstrap, calibrate[, claims]) -> its row.
 
@@ -135,14 +150,7 @@ def judge(task: tuple) -> dict:
     compute = pr["compute"].to_numpy(dtype=float)
     acting = compute >= p.budgets(C_MAX)[0] * (1 - 1e-9)
     at_max = np.isclose(compute, C_MAX)
-    out_band = int((~pr["in_band"]).sum()) if "in_band" in pr else np.nan
     bad, stops = decision_calibration(truth, res["log"], p)
-    first = first_stops(res["log"])
-    before = compute < np.array([first.get(b, np.inf) for b in pr["B_p"]]) * (1 - 1e-9)
-    only = acting & wrong & ~wrong_full              # the sweep wrong where the grid is right
-    reached = {(float(b), float(k)): c for b, k, c in res["runs"][["B_p", "n", "stopped_at"]].itertuples(index=False)}
-    full_pick = np.array([reached.get((float(b), float(k)), 0.0) >= C_MAX * (1 - 1e-9)
-                          for b, k in zip(pr["B_p"], pr["n_star_adaptive"].to_numpy(dtype=float))])
     sigma, ppd = setting(ts)
     return {"stratum": stratum, "truth": ts, "noise_seed": ns_, "sigma": sigma, "per_doubling": ppd,
             "lead_doublings": truth.lead_doublings, "regret": float(np.mean(list(eps.values()))),
@@ -154,10 +162,9 @@ def judge(task: tuple) -> dict:
             "cmax_probes": int(at_max.sum()), "wrong_cmax": int(wrong[at_max].sum()),
             "grid_wrong_cmax": int(wrong_full[at_max].sum()),
             "wrong_now": int(now[acting].sum()), "wrong_now_full": int(now_full[acting].sum()),
-            "sweep_only": int(only.sum()), "sweep_only_before_stops": int((only & before).sum()),
-            "sweep_only_full_pick": int((only & full_pick).sum()),
+            **where_they_part(res, acting & wrong & ~wrong_full),
             "grid_only": int((acting & wrong_full & ~wrong).sum()),
-            "outside_band": out_band,
+            "outside_band": int((~pr["in_band"]).sum()) if "in_band" in pr else np.nan,
             "same_n_star": float((pr["n_star_adaptive"] == pr["n_star_full"]).mean()),
             "revivals": int(res["runs"]["revivals"].sum()), "model_stops": stops, "bad_stops": bad,
             "calibration": calibration(truth, evals, p) if calibrate else {},
