@@ -14,6 +14,13 @@ what is drawn, simulated and judged, and the seeds: truths 3000 on, used nowhere
         [--bootstrap 10] [--outcome-bootstrap 10] [--outcomes 1] [--jobs 2] [--out rows.csv]
 
 --quick: one pilot per shape, 2 draws, 5 bootstrap replicates (tests/benchmarks runs it).
+
+The tables are printed twice: as the tool prints its assurance (recalibrated by
+`isocompute.design.recalibrate.MEASURED`) and raw (the share of its simulated studies). --from-rows
+CSV judges rows written before (--out) instead of running; --fit fits the recalibration maps on the
+rows (maximum likelihood, a bootstrap over pilots for their intervals) and judges the rows under
+them, which is how MEASURED was made on tuning truths; --maps 'claim:a:b,...' judges the rows
+under given maps (the raw shares passed through them), as on truths no fit saw.
 """
 
 from __future__ import annotations
@@ -25,8 +32,31 @@ import time
 
 import pandas as pd
 
+from isocompute.design.recalibrate import MEASURED, Recalibration, fit
 from isocompute.design.reliability import (MIN_DESIGNS, SHAPES, Study, calibration, markdown, refusals,
-                                           reliability_table, run_study, verdict)
+                                           reliability_table, repredicted, run_study, verdict)
+
+
+def tables(rows: pd.DataFrame, title: str) -> str:
+    """The reliability table, the pooled and per-shape calibration, and the verdict of `rows`."""
+    table = reliability_table(rows)
+    out = [f"\n# {title}\n", f"## Reliability: predicted assurance against observed success (bins with >= "
+           f"{MIN_DESIGNS} designs judged)\n", markdown(table.rename(columns={"lo": "95% lo", "hi": "95% hi"})),
+           "\n## Pooled, per claim\n",
+           markdown(calibration(rows).rename(columns={"lo": "95% lo", "hi": "95% hi"}), digits=3),
+           "\n## Per claim and shape\n",
+           markdown(calibration(rows, by=("claim", "shape")).rename(columns={"lo": "95% lo", "hi": "95% hi"}),
+                    digits=3), "", verdict(table)]
+    return "\n".join(out)
+
+
+def maps_of(text: str) -> Recalibration:
+    """'rises:a:b,determined:a:b' as maps."""
+    maps = {}
+    for part in filter(None, text.split(",")):
+        claim, a, b = part.split(":")
+        maps[claim] = (float(a), float(b))
+    return Recalibration(maps, "given on the command line")
 
 
 def main(argv=None) -> int:
@@ -47,7 +77,12 @@ def main(argv=None) -> int:
     parser.add_argument("--jobs", type=int, default=2, help="worker processes over pilots (default 2)")
     parser.add_argument("--quick", action="store_true", help="one pilot per shape, 2 draws, 5 bootstrap replicates")
     parser.add_argument("--out", default=None, metavar="CSV", help="write one row per pilot, design and claim")
+    parser.add_argument("--from-rows", default=None, metavar="CSV", help="judge rows written by --out, not a run")
+    parser.add_argument("--fit", action="store_true", help="fit the recalibration maps on the rows and judge them")
+    parser.add_argument("--maps", default=None, metavar="MAPS", help="judge under maps 'claim:a:b,...'")
     args = parser.parse_args(argv)
+    if args.from_rows:
+        return judge_rows(pd.read_csv(args.from_rows, keep_default_na=False, na_values=[""]), args)
     shapes = tuple(s for s in args.shapes.split(",") if s)
     quick = {"pilots": len(shapes), "draws": 2, "bootstrap": 5, "pilot_bootstrap": 5} if args.quick else {}
     given = {k: v for k, v in (("pilots", args.pilots), ("draws", args.draws), ("bootstrap", args.bootstrap),
@@ -64,23 +99,31 @@ def main(argv=None) -> int:
     seconds = time.perf_counter() - start
     if args.out:
         rows.to_csv(args.out, index=False)
-    table = reliability_table(rows)
-    print(f"\n## Reliability: predicted assurance against observed success (bins with >= {MIN_DESIGNS} designs "
-          "judged)\n")
-    print(markdown(table.rename(columns={"lo": "95% lo", "hi": "95% hi"})))
-    print("\n## Pooled, per claim\n")
-    print(markdown(calibration(rows).rename(columns={"lo": "95% lo", "hi": "95% hi"}), digits=3))
-    print("\n## Per claim and shape\n")
-    print(markdown(calibration(rows, by=("claim", "shape")).rename(columns={"lo": "95% lo", "hi": "95% hi"}),
-                   digits=3))
     refused = refusals(rows)
     print(f"\npilots refused by the tool (or with no truth drawn): {len(refused)} of {study.pilots}")
     if len(refused):
         with pd.option_context("display.max_colwidth", 200, "display.width", 250):
             print(refused.to_string(index=False))
-    print(verdict(table))
+    judge_rows(rows, args)
     print(f"{seconds:.0f} s ({seconds * max(1, args.jobs) / study.pilots:.1f} s of a worker per pilot, "
           f"{args.jobs} jobs)")
+    return 0
+
+
+def judge_rows(rows: pd.DataFrame, args) -> int:
+    """Print the tables of `rows` as the tool printed them, raw, and under fitted or given maps."""
+    if "predicted_raw" in rows.columns:
+        print(tables(rows, "As the tool printed it when the rows were made (recalibrated by the maps of that run)"))
+    print(tables(repredicted(rows), "Raw: the share of the simulated studies"))
+    if args.fit:
+        fitted = fit(repredicted(rows))
+        print("\n## Recalibration maps fitted on these rows (95% bootstrap over pilots)\n")
+        print(markdown(fitted, digits=3))
+        maps = Recalibration({r.claim: (round(r.a, 3), round(r.b, 3)) for r in fitted.itertuples()}, "these rows")
+        print(tables(repredicted(rows, maps), f"Under the maps fitted on these rows (in-sample): {maps.describe()}"))
+    if args.maps:
+        maps = maps_of(args.maps)
+        print(tables(repredicted(rows, maps), f"Under {maps.describe()}"))
     return 0
 
 

@@ -23,11 +23,14 @@ def test_quick_prints_the_reliability_table_of_every_shape(tmp_path):
     assert sorted(rows["shape"].unique()) == sorted(SHAPES) and rows["truth_seed"].nunique() == len(SHAPES)
     took = rows[rows["refused"].isna()]
     assert took["successes"].isin([0, 1]).all() and took["outcomes"].eq(1).all()
-    assert took["predicted"].isin([0.0, 0.5, 1.0]).all()                        # --quick: 2 draws
+    assert took["predicted_raw"].isin([0.0, 0.5, 1.0]).all()                    # --quick: 2 draws
+    assert not took["predicted"].isin([0.0, 0.5, 1.0]).all()                    # printed: recalibrated
+    # two tables: as the tool printed its assurance (recalibrated), and the raw shares
+    assert "# As the tool printed it" in out and "# Raw: the share of the simulated studies" in out
     lines = re.findall(r"^\| (rises|determined|U) \| \[[\d.]+, [\d.]+[)\]] \| (\d+) \|", out, flags=re.M)
-    assert len(lines) == len(CLAIMS) * (len(BINS) - 1), out
+    assert len(lines) == 2 * len(CLAIMS) * (len(BINS) - 1), out
     for claim in CLAIMS:
-        assert sum(int(n) for c, n in lines if c == claim) == (took["claim"] == claim).sum()
+        assert sum(int(n) for c, n in lines if c == claim) == 2 * (took["claim"] == claim).sum()
     assert re.search(rf"pilots refused by the tool \(or with no truth drawn\): \d+ of {len(SHAPES)}", out), out
     assert "judged bins (>= 20 designs): 0 of 15" in out                      # too few designs to judge any
 

@@ -12,6 +12,7 @@ import pytest
 from isocompute.design import reliability
 from isocompute.design.assurance import CLAIMS
 from isocompute.design.chain import rate
+from isocompute.design.recalibrate import MEASURED
 from isocompute.errors import InputError
 
 
@@ -77,7 +78,10 @@ def test_two_tiny_pilots_end_to_end():
     assert len(rows) == 2 * 4 * len(CLAIMS)
     assert set(rows["design"]) == {"pilot", "C_x4", "val_x4", "C_x4_val_x4"}
     assert rows["outcomes"].eq(1).all() and rows["successes"].isin([0, 1]).all()
-    assert rows["predicted"].isin([0.0, 0.5, 1.0]).all()                        # 2 draws each
+    assert rows["predicted_raw"].isin([0.0, 0.5, 1.0]).all() and rows["studies"].eq(2).all()   # 2 draws each
+    # what the tool prints: the raw share through the measured map of its claim
+    assert rows["predicted"].tolist() == pytest.approx(
+        [MEASURED(c, p, 2) for c, p in zip(rows["claim"], rows["predicted_raw"])])
     assert ((rows["run_sd"] >= 0.005) & (rows["run_sd"] <= 0.02)).all() and rows["run_sd_measured"].notna().all()
     # an outcome is the chain's verdict on a fresh study of the known truth, reproduced here
     params, run_sd, _ = reliability.known_truth("mid", 3001)

@@ -34,14 +34,15 @@ def test_design_prints_assurance_false_claims_and_cost(study, tmp_path, capsys):
                  "--bootstrap", "10", "--out", str(out)]) == 0
     printed = capsys.readouterr()
     head = next(line for line in printed.out.splitlines() if line.startswith("design "))
-    for column in ("rises", "n* det", "U", "false", "cost"):
+    for column in ("rises", "n* det", "U", "raw r/d/U", "false", "cost"):
         assert column in head
+    assert printed.out.splitlines()[1].startswith("assurance recalibrated")      # the maps, named
     assert "run-to-run sd" in printed.out and "measured from" in printed.out     # two seeds per cell
     assert "easy B_p 8 n 2-8 C 2^13 val 200 x2/dbl seeds 2" in printed.out.splitlines()[0]   # the pilot's design
     assert "simulated studies" in printed.err                                   # the progress bar
     table = pd.read_csv(out)
     assert list(table["design"]) == ["pilot", "C=2^14 val=400"]
-    for rate in ("rises", "determined", "U", "false_claim", "truth_rises"):
+    for rate in ("rises", "determined", "U", "rises_raw", "determined_raw", "U_raw", "false_claim", "truth_rises"):
         assert table[rate].between(0, 1).all()
     assert (table["rises_n"] == 2).all() and (table["false_claim_n"] == 2).all()
     assert (table["cost"] > 0).all() and (table["cost_unit"] == "CPU-h").all()

@@ -16,7 +16,10 @@ which n = 8 never overtakes 4 is a truth the design must face; each run gets
 the pilot's run-to-run variation (measured between its seeds where a cell
 has 2+, else a stated prior, or --run-sd); its evaluations are binomial from
 the design's validation problems x 4 samples. Each study is analysed by the
-analysis' own chain. Also the false-claim rate on the pilot's fitted null
+analysis' own chain. The share of the simulated studies that establish a
+claim is printed raw and recalibrated, by a map per claim measured on
+synthetic pilots of known truths (isocompute.design.recalibrate), because
+the raw share is over-confident. Also the false-claim rate on the pilot's fitted null
 (every n of a B_p on one curve), and each design's cost by plan's cost
 model: GPU-hours under --configfile's cluster.throughput, else CPU-hours of
 the local backend at the unit costs measured on the replication.

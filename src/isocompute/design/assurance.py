@@ -48,6 +48,8 @@ from isocompute.design.chain import analyse, rate
 from isocompute.design.costs import EVAL_SAMPLES, MEASURED
 from isocompute.design.pilot import Pilot
 from isocompute.design.power import DESIGNS, Design, design_cost, true_n_star
+from isocompute.design.recalibrate import MEASURED as MEASURED_MAPS
+from isocompute.design.recalibrate import Recalibration
 from isocompute.errors import InputError
 
 CLAIMS = ("rises", "determined", "U")
@@ -141,13 +143,15 @@ def design_costs(d: Design, config: dict | None = None, cores: int = 2, units: U
 class Plan:
     """How hard to simulate: `draws` truths from the bootstrap per design, `seeds` simulated studies on each,
     as many on the fitted null (none with `fitted_null` False: its false-claim columns are then NaN); each
-    analysed with `bootstrap` replicates; `seed` the noise's."""
+    analysed with `bootstrap` replicates; `seed` the noise's; `recalibration` the map from the simulated
+    studies' shares to the assurance printed (`recalibrate`: the measured maps by default)."""
 
     draws: int = 20
     seeds: int = 1
     bootstrap: int = 50
     seed: int = 0
     fitted_null: bool = True
+    recalibration: Recalibration = MEASURED_MAPS
 
     def studies(self) -> int:
         return self.draws * self.seeds
@@ -172,20 +176,24 @@ def assess(designs, pilot: Pilot, plan: Plan = Plan(), config: dict | None = Non
                 if bar is not None:
                     bar.update(1)
         studies += runs
-        rows.append(summarise(d, runs, cost))
+        rows.append(summarise(d, runs, cost, plan.recalibration, plan.studies()))
     if bar is not None:
         bar.close()
     return pd.DataFrame(rows), pd.DataFrame(studies)
 
 
-def summarise(d: Design, runs: list[dict], cost: dict) -> dict:
-    """A design's row: its description, each claim's assurance with its count and interval, the false-claim
-    rate on the fitted null, the share of drawn truths that rise, and its cost."""
+def summarise(d: Design, runs: list[dict], cost: dict, recalibration: Recalibration = MEASURED_MAPS,
+              studies: int = 20) -> dict:
+    """A design's row: its description, each claim's assurance (`{claim}_raw`: the share of its simulated
+    studies; `{claim}`: that share recalibrated, and its interval's ends mapped alike) with its count, the
+    false-claim rate on the fitted null, the share of drawn truths that rise, and its cost."""
     sure = [r for r in runs if r["kind"] == "assurance"]
     null = [r for r in runs if r["kind"] == "fitted_null"]
     row = {"design": d.name, "describe": d.describe()}
     for claim in CLAIMS:
-        row[claim], row[f"{claim}_n"], row[f"{claim}_lo"], row[f"{claim}_hi"] = rate([r[claim] for r in sure])
+        raw, row[f"{claim}_n"], lo, hi = rate([r[claim] for r in sure])
+        row[f"{claim}_raw"] = raw
+        row[claim], row[f"{claim}_lo"], row[f"{claim}_hi"] = (recalibration(claim, v, studies) for v in (raw, lo, hi))
     row["wrong_way"] = float(np.mean([r["falls"] for r in sure])) if sure else np.nan
     row["truth_rises"] = float(np.mean([r["truth_rises"] for r in sure])) if sure else np.nan
     false = [max(r["rises"], r["falls"]) for r in null]
@@ -195,20 +203,22 @@ def summarise(d: Design, runs: list[dict], cost: dict) -> dict:
 
 def table_text(table: pd.DataFrame, pilot: Pilot, plan: Plan) -> str:
     """The assurance table as `isocompute design` prints it: a line per design, then the key."""
-    head = (f"{'design':<22}{'what':<50}{'rises':>7}{'95% CI':>13}{'n* det':>8}{'U':>6}{'truth':>7}"
-            f"{'false':>7}{'95% CI':>13}{'cost':>10}{'unit':>7}{'wall h':>8}")
-    lines = [pilot.describe(), head, "-" * len(head)]
+    head = (f"{'design':<22}{'what':<50}{'rises':>7}{'95% CI':>13}{'n* det':>8}{'U':>6}{'raw r/d/U':>16}"
+            f"{'truth':>7}{'false':>7}{'95% CI':>13}{'cost':>10}{'unit':>7}{'wall h':>8}")
+    lines = [pilot.describe(), plan.recalibration.describe(), head, "-" * len(head)]
     for r in table.itertuples():
+        raw = f"{r.rises_raw:.2f}/{r.determined_raw:.2f}/{r.U_raw:.2f}"
         lines.append(f"{r.design[:21]:<22}{r.describe[:49]:<50}{r.rises:>7.2f}{f'[{r.rises_lo:.2f},{r.rises_hi:.2f}]':>13}"
-                     f"{r.determined:>8.2f}{r.U:>6.2f}{r.truth_rises:>7.2f}{r.false_claim:>7.2f}"
+                     f"{r.determined:>8.2f}{r.U:>6.2f}{raw:>16}{r.truth_rises:>7.2f}{r.false_claim:>7.2f}"
                      f"{f'[{r.false_claim_lo:.2f},{r.false_claim_hi:.2f}]':>13}{r.cost:>10.3g}{r.cost_unit:>7}"
                      f"{r.wall_h:>8.3g}")
     lines.append(f"rises, n* det, U: assurance that some B_p's n*(C) law is 'rises: established', its n* at the top is "
-                 f"determined, its law's U has an interval within {SPAN:g} doublings; averaged over {plan.draws} truths "
-                 f"drawn from the pilot's bootstrap x {plan.seeds} simulated studies each; truth: share of drawn truths "
+                 f"determined, its law's U has an interval within {SPAN:g} doublings; the share of {plan.draws} truths "
+                 f"drawn from the pilot's bootstrap x {plan.seeds} simulated studies each that do (raw r/d/U), "
+                 f"recalibrated by the map of the line above; truth: share of drawn truths "
                  f"whose own n* rises over the compared range; false: a rise or fall claimed on the pilot's fitted null; "
-                 f"CI: Clopper-Pearson 95% over the simulated studies; cost: plan's cost model; wall h: its wall clock "
-                 f"(the longest job on a cluster; the jobs packed on --cores locally)")
+                 f"CI: Clopper-Pearson 95% over the simulated studies (mapped alike); cost: plan's cost model; wall h: "
+                 f"its wall clock (the longest job on a cluster; the jobs packed on --cores locally)")
     return "\n".join(lines)
 
 

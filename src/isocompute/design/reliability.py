@@ -45,6 +45,7 @@ from isocompute.design.assurance import CLAIMS, Plan, assess, default_designs, j
 from isocompute.design.chain import analyse, rate
 from isocompute.design.pilot import MIN_REPLICATES, Pilot, pilot_from_tables
 from isocompute.design.power import Design
+from isocompute.design.recalibrate import Recalibration
 from isocompute.errors import InputError
 
 # rising (n* climbs inside the grid early, mid, or is still climbing at C_max), late (the winner
@@ -203,6 +204,7 @@ def _pilot_rows(study: Study, seed: int) -> list[dict]:
         for claim in CLAIMS:
             rows.append({**key, "run_sd": run_sd, "run_sd_measured": pilot.run_sd, "design": d.name,
                          "describe": d.describe(), "claim": claim, "predicted": float(getattr(predicted, claim)),
+                         "predicted_raw": float(getattr(predicted, f"{claim}_raw")), "studies": plan.studies(),
                          "successes": int(sum(s[claim] for s in seen)), "outcomes": len(seen),
                          "truth_rises": float(np.mean([s["truth_rises"] for s in seen])), "refused": ""})
     return rows
@@ -247,6 +249,7 @@ def _cells(truth) -> list[tuple[int, int]]:
 
 
 ROW_COLUMNS = ("truth_seed", "shape", "run_sd", "run_sd_measured", "design", "describe", "claim", "predicted",
+               "predicted_raw", "studies",
                "successes", "outcomes", "truth_rises", "refused")
 
 
@@ -264,6 +267,24 @@ def run_study(study: Study, jobs: int = 2) -> pd.DataFrame:
                                 desc="reliability: pilots"):
                 rows += got
     return pd.DataFrame(rows)
+
+
+def repredicted(rows: pd.DataFrame, recalibration: Recalibration | None = None) -> pd.DataFrame:
+    """`rows` whose `predicted` is the raw share of the simulated studies (`predicted_raw`; rows written
+    before it was kept have only the raw one, as `predicted`), passed through `recalibration` if given:
+    how a map is judged on rows it was not applied to when they ran."""
+    rows = rows.copy()
+    raw = rows["predicted_raw"] if "predicted_raw" in rows.columns else rows["predicted"]
+    studies = rows["studies"] if "studies" in rows.columns else pd.Series(np.nan, index=rows.index)
+    studies = studies.fillna(Study.draws).to_numpy(dtype=float)
+    rows["predicted_raw"] = raw.to_numpy(dtype=float)
+    rows["studies"] = studies
+    if recalibration is None:
+        rows["predicted"] = rows["predicted_raw"]
+    else:
+        rows["predicted"] = [recalibration(c, p, int(k)) if isinstance(c, str) else np.nan
+                             for c, p, k in zip(rows["claim"], rows["predicted_raw"], studies)]
+    return rows
 
 
 def _judged(rows: pd.DataFrame) -> pd.DataFrame:
