@@ -9,7 +9,9 @@ so the tool measures the run-to-run sd itself), analysed by the analysis' chain 
 (InputError) is counted and reported, not dropped. For each candidate design (`candidates`: the
 tool's default four, the pilot's own, C x4, val x4 and both):
 
-  predicted  `assurance.assess`'s assurance of each claim (rises, determined, U), from the pilot alone
+  predicted  `assurance.assess`'s assurance of each claim (rises, determined, U), from the pilot alone,
+             as the tool prints it (recalibrated, `recalibrate.MEASURED`); predicted_raw the share
+             of the simulated studies before the map, and studies how many they were
   observed   the design run on the known truth, with the same run-to-run sd and fresh noise
              (`outcomes` times), analysed by the same chain (by default with the same bootstrap),
              judged by `assurance.judge`: 0/1 per claim
