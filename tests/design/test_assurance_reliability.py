@@ -94,3 +94,16 @@ def test_two_tiny_pilots_end_to_end():
     assert len(table) == len(CLAIMS) * (len(reliability.BINS) - 1)
     assert (table.groupby("claim")["designs"].sum() == 8).all() and not table["judged"].any()
     assert np.isfinite(reliability.calibration(rows)["brier"]).all()
+
+
+def test_the_pilot_bootstrap_counts_a_pilots_designs_as_one_draw():
+    # 20 pilots of 4 designs each, every design of a pilot failing or succeeding together: 80 outcomes
+    # but 20 independent draws, so the interval over pilots is wider than Clopper-Pearson's over outcomes
+    rows = pd.DataFrame([{"truth_seed": p, "claim": "determined", "design": d, "predicted": 0.5,
+                          "successes": int(p % 2 == 0), "outcomes": 1, "refused": ""}
+                         for p in range(20) for d in ("pilot", "C_x4", "val_x4", "C_x4_val_x4")])
+    pilots, lo, hi = reliability.pilot_interval(rows)
+    _, _, cp_lo, cp_hi = rate(rows["successes"])
+    assert pilots == 20 and lo <= 0.5 <= hi and hi - lo > 1.5 * (cp_hi - cp_lo)
+    got = reliability.reliability_table(rows).set_index(["claim", "bin"]).loc[("determined", "[0.4, 0.6)")]
+    assert (got["pilots"], got["pilots_lo"], got["pilots_hi"]) == (20, lo, hi)

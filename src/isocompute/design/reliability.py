@@ -308,10 +308,26 @@ def _rate_of(group: pd.DataFrame) -> tuple[float, int, float, float]:
     return rate(outcomes)
 
 
+def pilot_interval(group: pd.DataFrame, resamples: int = 2000, seed: int = 0) -> tuple[int, float, float]:
+    """(pilots, 2.5% and 97.5% percentiles) of a group's observed success rate over `resamples` resamples
+    of its pilots (truth_seed), each pilot's designs and outcomes kept together: the designs of one pilot
+    share its truth, which the Clopper-Pearson interval over the outcomes counts as independent."""
+    hits = group.groupby("truth_seed")["successes"].sum().to_numpy(dtype=float)
+    tries = group.groupby("truth_seed")["outcomes"].sum().to_numpy(dtype=float)
+    if not len(hits):
+        return 0, np.nan, np.nan
+    pick = np.random.default_rng(seed).integers(0, len(hits), size=(resamples, len(hits)))
+    rates = hits[pick].sum(axis=1) / tries[pick].sum(axis=1)
+    lo, hi = np.quantile(rates, [0.025, 0.975])
+    return len(hits), float(lo), float(hi)
+
+
 def reliability_table(rows: pd.DataFrame, bins=BINS, min_designs: int = MIN_DESIGNS) -> pd.DataFrame:
     """Per claim and bin of predicted assurance ([lo, hi), the last closed): designs, mean predicted,
     observed rate with its 95% interval over the outcomes, whether the bin is judged (>= `min_designs`
-    designs) and, if so, whether the mean prediction lies inside the interval."""
+    designs) and, if so, whether the mean prediction lies inside the interval; beside it, the pilots the
+    bin's designs come from and the interval of a bootstrap over them (`pilot_interval`), reported, not
+    judged on."""
     rows = _judged(rows)
     edges = np.asarray(bins, dtype=float)
     out = []
@@ -327,6 +343,7 @@ def reliability_table(rows: pd.DataFrame, bins=BINS, min_designs: int = MIN_DESI
                                                                                                          np.nan, np.nan)
             row["judged"] = len(group) >= min_designs
             row["inside"] = bool(row["lo"] <= row["predicted"] <= row["hi"]) if row["judged"] else None
+            row["pilots"], row["pilots_lo"], row["pilots_hi"] = pilot_interval(group)
             out.append(row)
     return pd.DataFrame(out)
 
