@@ -41,6 +41,12 @@ MEASURED_MAPS: dict[str, tuple[float, float]] = {"rises": (-0.314, 0.680), "dete
 MEASURED_FROM = "reliability tuning truths 3000-3095 (96 synthetic pilots; docs/replication.md)"
 
 
+def _logits(p, studies) -> np.ndarray:
+    """logit of the raw share(s) `p` of `studies` simulated studies, clipped to [1/(2N+2), 1 - 1/(2N+2)]."""
+    edge = 1.0 / (2 * np.maximum(np.asarray(studies, dtype=float), 1.0) + 2)
+    return logit(np.clip(np.asarray(p, dtype=float), edge, 1 - edge))
+
+
 @dataclass(frozen=True)
 class Recalibration:
     """Per claim, the map (a, b) of the module doc; a claim without one passes through unchanged.
@@ -55,9 +61,7 @@ class Recalibration:
         if claim not in self.maps:
             return x if x.ndim else float(x)
         a, b = self.maps[claim]
-        edge = 1.0 / (2 * max(int(studies), 1) + 2)
-        out = expit(a + b * logit(np.clip(x, edge, 1 - edge)))
-        out = np.where(np.isfinite(x), out, np.nan)
+        out = np.where(np.isfinite(x), expit(a + b * _logits(x, studies)), np.nan)
         return out if out.ndim else float(out)
 
     def describe(self) -> str:
@@ -69,11 +73,6 @@ class Recalibration:
 
 IDENTITY = Recalibration({}, "")
 MEASURED = Recalibration(MEASURED_MAPS, MEASURED_FROM)
-
-
-def _logits(p, studies) -> np.ndarray:
-    edge = 1.0 / (2 * np.asarray(studies, dtype=float) + 2)
-    return logit(np.clip(np.asarray(p, dtype=float), edge, 1 - edge))
 
 
 def fit_map(p, hits, tries, studies, iterations: int = 50) -> tuple[float, float]:
