@@ -32,7 +32,7 @@ import time
 
 import pandas as pd
 
-from isocompute.design.recalibrate import MEASURED, Recalibration, fit
+from isocompute.design.recalibrate import Recalibration, fit
 from isocompute.design.reliability import (MIN_DESIGNS, SHAPES, Study, calibration, markdown, refusals,
                                            reliability_table, repredicted, run_study, verdict)
 

@@ -12,6 +12,7 @@ import pytest
 from scipy.special import expit, logit
 
 from isocompute.design.assurance import summarise
+from isocompute.design.chain import rate
 from isocompute.design.power import Design
 from isocompute.design.recalibrate import IDENTITY, Recalibration, fit, fit_map
 from isocompute.design.reliability import repredicted
@@ -77,11 +78,6 @@ def test_the_table_carries_raw_and_recalibrated_assurance():
     maps = Recalibration({"determined": (-1.0, 0.8)}, "hand-made")
     row = summarise(d, runs, {"cost": 1.0}, maps, STUDIES)
     assert row["determined_raw"] == 1.0 and row["determined"] == pytest.approx(maps("determined", 1.0, STUDIES))
-    assert row["determined_lo"] == pytest.approx(maps("determined", row["determined_lo"] * 0 + _cp_lo(20, 20),
-                                                      STUDIES))
+    assert row["determined_lo"] == pytest.approx(maps("determined", rate([1.0] * STUDIES)[2], STUDIES))
     assert row["rises"] == row["rises_raw"] == 0.95       # no map for rises: unchanged
 
-
-def _cp_lo(k: int, n: int) -> float:
-    from isocompute.design.chain import rate
-    return rate([1.0] * k + [0.0] * (n - k))[2]

@@ -48,7 +48,7 @@ from isocompute.design.chain import analyse, rate
 from isocompute.design.costs import EVAL_SAMPLES, MEASURED
 from isocompute.design.pilot import Pilot
 from isocompute.design.power import DESIGNS, Design, design_cost, true_n_star
-from isocompute.design.recalibrate import MEASURED as MEASURED_MAPS
+from isocompute.design.recalibrate import MEASURED as MEASURED_RECALIBRATION
 from isocompute.design.recalibrate import Recalibration
 from isocompute.errors import InputError
 
@@ -151,7 +151,7 @@ class Plan:
     bootstrap: int = 50
     seed: int = 0
     fitted_null: bool = True
-    recalibration: Recalibration = MEASURED_MAPS
+    recalibration: Recalibration = MEASURED_RECALIBRATION
 
     def studies(self) -> int:
         return self.draws * self.seeds
@@ -182,7 +182,7 @@ def assess(designs, pilot: Pilot, plan: Plan = Plan(), config: dict | None = Non
     return pd.DataFrame(rows), pd.DataFrame(studies)
 
 
-def summarise(d: Design, runs: list[dict], cost: dict, recalibration: Recalibration = MEASURED_MAPS,
+def summarise(d: Design, runs: list[dict], cost: dict, recalibration: Recalibration = MEASURED_RECALIBRATION,
               studies: int = 20) -> dict:
     """A design's row: its description, each claim's assurance (`{claim}_raw`: the share of its simulated
     studies; `{claim}`: that share recalibrated, and its interval's ends mapped alike) with its count, the

@@ -104,17 +104,16 @@ def fit_map(p, hits, tries, studies, iterations: int = 50) -> tuple[float, float
 
 def fit(rows: pd.DataFrame, column: str = "predicted_raw", boot: int = 200, seed: int = 0) -> pd.DataFrame:
     """Per claim of a reliability study's rows (`reliability.pilot_rows`: claim, `column` the raw share,
-    successes, outcomes, studies, truth_seed; refused pilots left out): (a, b), the designs they rest on,
+    successes, outcomes, studies, truth_seed, as `reliability.repredicted` gives them; refused pilots left
+    out): (a, b), the designs they rest on,
     and the 95% percentile interval of each over `boot` resamples of the pilots (a pilot's designs kept
     together)."""
     rows = rows[rows["claim"].notna() & rows[column].notna()]
-    studies = rows["studies"] if "studies" in rows.columns else pd.Series(20, index=rows.index)
-    rows = rows.assign(_studies=studies.fillna(20).to_numpy(dtype=float))
     rng = np.random.default_rng(seed)
     out = []
     for claim, g in rows.groupby("claim", sort=False):
         cols = [g[column].to_numpy(dtype=float), g["successes"].to_numpy(dtype=float),
-                g["outcomes"].to_numpy(dtype=float), g["_studies"].to_numpy(dtype=float)]
+                g["outcomes"].to_numpy(dtype=float), g["studies"].to_numpy(dtype=float)]
         a, b = fit_map(*cols)
         pilots, where = np.unique(g["truth_seed"].to_numpy(), return_inverse=True)
         members = [np.flatnonzero(where == i) for i in range(len(pilots))]
