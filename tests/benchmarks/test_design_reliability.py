@@ -46,3 +46,11 @@ def test_the_null_diagnosis_prints_what_the_pilot_reads_as_noise():
     assert 0 <= float(predicted) <= 1
     assert re.search(r"1 null truths: predicted determined [\d.]+, observed [\d.]+ \[[\d.]+, [\d.]+\] over 1 runs",
                      out), out
+
+
+def test_the_run_level_test_prints_its_level_on_null_truths_and_its_power_on_the_others():
+    out = run_benchmark("bench_design_null.py", "--n-effect", "20", "--jobs", "1").stdout
+    found = dict(re.findall(r"^\| (\w+) \| 20 \| ([\d.]+) \| [\d.]+ \| [\d.]+ \| [\d.]+ \|", out, flags=re.M))
+    assert sorted(found) == sorted(SHAPES), out
+    assert float(found["null"]) <= 0.25                  # its level, 5%: P(> 5 of 20) ~ 0.0003
+    assert float(found["late"]) > float(found["null"])   # the winner ahead in the pilot's range already

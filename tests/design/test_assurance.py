@@ -11,8 +11,9 @@ import pytest
 
 from isocompute.analysis.fits.settings import AnalysisSettings
 from isocompute.config import check_config
-from isocompute.design.assurance import design_costs, design_of, replication
-from isocompute.design.pilot import RUN_SD_PRIOR, pilot_from_tables, run_to_run_sd
+from isocompute.design.assurance import design_costs, design_of, replication, simulate_study
+from isocompute.design.pilot import RUN_SD_PRIOR, n_effect, pilot_from_tables, run_to_run_sd
+from isocompute.design.reliability import PILOT, known_truth
 from isocompute.design.power import Design, simulate
 from isocompute.design.truth import overtake
 from isocompute.errors import InputError
@@ -67,6 +68,24 @@ def test_run_to_run_sd_is_measured_between_seeds_and_a_prior_without_them():
     boot = pd.concat([_fits(RISING, 0), _fits(NEVER, 1)], ignore_index=True)
     pilot = pilot_from_tables(_fits(RISING), boot, one, split="easy", source="x")
     assert pilot.run_sd == RUN_SD_PRIOR and "prior" in pilot.run_sd_from
+
+
+def test_the_run_level_test_that_n_matters_holds_its_level_on_null_truths_and_finds_a_clear_effect():
+    # Null truths (every n on one curve). A test that took each evaluation of the upper half as a unit calls
+    # a run's own deviation an effect of n: on these 100 truths it rejected at 0.05 in 17% (run sd 0.015)
+    # and 49% (0.04). With seeds as the error, about 5% (7.0% and 5.0% on 2 x 200 more, their own sd).
+    for run_sd in (None, 0.04):
+        ps = []
+        for seed in range(30000, 30100):
+            params, own_sd, _ = known_truth("null", seed, PILOT)
+            ps.append(n_effect(simulate_study(PILOT, params, seed, own_sd if run_sd is None else run_sd))[0])
+        assert np.mean(np.array(ps) < 0.05) <= 0.12      # P(> 12 of 100 | 5%) ~ 0.002
+        assert 0.3 < np.median(ps) < 0.7                 # about uniform
+    # Larger n well ahead at every compute the pilot reaches, runs deviating by 0.01: found.
+    d = Design("seeds", B_p=(8,), n=NS, c_max=2.0 ** 13, problems=200, seeds=2)
+    ahead = lambda B_p, n: {"R0": 0.3, "A": 0.5 + 0.1 * np.log2(n), "B": 1.5, "C_mid": 300.0}  # noqa: E731
+    assert n_effect(simulate_study(d, ahead, 1, 0.01))[0] < 0.001
+    assert n_effect(simulate(Design("one", B_p=(8,), n=NS, c_max=2.0 ** 13), "rise", 0)) is None
 
 
 def test_a_pilot_with_too_few_runs_in_a_b_p_is_refused():

@@ -14,6 +14,16 @@ squared difference of two seeds, halved, less the binomial variance of one evalu
 (r (1 - r) / (problems x samples)), pooled over cells; its square root is the sd of a run about
 its cell's curve beyond evaluation noise. With one seed per cell nothing measures it, and
 RUN_SD_PRIOR is used, and said to be.
+
+The pilot's evidence that n matters, with a run as the unit (`n_effect`): per B_p, each run's
+reward interpolated (linear in log2 compute) at four points spread over the upper half of the
+compute range every run of the B_p reached, and averaged; a one-way F-test of those run means
+across n, its error the spread between a cell's seeds (so a run's own deviation, which moves its
+whole curve, is not taken for an effect of n); the smallest p over the B_p, times their number
+(Bonferroni). The analysis' own test of an effect of n compares curves fitted to evaluations,
+whose errors within a run are not independent: on the reliability study's null truths it found an
+effect in 6 of 16 pilots. This one needs 2+ seeds in some cell; with one seed per cell there is
+none, and it says so.
 """
 
 from __future__ import annotations
@@ -23,6 +33,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from scipy import stats
 
 from isocompute.analysis.fits.settings import AnalysisSettings
 from isocompute.analysis.inputs.read import read_evals
@@ -42,6 +54,8 @@ MIN_REPLICATES = 2
 # replication's steps tried to resolve at the top of their range (0.004-0.014 of fitted reward,
 # docs/replication.md), so a design judged with it must resolve effects the size of run noise.
 RUN_SD_PRIOR = 0.01
+# The points per run at which n_effect reads its reward (module doc).
+EFFECT_POINTS = 4
 TABLES = "tables"
 EVALS_FILE = "evals.parquet"
 
@@ -59,10 +73,16 @@ class Pilot:
     run_sd: float
     run_sd_from: str
     design: Design
+    n_effect: tuple[float, int] | None = None
 
     def describe(self) -> str:
+        if self.n_effect is None:
+            effect = "no test between seeds: one seed per cell"
+        else:
+            p, tested = self.n_effect
+            effect = f"p = {p:.3g} between seeds ({tested} B_p, Bonferroni)"
         return (f"pilot {self.source} ({self.split}): {self.design.describe()}; {len(self.replicates)} bootstrap "
-                f"replicates; run-to-run sd {self.run_sd:.4f} ({self.run_sd_from})")
+                f"replicates; run-to-run sd {self.run_sd:.4f} ({self.run_sd_from}); evidence that n matters: {effect}")
 
 
 def run_to_run_sd(evals: pd.DataFrame, metric: str = "avg@4") -> tuple[float, int] | None:
@@ -90,6 +110,39 @@ def run_to_run_sd(evals: pd.DataFrame, metric: str = "avg@4") -> tuple[float, in
     if not pairs:
         return None
     return float(np.sqrt(max(0.0, float(np.mean(excess))))), pairs
+
+
+def _run_means(runs: pd.DataFrame, metric: str, points: int = EFFECT_POINTS) -> pd.DataFrame | None:
+    """One B_p's runs (B_p, n, seed, compute, metric): each run's mean reward at `points` log2-compute points
+    over the upper half of the range every run reached (module doc); None where the runs share no range."""
+    log_c = np.log2(runs["compute"].to_numpy(dtype=float))
+    ranges = runs.assign(_lc=log_c).groupby(["n", "seed"])["_lc"].agg(["min", "max"])
+    top, bottom = float(ranges["max"].min()), float(ranges["min"].max())
+    if not top > bottom:
+        return None
+    grid = np.linspace((bottom + top) / 2, top, points)
+    rows = []
+    for (n, seed), run in runs.assign(_lc=log_c).sort_values("compute").groupby(["n", "seed"]):
+        rows.append({"n": n, "seed": seed, "mean": float(np.mean(np.interp(grid, run["_lc"], run[metric])))})
+    return pd.DataFrame(rows)
+
+
+def n_effect(evals: pd.DataFrame, metric: str = "avg@4") -> tuple[float, int] | None:
+    """(p, B_p tested) of the run-level test that n matters (module doc), or None where no B_p has a cell
+    with 2+ seeds."""
+    if "seed" not in evals.columns or metric not in evals.columns:
+        return None
+    ps = []
+    for _, runs in evals[evals["compute"] > 0].groupby("B_p"):
+        means = _run_means(runs, metric)
+        if means is None:
+            continue
+        groups = [g["mean"].to_numpy() for _, g in means.groupby("n")]
+        if len(groups) < 2 or len(means) - len(groups) < 1:
+            continue
+        p = float(stats.f_oneway(*groups).pvalue)
+        ps.append(p if np.isfinite(p) else 1.0)     # no spread at all between n: no evidence
+    return (min(1.0, min(ps) * len(ps)), len(ps)) if ps else None
 
 
 def pilot_design(fits: pd.DataFrame, evals: pd.DataFrame | None, split: str) -> Design:
@@ -144,7 +197,8 @@ def pilot_from_tables(fits: pd.DataFrame, boot: pd.DataFrame, evals: pd.DataFram
         sd, how = measured[0], f"measured from {measured[1]} matched pairs of seeds' evaluations"
     else:
         sd, how = RUN_SD_PRIOR, "a prior: the pilot has one seed per cell"
-    return Pilot(source, split, point, tuple(replicates), sd, how, pilot_design(fits, evals, split))
+    effect = None if evals is None else n_effect(evals, metric)
+    return Pilot(source, split, point, tuple(replicates), sd, how, pilot_design(fits, evals, split), effect)
 
 
 def _tables_folders(path: Path, split: str | None) -> tuple[Path, str]:

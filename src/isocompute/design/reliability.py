@@ -42,7 +42,6 @@ import pandas as pd
 from isocompute.analysis.adaptive.strata import STRATA, draw_truth
 from isocompute.analysis.fits.progress import progress
 from isocompute.analysis.fits.settings import AnalysisSettings
-from isocompute.analysis.fits.sigmoid import sigmoid_reward
 from isocompute.design.assurance import CLAIMS, Plan, assess, default_designs, judge, simulate_study
 from isocompute.design.chain import analyse, rate
 from isocompute.design.pilot import MIN_REPLICATES, Pilot, pilot_from_tables
@@ -130,7 +129,7 @@ def known_truth(shape: str, truth_seed: int, d: Design = PILOT, doublings: int =
     return (lambda B_p, n: truth.params[(B_p, n)]), run_sd, truth
 
 
-def _analysed(d: Design, params, seed: int, run_sd: float, bootstrap: int) -> dict:
+def analysed(d: Design, params, seed: int, run_sd: float, bootstrap: int) -> dict:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return analyse(simulate_study(d, params, seed, run_sd), AnalysisSettings(bootstrap=bootstrap),
@@ -140,10 +139,10 @@ def _analysed(d: Design, params, seed: int, run_sd: float, bootstrap: int) -> di
 def synthetic_pilot(d: Design, params, run_sd: float, seed: int, bootstrap: int, source: str) -> Pilot:
     """The pilot `isocompute design` would read from design `d` run on the truth `params` (noise `seed`):
     its tables analysed with `bootstrap` replicates; InputError where the tool refuses it."""
-    return _pilot_of(_analysed(d, params, seed, run_sd, bootstrap), d, source)
+    return pilot_of(analysed(d, params, seed, run_sd, bootstrap), d, source)
 
 
-def _pilot_of(out: dict, d: Design, source: str) -> Pilot:
+def pilot_of(out: dict, d: Design, source: str) -> Pilot:
     """The pilot `isocompute design` reads from the analysed tables `out` of design `d`."""
     return pilot_from_tables(out["fits"], out["bootstrap_fits"], out["evals"], split=d.split, source=source)
 
@@ -151,7 +150,7 @@ def _pilot_of(out: dict, d: Design, source: str) -> Pilot:
 def outcome(d: Design, params, run_sd: float, seed: int, bootstrap: int) -> dict:
     """Design `d` run for real on the known truth `params` (run-to-run sd `run_sd`, noise `seed`), analysed
     with `bootstrap` replicates and judged as assess judges its simulated studies (`assurance.judge`)."""
-    return judge(_analysed(d, params, seed, run_sd, bootstrap), d, params)
+    return judge(analysed(d, params, seed, run_sd, bootstrap), d, params)
 
 
 def outcome_seed(truth_seed: int, design: int, k: int) -> int:
@@ -166,7 +165,7 @@ def candidates(base: Design) -> list[Design]:
 
 
 @contextmanager
-def _quiet(name: str = "isocompute"):
+def quiet(name: str = "isocompute"):
     """The analysis' phase lines (INFO on the `name` logger) left out while a pilot is worked on: a
     benchmark's log is its progress over pilots, not a line per analysis of thousands."""
     logger = logging.getLogger(name)
@@ -181,7 +180,7 @@ def _quiet(name: str = "isocompute"):
 def pilot_rows(task: tuple[Study, int]) -> list[dict]:
     """One pilot of the study (`task`: the study and a truth seed): a row per candidate design and claim
     with its predicted assurance and observed outcomes, or one row saying why there is no pilot."""
-    with _quiet():
+    with quiet():
         return _pilot_rows(*task)
 
 
@@ -210,44 +209,6 @@ def _pilot_rows(study: Study, seed: int) -> list[dict]:
                          "successes": int(sum(s[claim] for s in seen)), "outcomes": len(seen),
                          "truth_rises": float(np.mean([s["truth_rises"] for s in seen])), "refused": ""})
     return rows
-
-
-def null_diagnosis(seed: int, study: "Study" = None, outcomes: int = 3) -> dict:
-    """Why a pilot on a null truth (n does not matter) predicts that n* will be determined: the null truth of
-    `seed` (shape 'null', whatever the seed's turn), its pilot as `_pilot_rows` makes it, and
-      fits_over_1      the pilot's fits with an asymptote A > 1, which a simulated run clips to 1
-                       (`assurance.simulate_study`): a curve still low on its rise becomes flat
-      top_spread       max - min over n of the pilot's fitted rewards at its C_max (the truth's: 0)
-      boot_sd          the bootstrap replicates' sd of those rewards, averaged over n: what the
-                       tool reads as the pilot's noise
-      pilot_determined the pilot's own analysis: n* determined at its C_max (0/1)
-      predicted        the tool's assurance that the pilot's design determines n*
-      observed         the pilot's design run `outcomes` times on the truth with fresh noise: how
-                       often n* is determined (`successes` of them)."""
-    study = study or Study()
-    params, run_sd, _ = known_truth("null", seed, study.pilot)
-    with _quiet():
-        out = _analysed(study.pilot, params, seed, run_sd, study.pilot_bootstrap)
-        pilot = _pilot_of(out, study.pilot, f"truth {seed} (null)")
-        top = study.pilot.c_max
-        point = [sigmoid_reward(top, **pilot.point.params(b, n)) for b, n in _cells(pilot.point)]
-        boot = np.array([[sigmoid_reward(top, **r.params(b, n)) for b, n in _cells(pilot.point)]
-                         for r in pilot.replicates])
-        table, _ = assess([pilot.design], pilot, Plan(draws=study.draws, bootstrap=study.bootstrap, seed=seed,
-                                                      fitted_null=False))
-        seen = [outcome(pilot.design, params, run_sd, outcome_seed(seed, 0, k), study.outcome_replicates)
-                for k in range(outcomes)]
-    return {"truth_seed": seed, "run_sd": run_sd, "run_sd_measured": pilot.run_sd,
-            "fits_over_1": int((out["fits"]["A"] > 1).sum()), "fits": len(out["fits"]),
-            "top_spread": float(np.ptp(point)), "boot_sd": float(boot.std(axis=0).mean()),
-            "pilot_determined": judge(out, study.pilot)["determined"],
-            "predicted": float(table["determined"].iloc[0]),
-            "observed": float(np.mean([s["determined"] for s in seen])), "outcomes": outcomes,
-            "successes": int(sum(s["determined"] for s in seen))}
-
-
-def _cells(truth) -> list[tuple[int, int]]:
-    return [(int(b), int(n)) for b, g in truth.cells.items() for n in g["n"]]
 
 
 ROW_COLUMNS = ("truth_seed", "shape", "run_sd", "run_sd_measured", "design", "describe", "claim", "predicted",
