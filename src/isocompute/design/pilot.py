@@ -133,7 +133,8 @@ def n_effect(evals: pd.DataFrame, metric: str = "avg@4") -> tuple[float, int] | 
     if "seed" not in evals.columns or metric not in evals.columns:
         return None
     ps = []
-    for _, runs in evals[evals["compute"] > 0].groupby("B_p"):
+    read = evals[(evals["compute"] > 0) & np.isfinite(evals[metric].to_numpy(dtype=float))]
+    for _, runs in read.groupby("B_p"):
         means = _run_means(runs, metric)
         if means is None:
             continue
