@@ -19,8 +19,10 @@ The tables are printed twice: as the tool prints its assurance (recalibrated by
 `isocompute.design.recalibrate.MEASURED`) and raw (the share of its simulated studies). --from-rows
 CSV judges rows written before (--out) instead of running; --fit fits the recalibration maps on the
 rows (maximum likelihood, a bootstrap over pilots for their intervals) and judges the rows under
-them, which is how MEASURED was made on tuning truths; --maps 'claim:a:b,...' judges the rows
-under given maps (the raw shares passed through them), as on truths no fit saw.
+them, which is how MEASURED was made on tuning truths (beta calibration, or Platt's with --form
+platt); --cv K prints how each form does on pilots it was not fitted on (K blocks of consecutive
+truth seeds, `reliability.cross_validate`); --maps 'claim:c:a:b,...' (or 'claim:c:a', Platt's)
+judges the rows under given maps (the raw shares passed through them), as on truths no fit saw.
 """
 
 from __future__ import annotations
@@ -33,8 +35,9 @@ import time
 import pandas as pd
 
 from isocompute.design.recalibrate import Recalibration, fit
-from isocompute.design.reliability import (MIN_DESIGNS, SHAPES, Study, calibration, markdown, refusals,
-                                           reliability_table, repredicted, run_study, verdict)
+from isocompute.design.reliability import (MIN_DESIGNS, SHAPES, Study, calibration, cross_validate, maps_of,
+                                           markdown, refusals, reliability_table, repredicted, run_study,
+                                           verdict)
 
 
 def tables(rows: pd.DataFrame, title: str) -> str:
@@ -50,12 +53,12 @@ def tables(rows: pd.DataFrame, title: str) -> str:
     return "\n".join(out)
 
 
-def maps_of(text: str) -> Recalibration:
-    """'rises:a:b,determined:a:b' as maps."""
+def given_maps(text: str) -> Recalibration:
+    """'rises:c:a:b,determined:c:a' as maps (two numbers: Platt's, b = a)."""
     maps = {}
     for part in filter(None, text.split(",")):
-        claim, a, b = part.split(":")
-        maps[claim] = (float(a), float(b))
+        claim, *numbers = part.split(":")
+        maps[claim] = tuple(float(v) for v in numbers)
     return Recalibration(maps, "given on the command line")
 
 
@@ -79,7 +82,9 @@ def main(argv=None) -> int:
     parser.add_argument("--out", default=None, metavar="CSV", help="write one row per pilot, design and claim")
     parser.add_argument("--from-rows", default=None, metavar="CSV", help="judge rows written by --out, not a run")
     parser.add_argument("--fit", action="store_true", help="fit the recalibration maps on the rows and judge them")
-    parser.add_argument("--maps", default=None, metavar="MAPS", help="judge under maps 'claim:a:b,...'")
+    parser.add_argument("--form", default="beta", choices=("beta", "platt"), help="the maps --fit fits (default beta)")
+    parser.add_argument("--cv", type=int, default=0, metavar="K", help="cross-validate the forms over K blocks of pilots")
+    parser.add_argument("--maps", default=None, metavar="MAPS", help="judge under maps 'claim:c:a:b,...'")
     args = parser.parse_args(argv)
     if args.from_rows:
         return judge_rows(pd.read_csv(args.from_rows, keep_default_na=False, na_values=[""]), args)
@@ -116,13 +121,19 @@ def judge_rows(rows: pd.DataFrame, args) -> int:
         print(tables(rows, "As the tool printed it when the rows were made (recalibrated by the maps of that run)"))
     print(tables(repredicted(rows), "Raw: the share of the simulated studies"))
     if args.fit:
-        fitted = fit(repredicted(rows))
-        print("\n## Recalibration maps fitted on these rows (95% bootstrap over pilots)\n")
+        fitted = fit(repredicted(rows), boot=400, form=args.form)
+        print(f"\n## Recalibration maps ({args.form}) fitted on these rows (95% bootstrap over pilots)\n")
         print(markdown(fitted, digits=3))
-        maps = Recalibration({r.claim: (round(r.a, 3), round(r.b, 3)) for r in fitted.itertuples()}, "these rows")
+        maps = maps_of(fitted, "these rows")
         print(tables(repredicted(rows, maps), f"Under the maps fitted on these rows (in-sample): {maps.describe()}"))
+    if args.cv:
+        cv = cross_validate(rows, folds=args.cv)
+        print(f"\n## Each form of map on pilots it was not fitted on ({args.cv} blocks of truth seeds)\n")
+        print(markdown(cv, digits=4))
+        total = cv.groupby("form").agg(judged=("judged", "sum"), outside=("outside", "sum"), brier=("brier", "mean"))
+        print("\n" + markdown(total.reset_index(), digits=4))
     if args.maps:
-        maps = maps_of(args.maps)
+        maps = given_maps(args.maps)
         print(tables(repredicted(rows, maps), f"Under {maps.describe()}"))
     return 0
 

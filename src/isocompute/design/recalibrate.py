@@ -8,16 +8,20 @@ more than the truth does, and a design judged on them determines an n* that the 
 Four fixes of the draws themselves were tried on tuning truths (an empirical-Bayes shrinkage of the
 replicates' differences between n, a BIC and an AIC mixture with the replicate's null, a shrunk
 run-to-run sd; docs/replication.md) and none was calibrated. The map is the standard remedy for a
-forecast whose ranking is right and whose level is not (Platt's scaling; Cox's calibration
-regression): per claim,
+forecast whose ranking is right and whose level is not. Per claim, beta calibration (Kull, Silva
+Filho and Flach 2017, "Beyond sigmoids"):
 
-    assurance = expit(a + b logit(p)),   p = raw share clipped to [1 / (2N + 2), 1 - 1 / (2N + 2)]
+    assurance = expit(c + a ln(p) - b ln(1 - p)),   p = raw share clipped to [1 / (2N + 2), 1 - 1 / (2N + 2)]
 
-with N the simulated studies behind it (so that 0 of 20 and 20 of 20 stay finite and ordered). b < 1
-says the raw shares are too extreme, a < 0 too high. `fit` finds (a, b) by maximum likelihood on the
-rows of a reliability study (raw prediction against 0/1 outcomes of the design run on the known
-truth), with a bootstrap over pilots for their intervals; `MEASURED` holds the maps the tool uses,
-with the truths they were fitted on. They were judged afterwards on truths no fit saw
+with N the simulated studies behind it (so that 0 of 20 and 20 of 20 stay finite and ordered), and
+a, b >= 0 so that it keeps the order. With a = b it is Platt's scaling (Cox's calibration regression),
+expit(c + a logit(p)), which the tool used before (`form="platt"`): a, b < 1 say the raw shares are too
+extreme at that end, c < 0 too high. The third parameter lets the two ends bend apart: the raw shares
+of "n* determined" pile up at 20 of 20 while its middle is under-confident, which one slope cannot
+follow (a 3-fold cross-validation by pilots, docs/replication.md). `fit` finds (c, a, b) by maximum
+likelihood on the rows of a reliability study (raw prediction against 0/1 outcomes of the design run
+on the known truth), with a bootstrap over pilots for their intervals; `MEASURED` holds the maps the
+tool uses, with the truths they were fitted on. They were judged afterwards on truths no fit saw
 (docs/replication.md). A map holds for pilots like those it was fitted on: the reliability study's
 laptop-sized pilot and its six shapes; a pilot far from them is printed with its raw shares beside.
 """
@@ -30,15 +34,17 @@ import numpy as np
 import pandas as pd
 from scipy.special import expit, logit
 
-# The maps the tool applies, claim -> (a, b): `fit` on the rows of the reliability study's tuning
-# truths 3000-3095 (96 pilots, 384 designs per claim; `bench_design_reliability.py --first-truth 3000
-# --pilots 48 --out a.csv`, the same from 3048, then `--from-rows` both rows with `--fit`;
-# 2026-12-07). 95% over 400 resamples of the pilots: rises a [-0.69, +0.09], b [0.55, 0.90];
-# determined a [-1.11, -0.09], b [0.59, 1.07]; U a [-1.07, -0.34], b [0.46, 0.75]. Fitted on
-# 3000-3047 alone and judged on 3048-3095, 9 of 10 judged bins were inside (raw: 5 of 9).
-MEASURED_MAPS: dict[str, tuple[float, float]] = {"rises": (-0.314, 0.680), "determined": (-0.521, 0.795),
-                                                 "U": (-0.687, 0.576)}
-MEASURED_FROM = "reliability tuning truths 3000-3095 (96 synthetic pilots; docs/replication.md)"
+# The maps the tool applies, claim -> (c, a, b): `fit` on the rows of the reliability study's truths
+# 3000-3095 and 5030-5077 (144 pilots, 576 designs per claim; `bench_design_reliability.py
+# --first-truth 3000 --pilots 48 --out a.csv`, the same from 3048 and from 5030, then `--from-rows`
+# all three with `--fit`; 2026-12-07). 5030-5077 judged the Platt maps fitted on 3000-3095 before
+# (docs/replication.md) and so are no longer fresh. 95% over 400 resamples of the pilots: rises c
+# [-0.45, +1.05], a [0.59, 1.27], b [0.01, 0.74]; determined c [-0.37, +1.75], a [1.11, 3.22], b [0.09,
+# 0.81]; U c [-0.65, +0.65], a [0.59, 1.15], b [0.00, 0.49]. In a 3-fold cross-validation over those
+# pilots (blocks of 48 truth seeds, `--cv 3`), 1 of 28 judged bins fell outside (Platt's: 3 of 26).
+MEASURED_MAPS: dict[str, tuple[float, ...]] = {"rises": (0.410, 0.928, 0.341), "determined": (0.596, 1.883, 0.467),
+                                               "U": (0.201, 0.896, 0.074)}
+MEASURED_FROM = "reliability truths 3000-3095 and 5030-5077 (144 synthetic pilots; docs/replication.md)"
 
 
 def _logits(p, studies) -> np.ndarray:
@@ -60,72 +66,102 @@ class Recalibration:
         x = np.asarray(p, dtype=float)
         if claim not in self.maps:
             return x if x.ndim else float(x)
-        a, b = self.maps[claim]
-        out = np.where(np.isfinite(x), expit(a + b * _logits(x, studies)), np.nan)
+        c, a, b = _three(self.maps[claim])
+        out = np.where(np.isfinite(x), expit(_features(x, studies) @ np.array([c, a, b])), np.nan)
         return out if out.ndim else float(out)
 
     def describe(self) -> str:
         if not self.maps:
             return "assurance not recalibrated (raw shares of the simulated studies)"
-        maps = "; ".join(f"{c} a {a:+.2f} b {b:.2f}" for c, (a, b) in self.maps.items())
-        return f"assurance recalibrated (expit(a + b logit(raw))): {maps}; fitted on {self.source}"
+        maps = "; ".join(f"{claim} c {c:+.2f} a {a:.2f} b {b:.2f}"
+                         for claim, (c, a, b) in ((k, _three(v)) for k, v in self.maps.items()))
+        return f"assurance recalibrated (expit(c + a ln(raw) - b ln(1 - raw))): {maps}; fitted on {self.source}"
+
+
+def _three(m) -> tuple[float, float, float]:
+    """A map as (c, a, b); a Platt map (c, a) is (c, a, a)."""
+    return (float(m[0]), float(m[1]), float(m[1])) if len(m) == 2 else tuple(float(v) for v in m)
+
+
+def _features(p, studies) -> np.ndarray:
+    """(1, ln p, -ln(1 - p)) of the clipped raw share(s) `p` (module doc), one row each."""
+    x = np.atleast_1d(_logits(p, studies))
+    with np.errstate(invalid="ignore"):                 # a NaN share stays NaN (the caller masks it)
+        rows = np.column_stack([np.ones_like(x), -np.logaddexp(0.0, -x), np.logaddexp(0.0, x)])
+    return rows.reshape(np.shape(p) + (3,))
 
 
 IDENTITY = Recalibration({}, "")
 MEASURED = Recalibration(MEASURED_MAPS, MEASURED_FROM)
 
 
-def fit_map(p, hits, tries, studies, iterations: int = 50) -> tuple[float, float]:
-    """(a, b) of one claim by maximum likelihood (a logistic regression of the outcomes on logit(p), by
-    Newton's method): raw shares `p` of `studies` simulated studies each, `hits` successes in `tries`
-    outcomes of the design run on its truth. ValueError where no increasing map fits."""
-    x = _logits(p, studies)
-    hits, tries = np.asarray(hits, dtype=float), np.asarray(tries, dtype=float)
-    X = np.column_stack([np.ones_like(x), x])
-    ab, converged = np.zeros(2), False              # Newton from zero: the usual start of a logistic fit
+def _newton(X, hits, tries, iterations: int) -> np.ndarray | None:
+    """The maximum-likelihood weights of a logistic regression of hits in tries on X, by Newton's method
+    from zero (the usual start); None where it does not converge."""
+    w = np.zeros(X.shape[1])
     for _ in range(iterations):
-        q = expit(X @ ab)
-        grad = X.T @ (hits - tries * q)
+        q = expit(X @ w)
         hess = (X * (tries * q * (1 - q))[:, None]).T @ X
         try:
-            step = np.linalg.solve(hess, grad)
+            step = np.linalg.solve(hess, X.T @ (hits - tries * q))
         except np.linalg.LinAlgError:
-            break
-        ab = ab + step
+            return None
+        w = w + step
         if np.max(np.abs(step)) < 1e-10:
-            converged = True
-            break
-    a, b = (float(v) for v in ab)
-    if not converged or not (np.isfinite(a) and np.isfinite(b)) or b <= 0:
-        raise ValueError(f"recalibration: no increasing map (a {a:.3g}, b {b:.3g}): the raw shares do not order "
-                         "the outcomes")
-    return a, b
+            return w if np.all(np.isfinite(w)) else None
+    return None
 
 
-def fit(rows: pd.DataFrame, column: str = "predicted_raw", boot: int = 200, seed: int = 0) -> pd.DataFrame:
+def fit_map(p, hits, tries, studies, iterations: int = 50, form: str = "beta") -> tuple[float, ...]:
+    """(c, a, b) of one claim by maximum likelihood (a logistic regression of the outcomes on ln p and
+    -ln(1 - p), by Newton's method; a slope that comes out negative is held at 0 and the rest refitted,
+    as Kull et al. do; `form` 'platt' ties a = b and returns (c, a)): raw shares `p` of `studies`
+    simulated studies each, `hits` successes in `tries` outcomes of the design run on its truth.
+    ValueError where no increasing map fits."""
+    F = _features(np.asarray(p, dtype=float), studies)
+    hits, tries = np.asarray(hits, dtype=float), np.asarray(tries, dtype=float)
+    if form == "platt":
+        w = _newton(np.column_stack([F[:, 0], F[:, 1] + F[:, 2]]), hits, tries, iterations)
+        ok = w is not None and w[1] > 0
+    else:
+        w = _newton(F, hits, tries, iterations)
+        if w is not None and (w[1] < 0) != (w[2] < 0):          # one end does not order: hold it at 0
+            keep = [0, 1] if w[2] < 0 else [0, 2]
+            part = _newton(F[:, keep], hits, tries, iterations)
+            w = None if part is None else np.insert(part, 2 if w[2] < 0 else 1, 0.0)
+        ok = w is not None and np.all(w[1:] >= 0) and np.any(w[1:] > 0)
+    if not ok:
+        shown = "none converged" if w is None else ", ".join(f"{v:.3g}" for v in w)
+        raise ValueError(f"recalibration: no increasing map ({shown}): the raw shares do not order the outcomes")
+    return tuple(float(v) for v in w)
+
+
+def fit(rows: pd.DataFrame, column: str = "predicted_raw", boot: int = 200, seed: int = 0,
+        form: str = "beta") -> pd.DataFrame:
     """Per claim of a reliability study's rows (`reliability.pilot_rows`: claim, `column` the raw share,
     successes, outcomes, studies, truth_seed, as `reliability.repredicted` gives them; refused pilots left
-    out): (a, b), the designs they rest on,
-    and the 95% percentile interval of each over `boot` resamples of the pilots (a pilot's designs kept
-    together)."""
+    out): (c, a, b) (with `form` 'platt', b = a), the designs they rest on, and the 95% percentile interval
+    of each over `boot` resamples of the pilots (a pilot's designs kept together)."""
     rows = rows[rows["claim"].notna() & rows[column].notna()]
     rng = np.random.default_rng(seed)
     out = []
     for claim, g in rows.groupby("claim", sort=False):
         cols = [g[column].to_numpy(dtype=float), g["successes"].to_numpy(dtype=float),
                 g["outcomes"].to_numpy(dtype=float), g["studies"].to_numpy(dtype=float)]
-        a, b = fit_map(*cols)
+        point = _three(fit_map(*cols, form=form))
         pilots, where = np.unique(g["truth_seed"].to_numpy(), return_inverse=True)
         members = [np.flatnonzero(where == i) for i in range(len(pilots))]
         draws = []
         for _ in range(boot):
             pick = np.concatenate([members[i] for i in rng.integers(0, len(pilots), size=len(pilots))])
             try:
-                draws.append(fit_map(*(c[pick] for c in cols)))
+                draws.append(_three(fit_map(*(c[pick] for c in cols), form=form)))
             except ValueError:
                 continue
         lo, hi = (np.quantile(np.array(draws), [0.025, 0.975], axis=0) if draws
-                  else (np.full(2, np.nan), np.full(2, np.nan)))
-        out.append({"claim": claim, "a": a, "b": b, "a_lo": lo[0], "a_hi": hi[0], "b_lo": lo[1], "b_hi": hi[1],
-                    "designs": len(g), "pilots": len(pilots), "resamples": len(draws)})
+                  else (np.full(3, np.nan), np.full(3, np.nan)))
+        row = {"claim": claim}
+        for k, name in enumerate("cab"):
+            row.update({name: point[k], f"{name}_lo": lo[k], f"{name}_hi": hi[k]})
+        out.append({**row, "designs": len(g), "pilots": len(pilots), "resamples": len(draws)})
     return pd.DataFrame(out)

@@ -46,7 +46,7 @@ from isocompute.design.assurance import CLAIMS, Plan, assess, default_designs, j
 from isocompute.design.chain import analyse, rate
 from isocompute.design.pilot import MIN_REPLICATES, Pilot, pilot_from_tables
 from isocompute.design.power import Design
-from isocompute.design.recalibrate import Recalibration
+from isocompute.design.recalibrate import Recalibration, fit
 from isocompute.errors import InputError
 
 # rising (n* climbs inside the grid early, mid, or is still climbing at C_max), late (the winner
@@ -248,6 +248,33 @@ def repredicted(rows: pd.DataFrame, recalibration: Recalibration | None = None) 
         rows["predicted"] = [recalibration(c, p, int(k)) if isinstance(c, str) else np.nan
                              for c, p, k in zip(rows["claim"], rows["predicted_raw"], studies)]
     return rows
+
+
+def maps_of(fitted: pd.DataFrame, source: str) -> Recalibration:
+    """The maps of `recalibrate.fit`'s table, (c, a, b) per claim to three places."""
+    return Recalibration({r.claim: (round(r.c, 3), round(r.a, 3), round(r.b, 3)) for r in fitted.itertuples()},
+                         source)
+
+
+def cross_validate(rows: pd.DataFrame, folds: int = 3, forms=("platt", "beta")) -> pd.DataFrame:
+    """How each form of map (`recalibrate.fit`) does on pilots it was not fitted on: the pilots in `folds`
+    blocks of consecutive truth seeds; per form, claim and fold, fitted on the other blocks and judged on
+    this one: judged bins, bins outside their interval (`reliability_table`) and the Brier score."""
+    rows = _judged(repredicted(rows))
+    seeds = np.sort(rows["truth_seed"].unique())
+    out = []
+    for form in forms:
+        for k, block in enumerate(np.array_split(seeds, folds)):
+            held = rows["truth_seed"].isin(block)
+            maps = maps_of(fit(rows[~held], boot=0, form=form), f"the other {folds - 1} blocks")
+            test = repredicted(rows[held], maps)
+            table = reliability_table(test)
+            for claim in CLAIMS:
+                t, g = table[(table["claim"] == claim) & table["judged"]], test[test["claim"] == claim]
+                brier = float(np.mean((g["predicted"] - g["successes"] / g["outcomes"]) ** 2))
+                out.append({"form": form, "claim": claim, "fold": k, "pilots": len(block),
+                            "judged": len(t), "outside": int((~t["inside"].astype(bool)).sum()), "brier": brier})
+    return pd.DataFrame(out)
 
 
 def _judged(rows: pd.DataFrame) -> pd.DataFrame:
