@@ -17,7 +17,7 @@ what is drawn, simulated and judged, and the seeds: truths 3000 on, used nowhere
 
 The tables are printed twice: as the tool prints its assurance (recalibrated by
 `isocompute.design.recalibrate.MEASURED`) and raw (the share of its simulated studies). --from-rows
-CSV judges rows written before (--out) instead of running; --fit fits the recalibration maps on the
+CSV[,CSV...] judges rows written before (--out; several runs' files together) instead of running; --fit fits the recalibration maps on the
 rows (maximum likelihood, a bootstrap over pilots for their intervals) and judges the rows under
 them, which is how MEASURED was made on tuning truths (beta calibration, or Platt's with --form
 platt); --cv K prints how each form does on pilots it was not fitted on (K blocks of consecutive
@@ -53,6 +53,13 @@ def tables(rows: pd.DataFrame, title: str) -> str:
     return "\n".join(out)
 
 
+def read_rows(path: str) -> pd.DataFrame:
+    """Rows written by --out; rows written before the raw share was kept beside the printed one have only
+    the raw one, as `predicted`, which is then also their `predicted_raw` (so files of both kinds join)."""
+    rows = pd.read_csv(path, keep_default_na=False, na_values=[""])        # "null" is a shape, not NaN
+    return rows if "predicted_raw" in rows.columns else rows.assign(predicted_raw=rows["predicted"])
+
+
 def given_maps(text: str) -> Recalibration:
     """'rises:c:a:b,determined:c:a' as maps (two numbers: Platt's, b = a)."""
     maps = {}
@@ -80,14 +87,15 @@ def main(argv=None) -> int:
     parser.add_argument("--jobs", type=int, default=2, help="worker processes over pilots (default 2)")
     parser.add_argument("--quick", action="store_true", help="one pilot per shape, 2 draws, 5 bootstrap replicates")
     parser.add_argument("--out", default=None, metavar="CSV", help="write one row per pilot, design and claim")
-    parser.add_argument("--from-rows", default=None, metavar="CSV", help="judge rows written by --out, not a run")
+    parser.add_argument("--from-rows", default=None, metavar="CSV[,CSV...]",
+                        help="judge rows written by --out (one file or several, comma-separated), not a run")
     parser.add_argument("--fit", action="store_true", help="fit the recalibration maps on the rows and judge them")
     parser.add_argument("--form", default="beta", choices=("beta", "platt"), help="the maps --fit fits (default beta)")
     parser.add_argument("--cv", type=int, default=0, metavar="K", help="cross-validate the forms over K blocks of pilots")
     parser.add_argument("--maps", default=None, metavar="MAPS", help="judge under maps 'claim:c:a:b,...'")
     args = parser.parse_args(argv)
     if args.from_rows:
-        return judge_rows(pd.read_csv(args.from_rows, keep_default_na=False, na_values=[""]), args)
+        return judge_rows(pd.concat([read_rows(f) for f in args.from_rows.split(",")], ignore_index=True), args)
     shapes = tuple(s for s in args.shapes.split(",") if s)
     quick = {"pilots": len(shapes), "draws": 2, "bootstrap": 5, "pilot_bootstrap": 5} if args.quick else {}
     given = {k: v for k, v in (("pilots", args.pilots), ("draws", args.draws), ("bootstrap", args.bootstrap),

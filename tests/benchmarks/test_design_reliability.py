@@ -33,6 +33,14 @@ def test_quick_prints_the_reliability_table_of_every_shape(tmp_path):
         assert sum(int(n) for c, n in lines if c == claim) == 2 * (took["claim"] == claim).sum()
     assert re.search(rf"pilots refused by the tool \(or with no truth drawn\): \d+ of {len(SHAPES)}", out), out
     assert "judged bins (>= 20 designs): 0 of 15" in out                      # too few designs to judge any
+    # rows of two runs judged together, one written before the raw share was kept beside the printed one
+    rows.drop(columns=["predicted_raw"]).assign(predicted=rows["predicted_raw"]).to_csv(tmp_path / "old.csv",
+                                                                                          index=False)
+    both = run_benchmark("bench_design_reliability.py", "--from-rows",
+                         f"{tmp_path / 'r.csv'},{tmp_path / 'old.csv'}").stdout
+    raw = both[both.index("# Raw"):]
+    lines = re.findall(r"^\| (rises|determined|U) \| \[[\d.]+, [\d.]+[)\]] \| (\d+) \|", raw, flags=re.M)
+    assert sum(int(n) for c, n in lines[:len(BINS) - 1]) == 2 * (took["claim"] == "rises").sum(), raw
 
 
 def test_the_null_diagnosis_prints_what_the_pilot_reads_as_noise():
