@@ -17,12 +17,15 @@ what is drawn, simulated and judged, and the seeds: truths 3000 on, used nowhere
 
 The tables are printed twice: as the tool prints its assurance (recalibrated by
 `isocompute.design.recalibrate.MEASURED`) and raw (the share of its simulated studies). --from-rows
-CSV[,CSV...] judges rows written before (--out; several runs' files together) instead of running; --fit fits the recalibration maps on the
-rows (maximum likelihood, a bootstrap over pilots for their intervals) and judges the rows under
-them, which is how MEASURED was made on tuning truths (beta calibration, or Platt's with --form
-platt); --cv K prints how each form does on pilots it was not fitted on (K blocks of consecutive
+CSV[,CSV...] judges rows written before (--out; several runs' files together) instead of running;
+--fit fits the recalibration maps on the rows (maximum likelihood, a bootstrap over pilots for
+their intervals) and judges the rows under them, which is how MEASURED was made on tuning truths
+(beta calibration, or Platt's with --form platt); --cv K prints how each form does on pilots it was not fitted on (K blocks of consecutive
 truth seeds, `reliability.cross_validate`); --maps 'claim:c:a:b,...' (or 'claim:c:a', Platt's)
-judges the rows under given maps (the raw shares passed through them), as on truths no fit saw.
+judges the rows under given maps (the raw shares passed through them), as on truths no fit saw;
+--bar SIMS prints how often a perfectly calibrated forecaster with the rows' predictions (as the tool
+printed them) would pass the bar, outcomes independent and sharing a pilot's truth
+(`diagnosis.bar_pass_rate`), beside the rows' own within-pilot residual correlation.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ import time
 
 import pandas as pd
 
+from isocompute.design.diagnosis import bar_pass_rate, residual_correlation
 from isocompute.design.recalibrate import Recalibration, fit
 from isocompute.design.reliability import (MIN_DESIGNS, SHAPES, Study, calibration, cross_validate, maps_of,
                                            markdown, refusals, reliability_table, repredicted, run_study,
@@ -91,8 +95,11 @@ def main(argv=None) -> int:
                         help="judge rows written by --out (one file or several, comma-separated), not a run")
     parser.add_argument("--fit", action="store_true", help="fit the recalibration maps on the rows and judge them")
     parser.add_argument("--form", default="beta", choices=("beta", "platt"), help="the maps --fit fits (default beta)")
-    parser.add_argument("--cv", type=int, default=0, metavar="K", help="cross-validate the forms over K blocks of pilots")
+    parser.add_argument("--cv", type=int, default=0, metavar="K",
+                        help="cross-validate the forms over K blocks of pilots")
     parser.add_argument("--maps", default=None, metavar="MAPS", help="judge under maps 'claim:c:a:b,...'")
+    parser.add_argument("--bar", type=int, default=0, metavar="SIMS",
+                        help="how often a calibrated forecaster with these predictions passes the bar")
     args = parser.parse_args(argv)
     if args.from_rows:
         return judge_rows(pd.concat([read_rows(f) for f in args.from_rows.split(",")], ignore_index=True), args)
@@ -140,6 +147,12 @@ def judge_rows(rows: pd.DataFrame, args) -> int:
         print(markdown(cv, digits=4))
         total = cv.groupby("form").agg(judged=("judged", "sum"), outside=("outside", "sum"), brier=("brier", "mean"))
         print("\n" + markdown(total.reset_index(), digits=4))
+    if args.bar:
+        print(f"\n## The bar itself: a forecaster calibrated exactly, with these predictions ({args.bar} studies)\n")
+        print(f"within-pilot correlation of these rows' standardized residuals: {residual_correlation(rows):.3f}")
+        for rho in (0.0, 0.5, 0.7):
+            print(f"latent within-pilot correlation {rho ** 2:.2f} (rho {rho}): passes the bar in "
+                  f"{bar_pass_rate(rows, sims=args.bar, rho=rho):.3f} of studies")
     if args.maps:
         maps = given_maps(args.maps)
         print(tables(repredicted(rows, maps), f"Under {maps.describe()}"))

@@ -37,7 +37,8 @@ def test_quick_prints_the_reliability_table_of_every_shape(tmp_path):
     rows.drop(columns=["predicted_raw"]).assign(predicted=rows["predicted_raw"]).to_csv(tmp_path / "old.csv",
                                                                                           index=False)
     both = run_benchmark("bench_design_reliability.py", "--from-rows",
-                         f"{tmp_path / 'r.csv'},{tmp_path / 'old.csv'}").stdout
+                         f"{tmp_path / 'r.csv'},{tmp_path / 'old.csv'}", "--bar", "5").stdout
+    assert re.search(r"latent within-pilot correlation 0\.49 \(rho 0\.7\): passes the bar in [\d.]+ of studies", both)
     raw = both[both.index("# Raw"):]
     lines = re.findall(r"^\| (rises|determined|U) \| \[[\d.]+, [\d.]+[)\]] \| (\d+) \|", raw, flags=re.M)
     assert sum(int(n) for c, n in lines[:len(BINS) - 1]) == 2 * (took["claim"] == "rises").sum(), raw

@@ -1,7 +1,8 @@
 """The analysis' own default chain on one evaluation table, as a study design's replications are
 judged (`analyse`: fit_study, the bootstrap of frontier_tables, recommendation_table, the claims
 of `claims`), and the rate of a 0/1 outcome over replications with its Clopper-Pearson interval
-(`rate`). benchmarks/bench_coverage.py judges the analysis' intervals with the same two.
+(`rate`). benchmarks/bench_coverage.py judges the analysis' intervals with the same two. And how
+likely a count of successes is under predictions taken at their word (`calibrated_p`).
 """
 
 from __future__ import annotations
@@ -39,3 +40,14 @@ def rate(values) -> tuple[float, int, float, float]:
     lo = beta.ppf(0.025, k, n - k + 1) if k > 0 else 0.0
     hi = beta.ppf(0.975, k + 1, n - k) if k < n else 1.0
     return k / n, n, float(lo), float(hi)
+
+
+def calibrated_p(successes, predictions) -> float:
+    """Two-sided p of `successes` among trials that succeed independently with `predictions` (the
+    Poisson-binomial, exactly): the summed probability of every count no more likely than the one seen."""
+    probs = np.clip(np.asarray(predictions, dtype=float), 0.0, 1.0)
+    dist = np.array([1.0])
+    for q in probs:                                   # the count's distribution, one trial at a time
+        dist = np.convolve(dist, [1.0 - q, q])
+    k = int(successes)
+    return float(min(1.0, dist[dist <= dist[k] * (1 + 1e-7)].sum()))

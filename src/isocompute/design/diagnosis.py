@@ -1,19 +1,22 @@
 """What a pilot can tell, measured on known truths: why `isocompute design` predicts a determined n*
 on null truths (n does not matter) that their studies do not find (`null_diagnosis`), and how often
-the pilot's run-level test that n matters (`pilot.n_effect`) finds it, by shape (`n_effect_rates`).
-benchmarks/bench_design_null.py prints both; docs/replication.md reads them."""
+the pilot's run-level test that n matters (`pilot.n_effect`) finds it, by shape (`n_effect_rates`);
+and how the reliability bar itself behaves: how often a perfectly calibrated forecaster passes it
+(`bar_pass_rate`). benchmarks/bench_design_null.py prints the first two,
+benchmarks/bench_design_reliability.py --bar the third; docs/replication.md reads them."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from scipy.stats import beta, norm
 
 from isocompute.analysis.fits.sigmoid import sigmoid_reward
-from isocompute.design.assurance import Plan, assess, judge, simulate_study
+from isocompute.design.assurance import CLAIMS, Plan, assess, judge, simulate_study
 from isocompute.design.chain import rate
 from isocompute.design.pilot import n_effect
-from isocompute.design.reliability import (SHAPES, Study, analysed, known_truth, outcome, outcome_seed, pilot_of,
-                                           quiet)
+from isocompute.design.reliability import (BINS, MIN_DESIGNS, SHAPES, Study, analysed, judged_rows, known_truth,
+                                           outcome, outcome_seed, pilot_of, quiet)
 
 
 def null_diagnosis(seed: int, study: "Study" = None, outcomes: int = 3) -> dict:
@@ -80,3 +83,49 @@ def n_effect_rates(shapes=SHAPES, truths: int = 200, first_truth: int = EFFECT_T
 
 def _cells(truth) -> list[tuple[int, int]]:
     return [(int(b), int(n)) for b, g in truth.cells.items() for n in g["n"]]
+
+
+def bar_pass_rate(rows: pd.DataFrame, sims: int = 2000, rho: float = 0.0, seed: int = 0, bins=BINS,
+                  min_designs: int = MIN_DESIGNS) -> float:
+    """How often a perfectly calibrated forecaster passes the reliability bar (every judged bin's mean
+    prediction inside its Clopper-Pearson interval, `reliability_table`) with the predictions of `rows`:
+    each simulated study draws every design's outcome as Bernoulli(predicted), exactly calibrated, the
+    designs of one pilot and claim sharing a Gaussian copula of correlation `rho` ** 2 (a pilot's truth
+    weighs on all its designs). The bar's false-fail rate is one minus it."""
+    rows = judged_rows(rows)
+    rng = np.random.default_rng(seed)
+    edges = np.asarray(bins, dtype=float)
+    groups = []
+    for (claim, _), g in rows.groupby(["claim", "truth_seed"]):
+        groups.append(g["predicted"].to_numpy(dtype=float))
+    preds = np.concatenate(groups)
+    owner = np.repeat(np.arange(len(groups)), [len(g) for g in groups])
+    claims = np.concatenate([[c] * len(g) for (c, _), g in rows.groupby(["claim", "truth_seed"])])
+    where = np.clip(np.searchsorted(edges, preds, side="right") - 1, 0, len(edges) - 2)
+    judged = [(m, float(preds[m].mean())) for c in CLAIMS for b in range(len(edges) - 1)
+              for m in [(claims == c) & (where == b)] if m.sum() >= min_designs]
+    passed = 0
+    for _ in range(sims):
+        z = rho * rng.standard_normal(len(groups))[owner] + np.sqrt(1 - rho ** 2) * rng.standard_normal(len(preds))
+        hits = norm.cdf(z) < preds                       # Bernoulli(predicted) marginally
+        inside = True
+        for m, mean in judged:
+            k, n = int(hits[m].sum()), int(m.sum())
+            lo = beta.ppf(0.025, k, n - k + 1) if k > 0 else 0.0
+            hi = beta.ppf(0.975, k + 1, n - k) if k < n else 1.0
+            inside &= lo <= mean <= hi
+        passed += inside
+    return passed / sims
+
+
+def residual_correlation(rows: pd.DataFrame) -> float:
+    """The correlation of standardized residuals, (outcome - predicted) / sd, between two designs of one
+    pilot and claim: how much a pilot's truth weighs on all its designs (module doc). `bar_pass_rate`'s rho
+    is the latent correlation's square root: near p = 0.5 a latent rho^2 gives a correlation of outcomes of
+    (2 / pi) arcsin(rho^2), 0.16 at rho 0.5 and 0.33 at 0.7."""
+    rows = judged_rows(rows)
+    p = rows["predicted"].to_numpy(dtype=float)
+    rows = rows.assign(_e=(rows["successes"] / rows["outcomes"] - p) / np.sqrt(np.clip(p * (1 - p), 1e-3, None)))
+    pairs = [(e[i], e[j]) for _, g in rows.groupby(["claim", "truth_seed"]) for e in [g["_e"].to_numpy()]
+             for i in range(len(e)) for j in range(i + 1, len(e))]
+    return float(np.corrcoef(np.array(pairs).T)[0, 1]) if len(pairs) > 2 else float("nan")

@@ -43,7 +43,7 @@ from isocompute.analysis.adaptive.strata import STRATA, draw_truth
 from isocompute.analysis.fits.progress import progress
 from isocompute.analysis.fits.settings import AnalysisSettings
 from isocompute.design.assurance import CLAIMS, Plan, assess, default_designs, judge, simulate_study
-from isocompute.design.chain import analyse, rate
+from isocompute.design.chain import analyse, calibrated_p, rate
 from isocompute.design.pilot import MIN_REPLICATES, Pilot, pilot_from_tables
 from isocompute.design.power import Design
 from isocompute.design.recalibrate import Recalibration, fit
@@ -260,7 +260,7 @@ def cross_validate(rows: pd.DataFrame, folds: int = 3, forms=("platt", "beta")) 
     """How each form of map (`recalibrate.fit`) does on pilots it was not fitted on: the pilots in `folds`
     blocks of consecutive truth seeds; per form, claim and fold, fitted on the other blocks and judged on
     this one: judged bins, bins outside their interval (`reliability_table`) and the Brier score."""
-    rows = _judged(repredicted(rows))
+    rows = judged_rows(repredicted(rows))
     seeds = np.sort(rows["truth_seed"].unique())
     out = []
     for form in forms:
@@ -277,7 +277,7 @@ def cross_validate(rows: pd.DataFrame, folds: int = 3, forms=("platt", "beta")) 
     return pd.DataFrame(out)
 
 
-def _judged(rows: pd.DataFrame) -> pd.DataFrame:
+def judged_rows(rows: pd.DataFrame) -> pd.DataFrame:
     """The rows with a prediction (pilots the tool took), with every column of `pilot_rows`' even when none."""
     rows = rows.reindex(columns=rows.columns.union(ROW_COLUMNS, sort=False))
     return rows[~_refused(rows)]
@@ -313,10 +313,11 @@ def pilot_interval(group: pd.DataFrame, resamples: int = 2000, seed: int = 0) ->
 def reliability_table(rows: pd.DataFrame, bins=BINS, min_designs: int = MIN_DESIGNS) -> pd.DataFrame:
     """Per claim and bin of predicted assurance ([lo, hi), the last closed): designs, mean predicted,
     observed rate with its 95% interval over the outcomes, whether the bin is judged (>= `min_designs`
-    designs) and, if so, whether the mean prediction lies inside the interval; beside it, the pilots the
-    bin's designs come from and the interval of a bootstrap over them (`pilot_interval`), reported, not
-    judged on."""
-    rows = _judged(rows)
+    designs) and, if so, whether the mean prediction lies inside the interval; beside it, p: how likely
+    so far a count of successes is if each design succeeds with its prediction (`chain.calibrated_p`),
+    and the pilots the bin's designs come from with the interval of a bootstrap over them
+    (`pilot_interval`), both reported, not judged on."""
+    rows = judged_rows(rows)
     edges = np.asarray(bins, dtype=float)
     out = []
     for claim in CLAIMS:
@@ -331,6 +332,7 @@ def reliability_table(rows: pd.DataFrame, bins=BINS, min_designs: int = MIN_DESI
                                                                                                          np.nan, np.nan)
             row["judged"] = len(group) >= min_designs
             row["inside"] = bool(row["lo"] <= row["predicted"] <= row["hi"]) if row["judged"] else None
+            row["p"] = calibrated_p(group["successes"].sum(), group["predicted"]) if len(group) else np.nan
             row["pilots"], row["pilots_lo"], row["pilots_hi"] = pilot_interval(group)
             out.append(row)
     return pd.DataFrame(out)
@@ -340,7 +342,7 @@ def calibration(rows: pd.DataFrame, by: tuple[str, ...] = ("claim",)) -> pd.Data
     """Per claim (and `by`'s other columns): designs, mean predicted against observed with its 95%
     interval, and the Brier score of the predictions against the outcomes (each outcome scored)."""
     out = []
-    for keys, group in _judged(rows).groupby(list(by), sort=False):
+    for keys, group in judged_rows(rows).groupby(list(by), sort=False):
         observed, outcomes, lo, hi = _rate_of(group)
         hits, tries = group["successes"].to_numpy(dtype=float), group["outcomes"].to_numpy(dtype=float)
         p = group["predicted"].to_numpy(dtype=float)
@@ -367,9 +369,10 @@ def verdict(table: pd.DataFrame) -> str:
             f"observed 95% interval in {len(judged) - len(missed)}")
     if judged.empty:
         return head + ": nothing judged (too few designs in every bin)"
+    family = min(1.0, float(judged["p"].min()) * len(judged))
     return head + (": calibrated" if missed.empty else "; outside: " + ", ".join(
         f"{r.claim} {r.bin} (predicted {r.predicted:.2f}, observed {r.observed:.2f} [{r.lo:.2f}, {r.hi:.2f}])"
-        for r in missed.itertuples()))
+        for r in missed.itertuples())) + f"; smallest p x judged bins (Bonferroni): {family:.3g}"
 
 
 def markdown(frame: pd.DataFrame, digits: int = 2) -> str:
