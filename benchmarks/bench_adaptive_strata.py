@@ -46,6 +46,11 @@ truths 0..T-1, the default, are the report seeds used before them.
         [--strata early,late] [--bootstrap 0] [--jobs 2] [--out studies.csv]
 
 --quick: 2 truths per stratum, one noise seed (what `make test` runs).
+
+--bar CSV reads a holdout's rows (written by --out) instead of running, and reads the relative bar
+(the sweep's wrong rate where it acts at most 1 point above the grid's, in every stratum) with its
+error rate (`intervals.gap_bar`): per stratum the gap and its p against "at most 1 point", and how
+often a sweep exactly as good as the grid, or 0.5 points worse, in every stratum would fail it.
 """
 
 from __future__ import annotations
@@ -62,6 +67,7 @@ import yaml
 
 from isocompute.analysis.adaptive.calibration import coverage_table
 from isocompute.analysis.adaptive.claims import claims_summary
+from isocompute.analysis.adaptive.intervals import gap_bar
 from isocompute.analysis.adaptive.scoring import judge, mean_bill_interval, summary, verdict
 from isocompute.analysis.adaptive.strata import B_PS, NS, STRATA
 from isocompute.analysis.fits.progress import progress
@@ -86,7 +92,10 @@ def main(argv=None) -> int:
     parser.add_argument("--jobs", type=int, default=2, help="worker processes (default 2)")
     parser.add_argument("--out", default=None, help="write one row per study as CSV")
     parser.add_argument("--quick", action="store_true", help="2 truths per stratum, one noise seed")
+    parser.add_argument("--bar", default=None, metavar="CSV", help="read the relative bar's error rate off rows")
     args = parser.parse_args(argv)
+    if args.bar:
+        return print_bar(pd.read_csv(args.bar, keep_default_na=False, na_values=[""]))
     truths = args.truths or (2 if args.quick else 50)
     noise = args.noise_seeds or (1 if args.quick else 2)
     strata = [s for s in args.strata.split(",") if s]
@@ -130,6 +139,19 @@ def main(argv=None) -> int:
         print(summ.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     print("\n".join(verdict(summ, float(norm.sf(params["z"])), mean_bill_interval(table))))
     print(f"{time.perf_counter() - start:.0f} s ({table['seconds'].mean():.1f} s per study, {args.jobs} jobs)")
+    return 0
+
+
+def print_bar(studies: pd.DataFrame) -> int:
+    """The relative bar of a holdout's rows, with its error rate (`intervals.gap_bar`)."""
+    table, fails = gap_bar(studies)
+    print(f"{studies['truth'].nunique()} truths x {studies['noise_seed'].nunique()} noise seeds; gap: sweep - grid, "
+          "wrong where it acts (paired); p_over: one-sided p against a true gap of at most 1 point")
+    print(table.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
+    print(f"strata over 1 point: {int((table['gap'] > 0.01 + 1e-12).sum())} of {len(table)}; smallest p_over x strata "
+          f"(Bonferroni): {min(1.0, table['p_over'].min() * len(table)):.3g}")
+    for g, rate in fails.items():
+        print(f"a sweep {100 * g:.1f} points worse than the grid in every stratum fails the bar in {rate:.3f} of holdouts")
     return 0
 
 

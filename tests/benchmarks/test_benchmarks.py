@@ -87,6 +87,10 @@ def test_adaptive_strata_quick_judges_every_stratum_by_regret(tmp_path):
         assert re.search(rf"^{stratum}\s+wrong [\d.]+% \[[\d.]+%, [\d.]+%\] \(grid [\d.]+%; sweep - grid "
                          rf"[-+][\d.]+ points \[[-+][\d.]+, [-+][\d.]+\]\), bill [\d.]+% \(max", out, re.M), out
     assert "bill averaged over the strata" in out and "highest stratum bill" in out
+    # the relative bar read off the rows just written, with its error rate
+    bar = run_benchmark("bench_adaptive_strata.py", "--bar", str(tmp_path / "s.csv"))
+    assert re.search(rf"strata over 1 point: \d+ of {len(STRATA)}; smallest p_over x strata", bar), bar
+    assert re.search(r"a sweep 0\.0 points worse than the grid in every stratum fails the bar in [\d.]+ of", bar), bar
     lo, hi = wilson(0, 40)
     assert lo == 0 and hi == pytest.approx(0.0876, abs=1e-3)     # the Wilson interval's known value
     lo, hi = wilson(5, 10)

@@ -296,6 +296,24 @@ def test_the_truth_bootstrap_keeps_a_truths_noise_seeds_together():
     assert lo == 0 and 0.25 <= hi <= 0.35            # a truth is one draw: up to ~3 of 10 resampled
 
 
+def test_the_relative_bar_is_read_with_its_error_rate():
+    """`intervals.gap_bar`: a stratum whose sweep is wrong exactly where the grid is never fails; one whose
+    paired differences are noisy fails the '+1 point' bar in a share of resampled holdouts though its true
+    gap is 0; a stratum consistently 5 points worse has a small p against 'at most 1 point'."""
+    from isocompute.analysis.adaptive.intervals import gap_bar
+
+    rng = np.random.default_rng(1)
+    truth = np.repeat(np.arange(50), 2)
+    same = pd.DataFrame({"stratum": "same", "truth": truth, "noise_seed": np.tile([0, 1], 50),
+                         "wrong_acting": 2, "grid_wrong_acting": 2, "acting_probes": 20})
+    noisy = same.assign(stratum="noisy", wrong_acting=rng.integers(0, 5, 100), grid_wrong_acting=rng.integers(0, 5, 100))
+    worse = same.assign(stratum="worse", wrong_acting=3)                   # +1 of 20 probes: +5 points
+    table, fails = gap_bar(pd.concat([same, noisy]), true_gaps=(0.0,))
+    assert table.set_index("stratum").loc["same", "gap"] == 0 and 0.05 < fails[0.0] < 0.6
+    assert gap_bar(same, true_gaps=(0.0,))[1][0.0] == 0.0
+    assert gap_bar(worse)[0]["p_over"].iloc[0] < 0.01
+
+
 def test_the_sweep_is_judged_against_the_grid_on_the_same_probes():
     """`scoring.summary`'s over_grid: the sweep's wrong rate less the grid's, paired by study; where
     the sweep is wrong exactly where the grid is, the difference is 0 with no spread, however much
