@@ -60,10 +60,16 @@ def test_platt_is_beta_with_one_slope_and_is_fitted_as_such():
     assert platt["a"] == platt["b"] and platt["a_hi"] < 1.0       # over-confident shares told apart
 
 
+def test_an_unknown_form_is_refused():
+    rows = _rows(0.0, 1.0, 1.0, pilots=50)
+    with pytest.raises(ValueError, match="form 'isotonic'"):
+        fit_map(rows["predicted"], rows["successes"], rows["outcomes"], rows["studies"], form="isotonic")
+
+
 def test_a_slope_that_comes_out_negative_is_held_at_zero():
-    rows = _rows(0.5, 1.5, 0.0, pilots=400, seed=3)                 # flat at the top end
+    rows = _rows(0.5, 1.5, 0.0, pilots=400, seed=4)                 # flat at the top end: b fits -0.14
     c, a, b = fit_map(rows["predicted"], rows["successes"], rows["outcomes"], rows["studies"])
-    assert a > 0 and b >= 0
+    assert b == 0.0 and a > 0                                        # held at 0, a and c refitted without it
 
 
 def test_the_map_keeps_order_and_the_ends_finite():

@@ -120,6 +120,8 @@ def fit_map(p, hits, tries, studies, iterations: int = 50, form: str = "beta") -
     as Kull et al. do; `form` 'platt' ties a = b and returns (c, a)): raw shares `p` of `studies`
     simulated studies each, `hits` successes in `tries` outcomes of the design run on its truth.
     ValueError where no increasing map fits."""
+    if form not in ("beta", "platt"):
+        raise ValueError(f"recalibration form {form!r}: expected 'beta' or 'platt'")
     F = _features(np.asarray(p, dtype=float), studies)
     hits, tries = np.asarray(hits, dtype=float), np.asarray(tries, dtype=float)
     if form == "platt":
