@@ -57,13 +57,6 @@ def tables(rows: pd.DataFrame, title: str) -> str:
     return "\n".join(out)
 
 
-def read_rows(path: str) -> pd.DataFrame:
-    """Rows written by --out; rows written before the raw share was kept beside the printed one have only
-    the raw one, as `predicted`, which is then also their `predicted_raw` (so files of both kinds join)."""
-    rows = pd.read_csv(path, keep_default_na=False, na_values=[""])        # "null" is a shape, not NaN
-    return rows if "predicted_raw" in rows.columns else rows.assign(predicted_raw=rows["predicted"])
-
-
 def given_maps(text: str) -> Recalibration:
     """'rises:c:a:b,determined:c:a' as maps (two numbers: Platt's, b = a)."""
     maps = {}
@@ -102,7 +95,8 @@ def main(argv=None) -> int:
                         help="how often a calibrated forecaster with these predictions passes the bar")
     args = parser.parse_args(argv)
     if args.from_rows:
-        return judge_rows(pd.concat([read_rows(f) for f in args.from_rows.split(",")], ignore_index=True), args)
+        files = [pd.read_csv(f, keep_default_na=False, na_values=[""]) for f in args.from_rows.split(",")]
+        return judge_rows(pd.concat(files, ignore_index=True), args)                    # "null" is a shape
     shapes = tuple(s for s in args.shapes.split(",") if s)
     quick = {"pilots": len(shapes), "draws": 2, "bootstrap": 5, "pilot_bootstrap": 5} if args.quick else {}
     given = {k: v for k, v in (("pilots", args.pilots), ("draws", args.draws), ("bootstrap", args.bootstrap),

@@ -37,9 +37,14 @@ def rate(values) -> tuple[float, int, float, float]:
     if v.size == 0:
         return np.nan, 0, np.nan, np.nan
     k, n = int(v.sum()), v.size
+    return (k / n, n, *clopper_pearson(k, n))
+
+
+def clopper_pearson(k: int, n: int) -> tuple[float, float]:
+    """The Clopper-Pearson 95% interval of k successes in n > 0 trials."""
     lo = beta.ppf(0.025, k, n - k + 1) if k > 0 else 0.0
     hi = beta.ppf(0.975, k + 1, n - k) if k < n else 1.0
-    return k / n, n, float(lo), float(hi)
+    return float(lo), float(hi)
 
 
 def calibrated_p(successes, predictions) -> float:

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy.stats import beta, norm
+from scipy.stats import norm
 
 from isocompute.analysis.fits.sigmoid import sigmoid_reward
 from isocompute.design.assurance import CLAIMS, Plan, assess, judge, simulate_study
-from isocompute.design.chain import rate
+from isocompute.design.chain import clopper_pearson, rate
 from isocompute.design.pilot import n_effect
 from isocompute.design.reliability import (BINS, MIN_DESIGNS, SHAPES, Study, analysed, judged_rows, known_truth,
                                            outcome, outcome_seed, pilot_of, quiet)
@@ -95,26 +95,18 @@ def bar_pass_rate(rows: pd.DataFrame, sims: int = 2000, rho: float = 0.0, seed: 
     rows = judged_rows(rows)
     rng = np.random.default_rng(seed)
     edges = np.asarray(bins, dtype=float)
-    groups = []
-    for (claim, _), g in rows.groupby(["claim", "truth_seed"]):
-        groups.append(g["predicted"].to_numpy(dtype=float))
-    preds = np.concatenate(groups)
-    owner = np.repeat(np.arange(len(groups)), [len(g) for g in groups])
-    claims = np.concatenate([[c] * len(g) for (c, _), g in rows.groupby(["claim", "truth_seed"])])
+    rows = rows.sort_values(["claim", "truth_seed"], kind="stable")
+    owner = rows.groupby(["claim", "truth_seed"]).ngroup().to_numpy()      # one latent draw per pilot and claim
+    preds, claims = rows["predicted"].to_numpy(dtype=float), rows["claim"].to_numpy()
     where = np.clip(np.searchsorted(edges, preds, side="right") - 1, 0, len(edges) - 2)
     judged = [(m, float(preds[m].mean())) for c in CLAIMS for b in range(len(edges) - 1)
               for m in [(claims == c) & (where == b)] if m.sum() >= min_designs]
     passed = 0
     for _ in range(sims):
-        z = rho * rng.standard_normal(len(groups))[owner] + np.sqrt(1 - rho ** 2) * rng.standard_normal(len(preds))
+        z = rho * rng.standard_normal(owner.max() + 1)[owner] + np.sqrt(1 - rho ** 2) * rng.standard_normal(len(preds))
         hits = norm.cdf(z) < preds                       # Bernoulli(predicted) marginally
-        inside = True
-        for m, mean in judged:
-            k, n = int(hits[m].sum()), int(m.sum())
-            lo = beta.ppf(0.025, k, n - k + 1) if k > 0 else 0.0
-            hi = beta.ppf(0.975, k + 1, n - k) if k < n else 1.0
-            inside &= lo <= mean <= hi
-        passed += inside
+        passed += all(lo <= mean <= hi for m, mean in judged
+                      for lo, hi in [clopper_pearson(int(hits[m].sum()), int(m.sum()))])
     return passed / sims
 
 

@@ -234,10 +234,10 @@ def run_study(study: Study, jobs: int = 2) -> pd.DataFrame:
 
 def repredicted(rows: pd.DataFrame, recalibration: Recalibration | None = None) -> pd.DataFrame:
     """`rows` whose `predicted` is the raw share of the simulated studies (`predicted_raw`; rows written
-    before it was kept have only the raw one, as `predicted`), passed through `recalibration` if given:
-    how a map is judged on rows it was not applied to when they ran."""
+    before it was kept have only the raw one, as `predicted`, also when joined with newer rows), passed
+    through `recalibration` if given: how a map is judged on rows it was not applied to when they ran."""
     rows = rows.copy()
-    raw = rows["predicted_raw"] if "predicted_raw" in rows.columns else rows["predicted"]
+    raw = rows["predicted_raw"].fillna(rows["predicted"]) if "predicted_raw" in rows.columns else rows["predicted"]
     studies = rows["studies"] if "studies" in rows.columns else pd.Series(np.nan, index=rows.index)
     studies = studies.fillna(Study.draws).to_numpy(dtype=float)
     rows["predicted_raw"] = raw.to_numpy(dtype=float)
@@ -269,11 +269,11 @@ def cross_validate(rows: pd.DataFrame, folds: int = 3, forms=("platt", "beta")) 
             maps = maps_of(fit(rows[~held], boot=0, form=form), f"the other {folds - 1} blocks")
             test = repredicted(rows[held], maps)
             table = reliability_table(test)
+            brier = calibration(test).set_index("claim")["brier"]
             for claim in CLAIMS:
-                t, g = table[(table["claim"] == claim) & table["judged"]], test[test["claim"] == claim]
-                brier = float(np.mean((g["predicted"] - g["successes"] / g["outcomes"]) ** 2))
-                out.append({"form": form, "claim": claim, "fold": k, "pilots": len(block),
-                            "judged": len(t), "outside": int((~t["inside"].astype(bool)).sum()), "brier": brier})
+                t = table[(table["claim"] == claim) & table["judged"]]
+                out.append({"form": form, "claim": claim, "fold": k, "pilots": len(block), "judged": len(t),
+                            "outside": int((~t["inside"].astype(bool)).sum()), "brier": float(brier[claim])})
     return pd.DataFrame(out)
 
 
