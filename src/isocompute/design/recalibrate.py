@@ -35,18 +35,19 @@ import pandas as pd
 from scipy.special import expit, logit
 
 # The maps the tool applies, claim -> (c, a, b): `fit` on the rows of the reliability study's truths
-# 3000-3095 and 5030-5077 (144 pilots, 576 designs per claim; `bench_design_reliability.py
-# --first-truth 3000 --pilots 48 --out a.csv`, the same from 3048 and from 5030, then `--from-rows`
-# all three with `--fit`; 2026-12-07). 5030-5077 judged the Platt maps fitted on 3000-3095 before
-# (docs/replication.md) and so are no longer fresh. 95% over 400 resamples of the pilots: rises c
-# [-0.45, +1.05], a [0.59, 1.27], b [0.01, 0.74]; determined c [-0.37, +1.75], a [1.11, 3.22], b [0.09,
-# 0.81]; U c [-0.65, +0.65], a [0.59, 1.15], b [0.00, 0.49]. In a 3-fold cross-validation over those
-# pilots (blocks of 48 truth seeds, `--cv 3`), 1 of 28 judged bins fell outside (Platt's: 3 of 26).
-# Judged once on fresh truths 5078-5125: 8 of 9 judged bins inside; U's 0.4-0.6 bin under-confident
-# (0.50 against 0.80 [0.56, 0.94]), docs/replication.md.
-MEASURED_MAPS: dict[str, tuple[float, ...]] = {"rises": (0.410, 0.928, 0.341), "determined": (0.596, 1.883, 0.467),
-                                               "U": (0.201, 0.896, 0.074)}
-MEASURED_FROM = "reliability truths 3000-3095 and 5030-5077 (144 synthetic pilots; docs/replication.md)"
+# 3000-3095 and 5030-5125 (192 pilots, 768 designs per claim; `bench_design_reliability.py
+# --first-truth 3000 --pilots 48 --out a.csv`, the same from 3048, 5030 and 5078, then `--from-rows`
+# all four with `--fit`; 2026-12-07). 5030-5077 judged Platt's maps fitted on 3000-3095, and
+# 5078-5125 judged the beta maps fitted on 3000-3095 and 5030-5077 (8 of 9 judged bins inside; U's
+# 0.4-0.6 bin under-confident, 0.50 against 0.80 [0.56, 0.94]; docs/replication.md), so neither is
+# fresh any more. 95% over 400 resamples of the pilots: rises c [-0.46, +0.83], a [0.53, 1.14], b
+# [0.16, 0.82]; determined c [-0.34, +1.38], a [1.00, 2.52], b [0.23, 0.84]; U c [-0.54, +0.68], a
+# [0.63, 1.14], b [0.00, 0.53]. In a 4-fold cross-validation over those pilots (blocks of 48 truth
+# seeds, `--cv 4`), 1 of 38 judged bins fell outside (Platt's: 1 of 36), Brier 0.1302 (0.1307).
+# Judged once on fresh truths 5126-5173 (docs/replication.md).
+MEASURED_MAPS: dict[str, tuple[float, ...]] = {"rises": (0.188, 0.834, 0.452), "determined": (0.482, 1.701, 0.532),
+                                               "U": (0.125, 0.884, 0.186)}
+MEASURED_FROM = "reliability truths 3000-3095 and 5030-5125 (192 synthetic pilots; docs/replication.md)"
 
 
 def _logits(p, studies) -> np.ndarray:
