@@ -44,7 +44,9 @@ from scipy.special import expit, logit
 # [0.16, 0.82]; determined c [-0.34, +1.38], a [1.00, 2.52], b [0.23, 0.84]; U c [-0.54, +0.68], a
 # [0.63, 1.14], b [0.00, 0.53]. In a 4-fold cross-validation over those pilots (blocks of 48 truth
 # seeds, `--cv 4`), 1 of 38 judged bins fell outside (Platt's: 1 of 36), Brier 0.1302 (0.1307).
-# Judged once on fresh truths 5126-5173 (docs/replication.md).
+# Judged once on fresh truths 5126-5173: 9 of 10 judged bins inside; n* determined's 0-0.2 bin
+# under-confident (0.07 against 0.35 [0.15, 0.59], 20 designs from 10 pilots; p 0.0019 x bins), so
+# the low end of that claim's map is not calibrated on pilots that are not null (docs/replication.md).
 MEASURED_MAPS: dict[str, tuple[float, ...]] = {"rises": (0.188, 0.834, 0.452), "determined": (0.482, 1.701, 0.532),
                                                "U": (0.125, 0.884, 0.186)}
 MEASURED_FROM = "reliability truths 3000-3095 and 5030-5125 (192 synthetic pilots; docs/replication.md)"
