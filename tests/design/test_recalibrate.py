@@ -3,7 +3,8 @@ drawn from a known map (beta calibration; Platt's is its case a = b) finds it wi
 interval; one fitted where the raw shares are already calibrated is near the identity (nothing
 happens where nothing is wrong); the map keeps order and keeps 0 of N and N of N finite; a map that
 would reverse the order is refused; a slope that comes out negative is held at 0; the tool's table
-carries the raw share beside the recalibrated one, its interval mapped alike; the cross-validation
+carries the raw share beside the recalibrated one, its interval mapped alike, and the printed map says
+what its judgement found; the cross-validation
 judges each form on pilots it was not fitted on."""
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from scipy.special import expit, logit
 from isocompute.design.assurance import summarise
 from isocompute.design.chain import rate
 from isocompute.design.power import Design
-from isocompute.design.recalibrate import IDENTITY, Recalibration, fit, fit_map
+from isocompute.design.recalibrate import IDENTITY, MEASURED, Recalibration, fit, fit_map
 from isocompute.design.reliability import cross_validate, repredicted
 
 STUDIES = 20
@@ -106,6 +107,13 @@ def test_the_table_carries_raw_and_recalibrated_assurance():
     assert row["determined_raw"] == 1.0 and row["determined"] == pytest.approx(maps("determined", 1.0, STUDIES))
     assert row["determined_lo"] == pytest.approx(maps("determined", rate([1.0] * STUDIES)[2], STUDIES))
     assert row["rises"] == row["rises_raw"] == 0.95       # no map for rises: unchanged
+
+
+def test_the_printed_map_names_its_source_and_what_its_judgement_found():
+    maps = Recalibration({"determined": (-1.0, 0.8)}, "hand-made", "low 'n* det' under-confident")
+    assert maps.describe().endswith("fitted on hand-made; low 'n* det' under-confident")
+    assert "under-confident" not in Recalibration({"determined": (-1.0, 0.8)}, "hand-made").describe()
+    assert "5126-5173" in MEASURED.describe()             # the tool's maps say what their judgement found
 
 
 

@@ -50,6 +50,8 @@ from scipy.special import expit, logit
 MEASURED_MAPS: dict[str, tuple[float, ...]] = {"rises": (0.188, 0.834, 0.452), "determined": (0.482, 1.701, 0.532),
                                                "U": (0.125, 0.884, 0.186)}
 MEASURED_FROM = "reliability truths 3000-3095 and 5030-5125 (192 synthetic pilots; docs/replication.md)"
+MEASURED_CAVEAT = ("judged on fresh truths 5126-5173, 'n* det' below about 0.6 came out under-confident (printed "
+                   "0.07, observed 0.35 [0.15, 0.59]): read one that low as a likely underestimate")
 
 
 def _logits(p, studies) -> np.ndarray:
@@ -60,11 +62,12 @@ def _logits(p, studies) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Recalibration:
-    """Per claim, the map (a, b) of the module doc; a claim without one passes through unchanged.
-    `source` says which truths fitted it."""
+    """Per claim, the map (c, a, b) of the module doc; a claim without one passes through unchanged.
+    `source` says which truths fitted it; `caveat`, what a judgement on fresh truths found it gets wrong."""
 
     maps: dict
     source: str = ""
+    caveat: str = ""
 
     def __call__(self, claim: str, p, studies: int) -> np.ndarray | float:
         """The recalibrated assurance of raw share(s) `p` of `studies` simulated studies (NaN stays NaN)."""
@@ -80,7 +83,8 @@ class Recalibration:
             return "assurance not recalibrated (raw shares of the simulated studies)"
         maps = "; ".join(f"{claim} c {c:+.2f} a {a:.2f} b {b:.2f}"
                          for claim, (c, a, b) in ((k, _three(v)) for k, v in self.maps.items()))
-        return f"assurance recalibrated (expit(c + a ln(raw) - b ln(1 - raw))): {maps}; fitted on {self.source}"
+        caveat = f"; {self.caveat}" if self.caveat else ""
+        return f"assurance recalibrated (expit(c + a ln(raw) - b ln(1 - raw))): {maps}; fitted on {self.source}{caveat}"
 
 
 def _three(m) -> tuple[float, float, float]:
@@ -97,7 +101,7 @@ def _features(p, studies) -> np.ndarray:
 
 
 IDENTITY = Recalibration({}, "")
-MEASURED = Recalibration(MEASURED_MAPS, MEASURED_FROM)
+MEASURED = Recalibration(MEASURED_MAPS, MEASURED_FROM, MEASURED_CAVEAT)
 
 
 def _newton(X, hits, tries, iterations: int) -> np.ndarray | None:
