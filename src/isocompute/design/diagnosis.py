@@ -15,8 +15,8 @@ from isocompute.analysis.fits.sigmoid import sigmoid_reward
 from isocompute.design.assurance import CLAIMS, Plan, assess, judge, simulate_study
 from isocompute.design.chain import clopper_pearson, rate
 from isocompute.design.pilot import n_effect
-from isocompute.design.reliability import (BINS, MIN_DESIGNS, SHAPES, Study, analysed, judged_rows, known_truth,
-                                           outcome, outcome_seed, pilot_of, quiet)
+from isocompute.design.reliability import (BINS, MIN_DESIGNS, SHAPES, Study, analysed, bin_index, judged_rows,
+                                           known_truth, outcome, outcome_seed, pilot_of, quiet)
 
 
 def null_diagnosis(seed: int, study: "Study" = None, outcomes: int = 3) -> dict:
@@ -98,7 +98,7 @@ def bar_pass_rate(rows: pd.DataFrame, sims: int = 2000, rho: float = 0.0, seed: 
     rows = rows.sort_values(["claim", "truth_seed"], kind="stable")
     owner = rows.groupby(["claim", "truth_seed"]).ngroup().to_numpy()      # one latent draw per pilot and claim
     preds, claims = rows["predicted"].to_numpy(dtype=float), rows["claim"].to_numpy()
-    where = np.clip(np.searchsorted(edges, preds, side="right") - 1, 0, len(edges) - 2)
+    where = bin_index(preds, edges)
     judged = [(m, float(preds[m].mean())) for c in CLAIMS for b in range(len(edges) - 1)
               for m in [(claims == c) & (where == b)] if m.sum() >= min_designs]
     passed = 0

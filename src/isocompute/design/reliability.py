@@ -310,6 +310,12 @@ def pilot_interval(group: pd.DataFrame, resamples: int = 2000, seed: int = 0) ->
     return len(hits), float(lo), float(hi)
 
 
+def bin_index(predicted, edges) -> np.ndarray:
+    """The bin of each prediction among `edges` ([lo, hi), the last closed), as `reliability_table` bins them."""
+    edges = np.asarray(edges, dtype=float)
+    return np.clip(np.searchsorted(edges, np.asarray(predicted, dtype=float), side="right") - 1, 0, len(edges) - 2)
+
+
 def reliability_table(rows: pd.DataFrame, bins=BINS, min_designs: int = MIN_DESIGNS) -> pd.DataFrame:
     """Per claim and bin of predicted assurance ([lo, hi), the last closed): designs, mean predicted,
     observed rate with its 95% interval over the outcomes, whether the bin is judged (>= `min_designs`
@@ -322,8 +328,7 @@ def reliability_table(rows: pd.DataFrame, bins=BINS, min_designs: int = MIN_DESI
     out = []
     for claim in CLAIMS:
         sub = rows[rows["claim"] == claim]
-        where = np.clip(np.searchsorted(edges, sub["predicted"].to_numpy(dtype=float), side="right") - 1,
-                        0, len(edges) - 2)
+        where = bin_index(sub["predicted"], edges)
         for b in range(len(edges) - 1):
             group = sub[where == b]
             row = {"claim": claim, "bin": f"[{edges[b]:.1f}, {edges[b + 1]:.1f}{']' if b == len(edges) - 2 else ')'}",
