@@ -24,7 +24,7 @@ their intervals) and judges the rows under them, which is how MEASURED was made 
 truth seeds, `reliability.cross_validate`); --maps 'claim:c:a:b,...' (or 'claim:c:a', Platt's)
 judges the rows under given maps (the raw shares passed through them), as on truths no fit saw;
 --bar SIMS prints how often a perfectly calibrated forecaster with the rows' predictions (as the tool
-printed them) would pass the bar, outcomes independent and sharing a pilot's truth
+printed them, or under --maps where given) would pass the bar, outcomes independent and sharing a pilot's truth
 (`diagnosis.bar_pass_rate`), beside the rows' own within-pilot residual correlation.
 """
 
@@ -141,15 +141,19 @@ def judge_rows(rows: pd.DataFrame, args) -> int:
         print(markdown(cv, digits=4))
         total = cv.groupby("form").agg(judged=("judged", "sum"), outside=("outside", "sum"), brier=("brier", "mean"))
         print("\n" + markdown(total.reset_index(), digits=4))
-    if args.bar:
-        print(f"\n## The bar itself: a forecaster calibrated exactly, with these predictions ({args.bar} studies)\n")
-        print(f"within-pilot correlation of these rows' standardized residuals: {residual_correlation(rows):.3f}")
-        for rho in (0.0, 0.5, 0.7):
-            print(f"latent within-pilot correlation {rho ** 2:.2f} (rho {rho}): passes the bar in "
-                  f"{bar_pass_rate(rows, sims=args.bar, rho=rho):.3f} of studies")
+    judged = rows
     if args.maps:
         maps = given_maps(args.maps)
-        print(tables(repredicted(rows, maps), f"Under {maps.describe()}"))
+        judged = repredicted(rows, maps)
+        print(tables(judged, f"Under {maps.describe()}"))
+    if args.bar:
+        whose = "under the given maps" if args.maps else "as the tool printed them"
+        print(f"\n## The bar itself: a forecaster calibrated exactly, with these predictions ({whose}; "
+              f"{args.bar} studies)\n")
+        print(f"within-pilot correlation of these rows' standardized residuals: {residual_correlation(judged):.3f}")
+        for rho in (0.0, 0.5, 0.7):
+            print(f"latent within-pilot correlation {rho ** 2:.2f} (rho {rho}): passes the bar in "
+                  f"{bar_pass_rate(judged, sims=args.bar, rho=rho):.3f} of studies")
     return 0
 
 

@@ -42,6 +42,10 @@ def test_quick_prints_the_reliability_table_of_every_shape(tmp_path):
     raw = both[both.index("# Raw"):]
     lines = re.findall(r"^\| (rises|determined|U) \| \[[\d.]+, [\d.]+[)\]] \| (\d+) \|", raw, flags=re.M)
     assert sum(int(n) for c, n in lines[:len(BINS) - 1]) == 2 * (took["claim"] == "rises").sum(), raw
+    # under given maps, the bar is read for the predictions those maps print, not the rows' own
+    given = run_benchmark("bench_design_reliability.py", "--from-rows", str(tmp_path / "r.csv"),
+                          "--maps", "rises:0:1:1", "--bar", "5").stdout
+    assert given.index("# Under assurance recalibrated") < given.index("with these predictions (under the given maps")
 
 
 def test_the_null_diagnosis_prints_what_the_pilot_reads_as_noise():
