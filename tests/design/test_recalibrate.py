@@ -113,7 +113,7 @@ def test_the_printed_map_names_its_source_and_what_its_judgement_found():
     maps = Recalibration({"determined": (-1.0, 0.8)}, "hand-made", "low 'n* det' under-confident")
     assert maps.describe().endswith("fitted on hand-made; low 'n* det' under-confident")
     assert "under-confident" not in Recalibration({"determined": (-1.0, 0.8)}, "hand-made").describe()
-    assert "5126-5221" in MEASURED.describe()             # the tool's maps say what their judgement found
+    assert "5222-5317" in MEASURED.describe()             # the tool's maps say what their judgement found
 
 
 
