@@ -31,6 +31,7 @@ printed them, or under --maps where given) would pass the bar, outcomes independ
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import sys
 import time
@@ -39,7 +40,7 @@ import pandas as pd
 
 from isocompute.design.diagnosis import bar_pass_rate, residual_correlation
 from isocompute.design.recalibrate import Recalibration, fit
-from isocompute.design.reliability import (MIN_DESIGNS, SHAPES, Study, calibration, cross_validate, maps_of,
+from isocompute.design.reliability import (MIN_DESIGNS, PILOT, SHAPES, Study, calibration, cross_validate, maps_of,
                                            markdown, refusals, reliability_table, repredicted, run_study,
                                            verdict)
 
@@ -81,6 +82,8 @@ def main(argv=None) -> int:
     parser.add_argument("--pilot-bootstrap", type=int, default=None,
                         help="bootstrap replicates of each pilot's analysis (default 20: each draw takes one, in turn)")
     parser.add_argument("--outcomes", type=int, default=Study.outcomes, help="real runs per design (default 1)")
+    parser.add_argument("--pilot-seeds", type=int, default=PILOT.seeds,
+                        help="seeds per cell of the pilot, and so of its candidates (default %(default)s)")
     parser.add_argument("--jobs", type=int, default=2, help="worker processes over pilots (default 2)")
     parser.add_argument("--quick", action="store_true", help="one pilot per shape, 2 draws, 5 bootstrap replicates")
     parser.add_argument("--out", default=None, metavar="CSV", help="write one row per pilot, design and claim")
@@ -103,7 +106,8 @@ def main(argv=None) -> int:
                                ("pilot_bootstrap", args.pilot_bootstrap)) if v is not None}
     try:
         study = Study(**{**quick, **given}, outcomes=args.outcomes, outcome_bootstrap=args.outcome_bootstrap,
-                      first_truth=args.first_truth, shapes=shapes)
+                      first_truth=args.first_truth, shapes=shapes,
+                      pilot=dataclasses.replace(PILOT, seeds=args.pilot_seeds))
     except ValueError as exc:
         parser.error(str(exc))
     print(f"{study.describe()}; {args.jobs} jobs", flush=True)
