@@ -67,3 +67,11 @@ def test_the_run_level_test_prints_its_level_on_null_truths_and_its_power_on_the
     assert sorted(found) == sorted(SHAPES), out
     assert float(found["null"]) <= 0.25                  # its level, 5%: P(> 5 of 20) ~ 0.0003
     assert float(found["late"]) > float(found["null"])   # the winner ahead in the pilot's range already
+
+
+def test_the_pilot_and_its_candidates_take_the_seeds_asked_for(tmp_path):
+    out = run_benchmark("bench_design_reliability.py", "--quick", "--shapes", "null", "--pilot-seeds", "3",
+                        "--jobs", "1", "--out", str(tmp_path / "r.csv")).stdout
+    assert "x2/dbl seeds 3, analysed with" in out
+    rows = pd.read_csv(tmp_path / "r.csv", keep_default_na=False, na_values=[""])
+    assert rows["describe"].str.endswith("seeds 3").all() and rows["design"].nunique() == 4
