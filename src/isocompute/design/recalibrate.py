@@ -48,7 +48,8 @@ from scipy.special import expit, logit
 # p 0.36 x bins); on 5270-5317, unchanged: 8 of 9, rises' floor again; pooled, 10 of 14, 0.021
 # family-wise, and no better than the raw shares by Brier. On pilots with 4 seeds per cell (truths
 # 6000-6095, 87044a3 and 4e41be3): 12 of 13 judged bins inside, the miss rises' floor (docs/replication.md).
-MEASURED_MAPS: dict[str, tuple[float, ...]] = {"rises": (0.047, 0.796, 0.599), "determined": (-0.143, 0.929, 0.797),
+MEASURED_MAPS: dict[str, tuple[float, ...]] = {"rises": (0.047, 0.796, 0.599),
+                                               "determined": (-0.143, 0.929, 0.797),
                                                "U": (0.057, 0.878, 0.323)}
 MEASURED_FROM = "reliability truths 3000-3095 and 5030-5221 (288 synthetic pilots; docs/replication.md)"
 MEASURED_CAVEAT = ("on 96 fresh pilots (truths 5222-5317) the maps came out over-confident at the floor of rises and U "
