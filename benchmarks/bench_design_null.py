@@ -15,12 +15,14 @@ assurance for the pilot's design, and how often that design, run on the truth, d
 With --n-effect TRUTHS it prints instead what a pilot can tell (`diagnosis.n_effect_rates`): per
 shape, TRUTHS known truths from seed 20000 run as the pilot design, and the share whose run-level
 test that n matters (`pilot.n_effect`, printed on the pilot's line by `isocompute design`) finds it
-at 0.05: its level on null truths, its power on the others.
+at 0.05: its level on null truths, its power on the others; --pilot-seeds K runs that pilot with K
+seeds per cell (default 2, the reliability study's).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -30,7 +32,7 @@ import pandas as pd
 
 from isocompute.design.chain import rate
 from isocompute.design.diagnosis import n_effect_rates, null_diagnosis
-from isocompute.design.reliability import FIRST_TRUTH, SHAPES, markdown
+from isocompute.design.reliability import FIRST_TRUTH, PILOT, SHAPES, Study, markdown
 
 NULL_SEEDS = tuple(s for s in range(FIRST_TRUTH, FIRST_TRUTH + 48) if SHAPES[s % len(SHAPES)] == "null")
 
@@ -42,11 +44,14 @@ def main(argv=None) -> int:
     parser.add_argument("--jobs", type=int, default=2, help="worker processes over truths (default 2)")
     parser.add_argument("--n-effect", type=int, default=0, metavar="TRUTHS",
                         help="print the run-level test's level and power per shape on TRUTHS truths each instead")
+    parser.add_argument("--pilot-seeds", type=int, default=PILOT.seeds,
+                        help="with --n-effect: seeds per cell of the pilot (default %(default)s)")
     args = parser.parse_args(argv)
     if args.n_effect:
         start = time.perf_counter()
         with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-            parts = list(pool.map(partial(n_effect_rates, truths=args.n_effect), [(s,) for s in SHAPES]))
+            study = Study(pilot=dataclasses.replace(PILOT, seeds=args.pilot_seeds))
+            parts = list(pool.map(partial(n_effect_rates, truths=args.n_effect, study=study), [(s,) for s in SHAPES]))
         print(markdown(pd.concat(parts, ignore_index=True), digits=3))
         print(f"{time.perf_counter() - start:.0f} s, {args.jobs} jobs")
         return 0

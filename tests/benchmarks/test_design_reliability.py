@@ -67,6 +67,11 @@ def test_the_run_level_test_prints_its_level_on_null_truths_and_its_power_on_the
     assert sorted(found) == sorted(SHAPES), out
     assert float(found["null"]) <= 0.25                  # its level, 5%: P(> 5 of 20) ~ 0.0003
     assert float(found["late"]) > float(found["null"])   # the winner ahead in the pilot's range already
+    # more seeds per cell: more power on the truths where n matters (docs: 36-60% with 2, 84-92% with 8)
+    out8 = run_benchmark("bench_design_null.py", "--n-effect", "20", "--jobs", "1", "--pilot-seeds", "8").stdout
+    found8 = dict(re.findall(r"^\| (\w+) \| 20 \| ([\d.]+) \| [\d.]+ \| [\d.]+ \| [\d.]+ \|", out8, flags=re.M))
+    assert sorted(found8) == sorted(SHAPES), out8
+    assert sum(float(found8[s]) for s in SHAPES if s != "null") > sum(float(found[s]) for s in SHAPES if s != "null")
 
 
 def test_the_pilot_and_its_candidates_take_the_seeds_asked_for(tmp_path):
